@@ -1,4 +1,5 @@
 // Builds against the installed package and runs a conv2d on a blob made by OpenCV.
+#include <cmath>
 #include <cstdio>
 
 #include <opencv2/core.hpp>
