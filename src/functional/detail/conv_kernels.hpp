@@ -4,6 +4,7 @@
 #include <cstdint>
 
 #include "core/parallel_for.hpp"
+#include "functional/detail/tasks.hpp"
 
 namespace cvattn::functional::detail {
 
@@ -17,11 +18,6 @@ struct ConvGeometry {
   [[nodiscard]] std::int64_t k() const { return cin_g * kh * kw; }
   [[nodiscard]] std::int64_t positions() const { return ho * wo; }
 };
-
-// Tasks per thread wanted, so that uneven splits cost little.
-inline constexpr std::int64_t kTasksPerThread = 4;
-
-inline std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
 
 // Items per chunk when `count` independent jobs of `items` items each are cut into chunks of at
 // most `cap` items: smaller (down to `min_chunk`) when that is needed to give every thread
@@ -37,17 +33,6 @@ inline std::int64_t chunk_size(std::int64_t items, std::int64_t cap, std::int64_
   }
   if (chunk < items) chunk = std::min(items, ceil_div(chunk, align) * align);
   return chunk;
-}
-
-// Runs body(task, slot) for every task in [0, tasks), with slot in [0, slots) unique among
-// concurrently running bodies, so a body may use scratch slot `slot`.
-template <class Body>
-void for_each_task(std::int64_t tasks, std::int64_t slots, Body&& body) {
-  cvattn::detail::parallel_for(slots, [&](std::int64_t slot) {
-    const std::int64_t begin = tasks * slot / slots;
-    const std::int64_t end = tasks * (slot + 1) / slots;
-    for (std::int64_t t = begin; t < end; ++t) body(t, slot);
-  });
 }
 
 // out[r, 0:cols] = bias[r] (0 without bias) for rows r with row stride `stride`.
