@@ -36,11 +36,10 @@ Conv2d::Conv2d(const Conv2dOptions& options) : options_(options) {
                detail::tuple_repr(o.padding()));
   CVATTN_CHECK(o.dilation().h > 0 && o.dilation().w > 0, ValueError,
                "Conv2dOptions: dilation must be positive, got ", detail::tuple_repr(o.dilation()));
-  CVATTN_CHECK(o.groups() > 0 && o.in_channels() % o.groups() == 0 &&
-                   o.out_channels() % o.groups() == 0,
-               ValueError, "Conv2dOptions: groups (", o.groups(),
-               ") must divide in_channels (", o.in_channels(), ") and out_channels (",
-               o.out_channels(), ")");
+  CVATTN_CHECK(
+      o.groups() > 0 && o.in_channels() % o.groups() == 0 && o.out_channels() % o.groups() == 0,
+      ValueError, "Conv2dOptions: groups (", o.groups(), ") must divide in_channels (",
+      o.in_channels(), ") and out_channels (", o.out_channels(), ")");
   weight_ = register_parameter("weight", {o.out_channels(), o.in_channels() / o.groups(),
                                           o.kernel_size().h, o.kernel_size().w});
   if (o.bias()) bias_ = register_parameter("bias", {o.out_channels()});

@@ -12,20 +12,19 @@ namespace {
 void check_options(Pair2 kernel, Pair2 stride, Pair2 padding, Pair2 dilation, const char* where) {
   CVATTN_CHECK(kernel.h > 0 && kernel.w > 0, ValueError, where,
                ": kernel_size must be positive, got ", detail::tuple_repr(kernel));
-  CVATTN_CHECK(stride.h > 0 && stride.w > 0, ValueError, where,
-               ": stride must be positive, got ", detail::tuple_repr(stride));
+  CVATTN_CHECK(stride.h > 0 && stride.w > 0, ValueError, where, ": stride must be positive, got ",
+               detail::tuple_repr(stride));
   CVATTN_CHECK(dilation.h > 0 && dilation.w > 0, ValueError, where,
                ": dilation must be positive, got ", detail::tuple_repr(dilation));
-  CVATTN_CHECK(padding.h >= 0 && padding.w >= 0 && padding.h <= kernel.h / 2 &&
-                   padding.w <= kernel.w / 2,
-               ValueError, where, ": padding ", detail::tuple_repr(padding),
-               " must be non-negative and at most half of kernel_size ",
-               detail::tuple_repr(kernel));
+  CVATTN_CHECK(
+      padding.h >= 0 && padding.w >= 0 && padding.h <= kernel.h / 2 && padding.w <= kernel.w / 2,
+      ValueError, where, ": padding ", detail::tuple_repr(padding),
+      " must be non-negative and at most half of kernel_size ", detail::tuple_repr(kernel));
 }
 
 void check_output_size(Pair2 size, const char* where) {
-  CVATTN_CHECK(size.h > 0 && size.w > 0, ValueError, where,
-               ": output_size must be positive, got ", detail::tuple_repr(size));
+  CVATTN_CHECK(size.h > 0 && size.w > 0, ValueError, where, ": output_size must be positive, got ",
+               detail::tuple_repr(size));
 }
 
 }  // namespace
@@ -46,8 +45,7 @@ std::string MaxPool2d::describe() const {
 }
 
 AvgPool2d::AvgPool2d(const F::AvgPool2dOptions& options) : options_(options) {
-  check_options(options.kernel_size(), options.stride(), options.padding(), Pair2(1),
-                "AvgPool2d");
+  check_options(options.kernel_size(), options.stride(), options.padding(), Pair2(1), "AvgPool2d");
   CVATTN_CHECK(!options.divisor_override() || *options.divisor_override() != 0, ValueError,
                "AvgPool2d: divisor_override must be non-zero");
 }

@@ -1,5 +1,3 @@
-#include "cvattn/modules/sequential.hpp"
-
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -12,6 +10,7 @@
 #include "cvattn/modules/flatten.hpp"
 #include "cvattn/modules/linear.hpp"
 #include "cvattn/modules/pooling.hpp"
+#include "cvattn/modules/sequential.hpp"
 #include "modules/state_dict_fixture.hpp"
 #include "support/tensor_near.hpp"
 
@@ -31,8 +30,8 @@ Sequential make_cnn() {
   net.push_back(std::make_shared<BatchNorm2d>(BatchNorm2dOptions(8)));
   net.push_back(std::make_shared<ReLU>());
   net.push_back(std::make_shared<MaxPool2d>(F::MaxPool2dOptions(2)));
-  net.push_back(std::make_shared<Conv2d>(
-      Conv2dOptions(8, 16, 3).stride(2).padding(1).groups(2).bias(false)));
+  net.push_back(
+      std::make_shared<Conv2d>(Conv2dOptions(8, 16, 3).stride(2).padding(1).groups(2).bias(false)));
   net.push_back(std::make_shared<BatchNorm2d>(BatchNorm2dOptions(16)));
   net.push_back(std::make_shared<ReLU>());
   net.push_back(
@@ -94,9 +93,9 @@ TEST(Sequential, StrictLoadingReportsEveryProblem) {
   dict.set("9.weight", Tensor::zeros({10, 143}));
   Sequential net = make_cnn();
   EXPECT_THAT([&] { net.load_state_dict(dict); },
-              ThrowsMessage<ValueError>(AllOf(
-                  HasSubstr("missing '0.bias'"), HasSubstr("unexpected '4.bias'"),
-                  HasSubstr("'9.weight' expected [10, 144], got [10, 143]"))));
+              ThrowsMessage<ValueError>(
+                  AllOf(HasSubstr("missing '0.bias'"), HasSubstr("unexpected '4.bias'"),
+                        HasSubstr("'9.weight' expected [10, 144], got [10, 143]"))));
 }
 
 TEST(Sequential, AcceptsMissingNumBatchesTracked) {
@@ -136,7 +135,8 @@ TEST(Sequential, EmptyIsIdentityAndAtIsChecked) {
 
 TEST(Sequential, PushBackKeepsTypeAndRejectsNull) {
   Sequential net{std::make_shared<ReLU>()};
-  const std::shared_ptr<Conv2d> conv = net.push_back(std::make_shared<Conv2d>(Conv2dOptions(1, 1, 1)));
+  const std::shared_ptr<Conv2d> conv =
+      net.push_back(std::make_shared<Conv2d>(Conv2dOptions(1, 1, 1)));
   EXPECT_EQ(net.size(), 2u);
   EXPECT_EQ(net.at(1).get(), conv.get());
   EXPECT_EQ(net.children()[1].first, "1");
@@ -146,13 +146,19 @@ TEST(Sequential, PushBackKeepsTypeAndRejectsNull) {
 
 TEST(Sequential, ShapeErrorsNameTheFailingLayer) {
   const Sequential net = make_cnn();
-  EXPECT_THAT([&] { (void)net.forward(Tensor::zeros({1, 4, 8, 8})); },
-              ThrowsMessage<ShapeError>(HasSubstr(
-                  "Conv2d::forward: tensor 'x' expected shape [*, 3, *, *], got [1, 4, 8, 8]")));
+  EXPECT_THAT(
+      [&] {
+        (void)net.forward(Tensor::zeros({1, 4, 8, 8}));
+      },
+      ThrowsMessage<ShapeError>(
+          HasSubstr("Conv2d::forward: tensor 'x' expected shape [*, 3, *, *], got [1, 4, 8, 8]")));
   // 12x12 input: Flatten gives 16*2*2 = 64 features where Linear wants 144.
-  EXPECT_THAT([&] { (void)net.forward(Tensor::zeros({1, 3, 12, 12})); },
-              ThrowsMessage<ShapeError>(HasSubstr(
-                  "Linear::forward: tensor 'x' expected [..., 144], got [1, 64]")));
+  EXPECT_THAT(
+      [&] {
+        (void)net.forward(Tensor::zeros({1, 3, 12, 12}));
+      },
+      ThrowsMessage<ShapeError>(
+          HasSubstr("Linear::forward: tensor 'x' expected [..., 144], got [1, 64]")));
 }
 
 }  // namespace
