@@ -12,3 +12,4 @@
 #include "cvattn/io/npy.hpp"
 #include "cvattn/io/safetensors.hpp"
 #include "cvattn/version.hpp"
+#include "cvattn/viz/viz.hpp"
