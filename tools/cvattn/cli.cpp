@@ -202,7 +202,8 @@ RunPlan parse_run(const std::vector<std::string>& args, bool& help) {
   }
 
   // Validate names before reading any file.
-  for (const auto& [name, file] : plan.in_files) {
+  for (const auto& entry : plan.in_files) {
+    const std::string& name = entry.first;  // clang 14 cannot capture structured bindings
     const bool known = std::any_of(op.inputs.begin(), op.inputs.end(),
                                    [&](const InputSpec& s) { return s.name == name; });
     if (!known) {
@@ -217,7 +218,8 @@ RunPlan parse_run(const std::vector<std::string>& args, bool& help) {
       throw UsageError("op '" + op.name + "' needs --in " + s.name + "=FILE.npy " + s.shape);
     }
   }
-  for (const auto& [name, file] : plan.out_files) {
+  for (const auto& entry : plan.out_files) {
+    const std::string& name = entry.first;
     const bool known = std::any_of(op.outputs.begin(), op.outputs.end(),
                                    [&](const OutputSpec& s) { return s.name == name; });
     if (!known) {
