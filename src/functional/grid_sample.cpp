@@ -2,10 +2,10 @@
 // (aten/src/ATen/native/cpu/GridSamplerKernel.cpp) including its float32 coordinate arithmetic
 // and its treatment of NaN, +-inf and huge grid values.
 //
-// Layout of the work: output pixels of one image are processed in blocks of kBlock. For a block
-// the taps (offsets, weights, in-bounds bits) are computed once per pixel, then reused for every
-// channel, with the channel loop innermost so the weights stay in registers and the loop is a
-// tight gather. Blocks of all images are spread over the threads; no allocation inside.
+// Layout of the work: the output pixels of one image are processed in blocks. For a block the taps
+// (offsets, weights, in-bounds bits) are computed once per pixel, then reused for every channel.
+// Blocks of all images are spread over the threads; scratch lives on the stack, nothing is
+// allocated inside the parallel region.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -17,19 +17,33 @@
 #include "cvattn/functional/sampling.hpp"
 #include "functional/detail/bilinear_taps.hpp"
 
+#if defined(__SSE2__)
+#include <immintrin.h>
+#define CVATTN_SAMPLING_SSE 1
+#else
+#define CVATTN_SAMPLING_SSE 0
+#endif
+
 namespace cvattn::functional {
 namespace {
 
 using detail::BilinearTaps;
 using detail::kAllInside;
 
-constexpr std::int64_t kBlock = 128;  // output pixels whose taps are computed together
+// Output pixels whose taps are computed together: bilinear/nearest forward, and the kernels
+// that keep more per pixel (bicubic, backward).
+constexpr std::int64_t kBlock = 1024;
+constexpr std::int64_t kCubicBlock = 256;
+constexpr std::int64_t kGroup = 4;  // channels per pass of the bilinear/nearest forward loops
+constexpr std::int64_t kLookahead = 64;  // prefetch distance in pixels within a plane
 
 struct Geometry {
   std::int64_t n, c, h, w, ho, wo;
   [[nodiscard]] std::int64_t in_plane() const { return h * w; }
   [[nodiscard]] std::int64_t out_plane() const { return ho * wo; }
-  [[nodiscard]] std::int64_t blocks() const { return (out_plane() + kBlock - 1) / kBlock; }
+  [[nodiscard]] std::int64_t blocks(std::int64_t size) const {
+    return (out_plane() + size - 1) / size;
+  }
 };
 
 // One axis of the grid: normalised coordinate -> pixel coordinate (§8.1) and padding (§8.2), in
@@ -131,7 +145,8 @@ class Axis {
     const float flips = std::trunc(a / twice_span_);
     const float extra = std::fma(-flips, twice_span_, a);
     const float mirrored = twice_span_ - extra;
-    return (std::isnan(extra) || extra < mirrored ? extra : mirrored) + low_;
+    // min(extra, mirrored) that keeps NaN, in one comparison so the loop still vectorises.
+    return (!(extra >= mirrored) ? extra : mirrored) + low_;
   }
 
   std::int32_t size_;
@@ -211,46 +226,132 @@ inline CubicTaps cubic_taps(const Axis<P, AC>& ax, const Axis<P, AC>& ay, float 
 
 // ---------------------------------------------------------------------------------------------
 // Forward kernels. `in` is image n's [C, H, W], `grid` points at the block's first (x, y) pair,
-// `out` at the block's first pixel of channel 0 of image n.
+// `out` at the block's first pixel of channel 0 of image n. Every kernel first computes the
+// taps of its block (a vectorised loop), then runs channel by channel over the block, so each
+// inner loop touches one input plane and one output row segment (channel-innermost loops thrash
+// the cache when planes are a multiple of 4 KiB apart).
+
+// Interior samples (all four corners inside) of a bilinear block, SoA for the vectorised loops.
+struct alignas(64) BilinearBlock {
+  std::int32_t nw[kBlock];  // offset of the nw corner for interior samples, 0 otherwise
+  float w[4][kBlock];
+  std::uint32_t inside[kBlock];
+};
+
+// The other samples of a block, handled one by one with the masked rule.
+struct EdgeSamples {
+  std::int32_t pixel[kBlock];
+  BilinearTaps taps[kBlock];
+  std::int64_t count = 0;
+};
+
+#if CVATTN_SAMPLING_SSE
+inline __m128 fmadd4(__m128 a, __m128 b, __m128 c) {
+#if defined(__FMA__)
+  return _mm_fmadd_ps(a, b, c);
+#else
+  return _mm_add_ps(_mm_mul_ps(a, b), c);
+#endif
+}
+
+// [s[o], s[o+1], s[o+w], s[o+w+1]]: the four corners of an interior sample in two 8-byte loads.
+inline __m128 load_corners(const float* s, std::int32_t o, std::int64_t w) {
+  const __m128 top = _mm_castpd_ps(_mm_load_sd(reinterpret_cast<const double*>(s + o)));
+  return _mm_loadh_pi(top, reinterpret_cast<const __m64*>(s + o + w));
+}
+
+// Four interior samples of one plane, summed nw, ne, sw, se like PyTorch.
+inline __m128 bilinear4(const float* s, const std::int32_t* o, std::int64_t w, const __m128* wt) {
+  __m128 a0 = load_corners(s, o[0], w);
+  __m128 a1 = load_corners(s, o[1], w);
+  __m128 a2 = load_corners(s, o[2], w);
+  __m128 a3 = load_corners(s, o[3], w);
+  _MM_TRANSPOSE4_PS(a0, a1, a2, a3);  // a0: the 4 nw values, a1: ne, a2: sw, a3: se
+  return fmadd4(a3, wt[3], fmadd4(a2, wt[2], fmadd4(a1, wt[1], _mm_mul_ps(a0, wt[0]))));
+}
+#endif
+
+inline float bilinear1(const float* s, std::int32_t o, std::int64_t w, float w0, float w1,
+                       float w2, float w3) {
+  return std::fma(s[o + w + 1], w3, std::fma(s[o + w], w2, std::fma(s[o + 1], w1, s[o] * w0)));
+}
 
 template <PaddingMode P, bool AC>
 void bilinear_block(const Geometry& g, const Axis<P, AC>& ax, const Axis<P, AC>& ay,
                     const float* in, const float* grid, float* out, std::int64_t count) {
-  std::int32_t off[4][kBlock];
-  float wt[4][kBlock];
-  std::uint32_t inside[kBlock];
+  BilinearBlock b;
+  EdgeSamples edges;
   const auto h = static_cast<std::int32_t>(g.h);
   const auto w = static_cast<std::int32_t>(g.w);
+  // Vectorised: keep this loop free of bool values and reductions.
   for (std::int64_t p = 0; p < count; ++p) {
     const BilinearTaps t =
         detail::bilinear_taps(ax.apply(grid[2 * p]), ay.apply(grid[2 * p + 1]), h, w);
-    for (int k = 0; k < 4; ++k) {
-      off[k][p] = t.offset[k];
-      wt[k][p] = t.weight[k];
-    }
-    inside[p] = t.inside;
+    b.nw[p] = t.inside == kAllInside ? t.offset[0] : 0;
+    for (int k = 0; k < 4; ++k) b.w[k][p] = t.weight[k];
+    b.inside[p] = t.inside;
   }
+  std::int64_t n_edges = 0;  // a local counter: one in memory would serialise the loop
+  for (std::int64_t p = 0; p < count; ++p) {
+    if (b.inside[p] != kAllInside) {
+      edges.pixel[n_edges] = static_cast<std::int32_t>(p);
+      edges.taps[n_edges++] =
+          detail::bilinear_taps(ax.apply(grid[2 * p]), ay.apply(grid[2 * p + 1]), h, w);
+    }
+  }
+  edges.count = n_edges;
+  const std::int64_t interior = count - n_edges;
   const std::int64_t in_plane = g.in_plane();
   const std::int64_t out_plane = g.out_plane();
-  for (std::int64_t p = 0; p < count; ++p) {
-    const std::int32_t o0 = off[0][p], o1 = off[1][p], o2 = off[2][p], o3 = off[3][p];
-    const float w0 = wt[0][p], w1 = wt[1][p], w2 = wt[2][p], w3 = wt[3][p];
-    const float* src = in;
-    float* dst = out + p;
-    if (inside[p] == kAllInside) {
-      for (std::int64_t c = 0; c < g.c; ++c, src += in_plane, dst += out_plane) {
-        *dst = std::fma(src[o3], w3, std::fma(src[o2], w2, std::fma(src[o1], w1, src[o0] * w0)));
+  // Pass 1: every pixel with the unmasked interior formula (edge pixels read the valid dummy
+  // offset 0 and are overwritten in pass 2). An interior sample implies h, w >= 2, so the
+  // dummy's four reads are in bounds.
+  if (interior > 0) {
+    for (std::int64_t c0 = 0; c0 < g.c; c0 += kGroup) {
+      const std::int64_t group = std::min(kGroup, g.c - c0);
+      const std::int64_t ahead = std::min(kGroup, g.c - c0 - group);  // planes to prefetch
+      const float* s = in + c0 * in_plane;
+      float* d = out + c0 * out_plane;
+      std::int64_t p = 0;
+#if CVATTN_SAMPLING_SSE
+      for (; p + 4 <= count; p += 4) {
+        const std::int32_t* o = b.nw + p;
+        const __m128 wt[4] = {_mm_load_ps(b.w[0] + p), _mm_load_ps(b.w[1] + p),
+                              _mm_load_ps(b.w[2] + p), _mm_load_ps(b.w[3] + p)};
+        // The next group reads the same offsets in the next planes: fetch them now, the
+        // hardware prefetcher cannot follow this many short streams.
+        for (std::int64_t k = 0; k < ahead; ++k) {
+          const float* next = s + (group + k) * in_plane + o[0];
+          _mm_prefetch(reinterpret_cast<const char*>(next), _MM_HINT_T0);
+          _mm_prefetch(reinterpret_cast<const char*>(next + w), _MM_HINT_T0);
+        }
+        // The last group has nothing after it: fetch this group's planes a little ahead.
+        if (ahead == 0 && p + kLookahead < count) {
+          for (std::int64_t k = 0; k < group; ++k) {
+            const float* next = s + k * in_plane + b.nw[p + kLookahead];
+            _mm_prefetch(reinterpret_cast<const char*>(next), _MM_HINT_T0);
+            _mm_prefetch(reinterpret_cast<const char*>(next + w), _MM_HINT_T0);
+          }
+        }
+        for (std::int64_t k = 0; k < group; ++k) {
+          _mm_storeu_ps(d + k * out_plane + p, bilinear4(s + k * in_plane, o, w, wt));
+        }
       }
-    } else {
-      const std::uint32_t m = inside[p];
-      const bool b0 = m & 1u, b1 = m & 2u, b2 = m & 4u, b3 = m & 8u;
-      for (std::int64_t c = 0; c < g.c; ++c, src += in_plane, dst += out_plane) {
-        const float v0 = b0 ? src[o0] : 0.0f;
-        const float v1 = b1 ? src[o1] : 0.0f;
-        const float v2 = b2 ? src[o2] : 0.0f;
-        const float v3 = b3 ? src[o3] : 0.0f;
-        *dst = std::fma(v3, w3, std::fma(v2, w2, std::fma(v1, w1, v0 * w0)));
+#endif
+      for (; p < count; ++p) {
+        for (std::int64_t k = 0; k < group; ++k) {
+          d[k * out_plane + p] = bilinear1(s + k * in_plane, b.nw[p], w, b.w[0][p], b.w[1][p],
+                                           b.w[2][p], b.w[3][p]);
+        }
       }
+    }
+  }
+  // Pass 2: samples with a corner outside, with the masked rule.
+  for (std::int64_t c = 0; c < g.c; ++c) {
+    const float* s = in + c * in_plane;
+    float* d = out + c * out_plane;
+    for (std::int64_t e = 0; e < edges.count; ++e) {
+      d[edges.pixel[e]] = detail::bilinear_read(s, edges.taps[e]);
     }
   }
 }
@@ -258,26 +359,51 @@ void bilinear_block(const Geometry& g, const Axis<P, AC>& ax, const Axis<P, AC>&
 template <PaddingMode P, bool AC>
 void nearest_block(const Geometry& g, const Axis<P, AC>& ax, const Axis<P, AC>& ay,
                    const float* in, const float* grid, float* out, std::int64_t count) {
-  std::int32_t off[kBlock];
-  bool ok[kBlock];
+  alignas(64) std::int32_t off[kBlock];
+  alignas(64) std::int32_t ok[kBlock];
   const auto h = static_cast<std::int32_t>(g.h);
   const auto w = static_cast<std::int32_t>(g.w);
   for (std::int64_t p = 0; p < count; ++p) {
     // nearbyint: round half to even, as _mm256_round_ps does (std::round would not).
     const std::int32_t xi = to_index(std::nearbyint(ax.apply(grid[2 * p])));
     const std::int32_t yi = to_index(std::nearbyint(ay.apply(grid[2 * p + 1])));
-    ok[p] = xi >= 0 && xi < w && yi >= 0 && yi < h;
-    off[p] = ok[p] ? yi * w + xi : 0;
+    // Unsigned range tests, no bool values: the loop vectorises.
+    const std::int32_t inside = static_cast<std::uint32_t>(xi) < static_cast<std::uint32_t>(w)
+                                    ? (static_cast<std::uint32_t>(yi) < static_cast<std::uint32_t>(h)
+                                           ? 1 : 0)
+                                    : 0;
+    ok[p] = inside;
+    off[p] = inside ? yi * w + xi : 0;
   }
   const std::int64_t in_plane = g.in_plane();
   const std::int64_t out_plane = g.out_plane();
-  for (std::int64_t p = 0; p < count; ++p) {
-    const float* src = in + off[p];
-    float* dst = out + p;
-    if (ok[p]) {
-      for (std::int64_t c = 0; c < g.c; ++c, src += in_plane, dst += out_plane) *dst = *src;
-    } else {
-      for (std::int64_t c = 0; c < g.c; ++c, dst += out_plane) *dst = 0.0f;
+  for (std::int64_t c0 = 0; c0 < g.c; c0 += kGroup) {
+    const std::int64_t group = std::min(kGroup, g.c - c0);
+    const std::int64_t ahead = std::min(kGroup, g.c - c0 - group);  // planes to prefetch
+    const float* s = in + c0 * in_plane;
+    float* d = out + c0 * out_plane;
+    for (std::int64_t p = 0; p < count; ++p) {
+      const std::int32_t o = off[p];
+      const bool inside = ok[p] != 0;
+#if CVATTN_SAMPLING_SSE
+      // As in bilinear_block: the next group reads the same offsets in the next planes.
+      if ((p & 3) == 0) {
+        for (std::int64_t k = 0; k < ahead; ++k) {
+          _mm_prefetch(reinterpret_cast<const char*>(s + (group + k) * in_plane + o), _MM_HINT_T0);
+        }
+        // The last group has nothing after it: fetch this group's planes a little ahead.
+        if (ahead == 0 && p + kLookahead < count) {
+          for (std::int64_t k = 0; k < group; ++k) {
+            _mm_prefetch(reinterpret_cast<const char*>(s + k * in_plane + off[p + kLookahead]),
+                         _MM_HINT_T0);
+          }
+        }
+      }
+#endif
+      for (std::int64_t k = 0; k < group; ++k) {
+        const float v = s[k * in_plane + o];  // offset 0 when outside: always a valid read
+        d[k * out_plane + p] = inside ? v : 0.0f;
+      }
     }
   }
 }
@@ -285,70 +411,85 @@ void nearest_block(const Geometry& g, const Axis<P, AC>& ax, const Axis<P, AC>& 
 template <PaddingMode P, bool AC>
 void bicubic_block(const Geometry& g, const Axis<P, AC>& ax, const Axis<P, AC>& ay,
                    const float* in, const float* grid, float* out, std::int64_t count) {
-  CubicTaps taps[kBlock];
+  CubicTaps taps[kCubicBlock];
   for (std::int64_t p = 0; p < count; ++p) {
     taps[p] = cubic_taps(ax, ay, grid[2 * p], grid[2 * p + 1]);
   }
   const std::int64_t in_plane = g.in_plane();
   const std::int64_t out_plane = g.out_plane();
-  for (std::int64_t p = 0; p < count; ++p) {
-    const CubicTaps& t = taps[p];
-    const float* src = in;
-    float* dst = out + p;
-    for (std::int64_t c = 0; c < g.c; ++c, src += in_plane, dst += out_plane) {
+  for (std::int64_t c = 0; c < g.c; ++c) {
+    const float* src = in + c * in_plane;
+    float* dst = out + c * out_plane;
+    for (std::int64_t p = 0; p < count; ++p) {
+      const CubicTaps& t = taps[p];
       float rows[4];
       for (int j = 0; j < 4; ++j) {
         const float* r = src + t.row[j];
         const bool rj = (t.row_in >> j) & 1u;
         float v[4];
-        for (int i = 0; i < 4; ++i) v[i] = (rj && ((t.col_in >> i) & 1u)) ? r[t.col[i]] : 0.0f;
+        for (int i = 0; i < 4; ++i) {
+          const float x = r[t.col[i]];  // offsets of outside taps are 0: a valid read
+          v[i] = (rj && ((t.col_in >> i) & 1u)) ? x : 0.0f;
+        }
         rows[j] = std::fma(t.wx[3], v[3],
                            std::fma(t.wx[2], v[2], std::fma(t.wx[1], v[1], t.wx[0] * v[0])));
       }
-      *dst = std::fma(t.wy[3], rows[3],
-                      std::fma(t.wy[2], rows[2], std::fma(t.wy[1], rows[1], t.wy[0] * rows[0])));
+      dst[p] = std::fma(t.wy[3], rows[3],
+                        std::fma(t.wy[2], rows[2], std::fma(t.wy[1], rows[1], t.wy[0] * rows[0])));
     }
   }
 }
 
 // ---------------------------------------------------------------------------------------------
 // Backward kernels. Same pointers as forward plus `gout` (block of grad_output, channel 0),
-// `gin` (image n's grad_input accumulator [C, H, W]) and `ggrid` (block of grad_grid).
+// `gin` (image n's grad_input accumulator [C, H, W]) and `ggrid` (block of grad_grid). Channel
+// by channel as in forward; the grid gradient of each pixel is summed over channels in order.
 
 template <PaddingMode P, bool AC>
 void bilinear_backward_block(const Geometry& g, const Axis<P, AC>& ax, const Axis<P, AC>& ay,
                              const float* in, const float* grid, const float* gout, float* gin,
                              float* ggrid, std::int64_t count) {
+  BilinearTaps taps[kCubicBlock];
+  float mult[2][kCubicBlock];
+  float acc[2][kCubicBlock];
   const auto h = static_cast<std::int32_t>(g.h);
   const auto w = static_cast<std::int32_t>(g.w);
+  for (std::int64_t p = 0; p < count; ++p) {
+    const float x = ax.apply_with_grad(grid[2 * p], &mult[0][p]);
+    const float y = ay.apply_with_grad(grid[2 * p + 1], &mult[1][p]);
+    taps[p] = detail::bilinear_taps(x, y, h, w);
+    acc[0][p] = acc[1][p] = 0.0f;
+  }
   const std::int64_t in_plane = g.in_plane();
   const std::int64_t out_plane = g.out_plane();
-  for (std::int64_t p = 0; p < count; ++p) {
-    float mx, my;
-    const float x = ax.apply_with_grad(grid[2 * p], &mx);
-    const float y = ay.apply_with_grad(grid[2 * p + 1], &my);
-    const BilinearTaps t = detail::bilinear_taps(x, y, h, w);
-    const float north = t.ly, south = 1.0f - t.ly, west = t.lx, east = 1.0f - t.lx;
-    const bool b0 = t.inside & 1u, b1 = t.inside & 2u, b2 = t.inside & 4u, b3 = t.inside & 8u;
-    float gx = 0.0f, gy = 0.0f;
-    const float* src = in;
-    const float* go = gout + p;
-    float* gi = gin;
-    for (std::int64_t c = 0; c < g.c; ++c, src += in_plane, gi += in_plane, go += out_plane) {
-      const float d = *go;
-      if (b0) gi[t.offset[0]] += t.weight[0] * d;
-      if (b1) gi[t.offset[1]] += t.weight[1] * d;
-      if (b2) gi[t.offset[2]] += t.weight[2] * d;
-      if (b3) gi[t.offset[3]] += t.weight[3] * d;
-      const float v0 = b0 ? src[t.offset[0]] : 0.0f;
-      const float v1 = b1 ? src[t.offset[1]] : 0.0f;
-      const float v2 = b2 ? src[t.offset[2]] : 0.0f;
-      const float v3 = b3 ? src[t.offset[3]] : 0.0f;
-      gx += ((v1 - v0) * south + (v3 - v2) * north) * d;
-      gy += ((v2 - v0) * east + (v3 - v1) * west) * d;
+  for (std::int64_t c = 0; c < g.c; ++c) {
+    const float* src = in + c * in_plane;
+    const float* go = gout + c * out_plane;
+    float* gi = gin + c * in_plane;
+    for (std::int64_t p = 0; p < count; ++p) {
+      const BilinearTaps& t = taps[p];
+      const float d = go[p];
+      const float north = t.ly, south = 1.0f - t.ly, west = t.lx, east = 1.0f - t.lx;
+      float v[4];
+      if (t.inside == kAllInside) {
+        for (int k = 0; k < 4; ++k) {
+          gi[t.offset[k]] += t.weight[k] * d;
+          v[k] = src[t.offset[k]];
+        }
+      } else {
+        for (int k = 0; k < 4; ++k) {
+          const bool inside = (t.inside >> k) & 1u;
+          if (inside) gi[t.offset[k]] += t.weight[k] * d;
+          v[k] = inside ? src[t.offset[k]] : 0.0f;
+        }
+      }
+      acc[0][p] += ((v[1] - v[0]) * south + (v[3] - v[2]) * north) * d;
+      acc[1][p] += ((v[2] - v[0]) * east + (v[3] - v[1]) * west) * d;
     }
-    ggrid[2 * p] = gx * mx;
-    ggrid[2 * p + 1] = gy * my;
+  }
+  for (std::int64_t p = 0; p < count; ++p) {
+    ggrid[2 * p] = acc[0][p] * mult[0][p];
+    ggrid[2 * p + 1] = acc[1][p] * mult[1][p];
   }
 }
 
@@ -356,20 +497,26 @@ template <PaddingMode P, bool AC>
 void nearest_backward_block(const Geometry& g, const Axis<P, AC>& ax, const Axis<P, AC>& ay,
                             const float* /*in*/, const float* grid, const float* gout, float* gin,
                             float* ggrid, std::int64_t count) {
+  std::int32_t off[kCubicBlock];
+  bool ok[kCubicBlock];
   const auto h = static_cast<std::int32_t>(g.h);
   const auto w = static_cast<std::int32_t>(g.w);
-  const std::int64_t in_plane = g.in_plane();
-  const std::int64_t out_plane = g.out_plane();
   for (std::int64_t p = 0; p < count; ++p) {
     const std::int32_t xi = to_index(std::nearbyint(ax.apply(grid[2 * p])));
     const std::int32_t yi = to_index(std::nearbyint(ay.apply(grid[2 * p + 1])));
-    if (xi >= 0 && xi < w && yi >= 0 && yi < h) {
-      const float* go = gout + p;
-      float* gi = gin + (yi * w + xi);
-      for (std::int64_t c = 0; c < g.c; ++c, gi += in_plane, go += out_plane) *gi += *go;
-    }
+    ok[p] = xi >= 0 && xi < w && yi >= 0 && yi < h;
+    off[p] = ok[p] ? yi * w + xi : 0;
     ggrid[2 * p] = 0.0f;  // nearest has no gradient with respect to the grid
     ggrid[2 * p + 1] = 0.0f;
+  }
+  const std::int64_t in_plane = g.in_plane();
+  const std::int64_t out_plane = g.out_plane();
+  for (std::int64_t c = 0; c < g.c; ++c) {
+    const float* go = gout + c * out_plane;
+    float* gi = gin + c * in_plane;
+    for (std::int64_t p = 0; p < count; ++p) {
+      if (ok[p]) gi[off[p]] += go[p];
+    }
   }
 }
 
@@ -377,40 +524,46 @@ template <PaddingMode P, bool AC>
 void bicubic_backward_block(const Geometry& g, const Axis<P, AC>& ax, const Axis<P, AC>& ay,
                             const float* in, const float* grid, const float* gout, float* gin,
                             float* ggrid, std::int64_t count) {
+  CubicTaps taps[kCubicBlock];
+  float dx[kCubicBlock][4], dy[kCubicBlock][4];
+  float acc[2][kCubicBlock];
+  for (std::int64_t p = 0; p < count; ++p) {
+    taps[p] = cubic_taps(ax, ay, grid[2 * p], grid[2 * p + 1]);
+    cubic_weight_grads(taps[p].tx, dx[p]);
+    cubic_weight_grads(taps[p].ty, dy[p]);
+    acc[0][p] = acc[1][p] = 0.0f;
+  }
   const std::int64_t in_plane = g.in_plane();
   const std::int64_t out_plane = g.out_plane();
-  for (std::int64_t p = 0; p < count; ++p) {
-    const CubicTaps t = cubic_taps(ax, ay, grid[2 * p], grid[2 * p + 1]);
-    float dx[4], dy[4];
-    cubic_weight_grads(t.tx, dx);
-    cubic_weight_grads(t.ty, dy);
-    float gx = 0.0f, gy = 0.0f;
-    const float* src = in;
-    const float* go = gout + p;
-    float* gi = gin;
-    for (std::int64_t c = 0; c < g.c; ++c, src += in_plane, gi += in_plane, go += out_plane) {
-      const float d = *go;
+  for (std::int64_t c = 0; c < g.c; ++c) {
+    const float* src = in + c * in_plane;
+    const float* go = gout + c * out_plane;
+    float* gi = gin + c * in_plane;
+    for (std::int64_t p = 0; p < count; ++p) {
+      const CubicTaps& t = taps[p];
+      const float d = go[p];
+      float gx = acc[0][p], gy = acc[1][p];
       for (int i = 0; i < 4; ++i) {
         for (int j = 0; j < 4; ++j) {
-          if (!(((t.col_in >> i) & 1u) && ((t.row_in >> j) & 1u))) {
-            // An outside tap reads 0: it adds nothing, except NaN from NaN weights.
-            gx -= 0.0f * d * dx[i] * t.wy[j];
-            gy -= 0.0f * d * dy[j] * t.wx[i];
-            continue;
-          }
+          // An outside tap reads 0 and receives nothing, but still multiplies into the sums
+          // (NaN weights then give NaN, as in PyTorch).
+          const bool inside = ((t.col_in >> i) & 1u) && ((t.row_in >> j) & 1u);
           const std::int32_t o = t.row[j] + t.col[i];
-          gi[o] += d * t.wx[i] * t.wy[j];
-          const float v = src[o];
-          gx -= v * d * dx[i] * t.wy[j];
-          gy -= v * d * dy[j] * t.wx[i];
+          if (inside) gi[o] += d * t.wx[i] * t.wy[j];
+          const float v = inside ? src[o] : 0.0f;
+          gx -= v * d * dx[p][i] * t.wy[j];
+          gy -= v * d * dy[p][j] * t.wx[i];
         }
       }
+      acc[0][p] = gx;
+      acc[1][p] = gy;
     }
-    ggrid[2 * p] = gx * ax.scale();
-    ggrid[2 * p + 1] = gy * ay.scale();
+  }
+  for (std::int64_t p = 0; p < count; ++p) {
+    ggrid[2 * p] = acc[0][p] * ax.scale();
+    ggrid[2 * p + 1] = acc[1][p] * ay.scale();
   }
 }
-
 // ---------------------------------------------------------------------------------------------
 // Dispatch on (padding, align_corners) to compile-time constants.
 template <class Fn>
@@ -467,16 +620,17 @@ Tensor grid_sample(const Tensor& input, const Tensor& grid, const GridSampleOpti
   const float* in = input.data();
   const float* gr = grid.data();
   float* out = output.data();
-  const std::int64_t blocks = g.blocks();
+  const Interpolation mode = options.mode();
+  const std::int64_t block = mode == Interpolation::bicubic ? kCubicBlock : kBlock;
+  const std::int64_t blocks = g.blocks(block);
 
   with_axis_type(options.padding_mode(), options.align_corners(), [&](auto* tag) {
     using AxisT = std::remove_pointer_t<decltype(tag)>;
     const AxisT ax(g.w), ay(g.h);
-    const Interpolation mode = options.mode();
     detail::parallel_for(g.n * blocks, [&](std::int64_t task) {
       const std::int64_t n = task / blocks;
-      const std::int64_t p0 = (task % blocks) * kBlock;
-      const std::int64_t count = std::min(kBlock, g.out_plane() - p0);
+      const std::int64_t p0 = (task % blocks) * block;
+      const std::int64_t count = std::min(block, g.out_plane() - p0);
       const float* in_n = in + n * g.c * g.in_plane();
       const float* grid_b = gr + (n * g.out_plane() + p0) * 2;
       float* out_b = out + n * g.c * g.out_plane() + p0;
@@ -514,7 +668,7 @@ GridSampleGrads grid_sample_backward(const Tensor& input, const Tensor& grid,
   const float* gout = grad_output.data();
   float* gin = grads.grad_input.data();
   float* ggrid = grads.grad_grid.data();
-  const std::int64_t blocks = g.blocks();
+  const std::int64_t blocks = g.blocks(kCubicBlock);
   const std::int64_t image = g.c * g.in_plane();
 
   // Scatter into grad_input without races: whole images per task when there are enough of
@@ -531,8 +685,8 @@ GridSampleGrads grid_sample_backward(const Tensor& input, const Tensor& grid,
     const Interpolation mode = options.mode();
     auto run_task = [&](std::int64_t task, float* gin_all) {
       const std::int64_t n = task / blocks;
-      const std::int64_t p0 = (task % blocks) * kBlock;
-      const std::int64_t count = std::min(kBlock, g.out_plane() - p0);
+      const std::int64_t p0 = (task % blocks) * kCubicBlock;
+      const std::int64_t count = std::min(kCubicBlock, g.out_plane() - p0);
       const float* in_n = in + n * image;
       const float* grid_b = gr + (n * g.out_plane() + p0) * 2;
       const float* gout_b = gout + n * g.c * g.out_plane() + p0;

@@ -31,6 +31,22 @@ inline std::int32_t clamp_floor_index(float v) {
   return static_cast<std::int32_t>(lo <= 1073741824.0f ? lo : 1073741824.0f);
 }
 
+// Bit k set when corner k of the cell with top-left corner (xi, yi) lies in an h x w plane.
+// Written with unsigned range tests and integer selects only (no bool values), so that loops
+// computing a row of taps vectorise with GCC.
+inline std::uint32_t bilinear_inside(std::int32_t xi, std::int32_t yi, std::int32_t h,
+                                     std::int32_t w) {
+  const auto uw = static_cast<std::uint32_t>(w);
+  const auto uh = static_cast<std::uint32_t>(h);
+  // Columns: west feeds corners 0 and 2 (mask 5), east corners 1 and 3 (mask 10).
+  const std::uint32_t cols = (static_cast<std::uint32_t>(xi) < uw ? 5u : 0u) |
+                             (static_cast<std::uint32_t>(xi + 1) < uw ? 10u : 0u);
+  // Rows: north feeds corners 0 and 1 (mask 3), south corners 2 and 3 (mask 12).
+  const std::uint32_t rows = (static_cast<std::uint32_t>(yi) < uh ? 3u : 0u) |
+                             (static_cast<std::uint32_t>(yi + 1) < uh ? 12u : 0u);
+  return cols & rows;
+}
+
 // Taps of the bilinear sample at pixel coordinates (x, y) of an h x w plane. Corners outside
 // [0, w) x [0, h) read as zero (PyTorch's padding_mode='zeros' rule, and torchvision's R()).
 inline BilinearTaps bilinear_taps(float x, float y, std::int32_t h, std::int32_t w) {
@@ -48,21 +64,16 @@ inline BilinearTaps bilinear_taps(float x, float y, std::int32_t h, std::int32_t
 
   const std::int32_t xi = clamp_floor_index(x0);
   const std::int32_t yi = clamp_floor_index(y0);
-  const bool west = xi >= 0 && xi < w;
-  const bool east = xi + 1 >= 0 && xi + 1 < w;
-  const bool north = yi >= 0 && yi < h;
-  const bool south = yi + 1 >= 0 && yi + 1 < h;
-  // Row starts of valid rows only, so the products cannot overflow.
-  const std::int32_t row_n = (north ? yi : 0) * w;
-  const std::int32_t row_s = (south ? yi + 1 : 0) * w;
-  t.offset[0] = north && west ? row_n + xi : 0;
-  t.offset[1] = north && east ? row_n + xi + 1 : 0;
-  t.offset[2] = south && west ? row_s + xi : 0;
-  t.offset[3] = south && east ? row_s + xi + 1 : 0;
-  t.inside = static_cast<std::uint32_t>(north && west) |
-             static_cast<std::uint32_t>(north && east) << 1 |
-             static_cast<std::uint32_t>(south && west) << 2 |
-             static_cast<std::uint32_t>(south && east) << 3;
+  t.inside = bilinear_inside(xi, yi, h, w);
+  // Clamped indices make every product below small; the selects then zero outside corners.
+  const std::int32_t xw = xi < 0 ? 0 : (xi < w ? xi : w - 1);
+  const std::int32_t xe = xi + 1 < 0 ? 0 : (xi + 1 < w ? xi + 1 : w - 1);
+  const std::int32_t row_n = (yi < 0 ? 0 : (yi < h ? yi : h - 1)) * w;
+  const std::int32_t row_s = (yi + 1 < 0 ? 0 : (yi + 1 < h ? yi + 1 : h - 1)) * w;
+  t.offset[0] = (t.inside & 1u) ? row_n + xw : 0;
+  t.offset[1] = (t.inside & 2u) ? row_n + xe : 0;
+  t.offset[2] = (t.inside & 4u) ? row_s + xw : 0;
+  t.offset[3] = (t.inside & 8u) ? row_s + xe : 0;
   return t;
 }
 
