@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <type_traits>
 #include <vector>
 
@@ -256,8 +257,10 @@ inline __m128 fmadd4(__m128 a, __m128 b, __m128 c) {
 
 // [s[o], s[o+1], s[o+w], s[o+w+1]]: the four corners of an interior sample in two 8-byte loads.
 inline __m128 load_corners(const float* s, std::int32_t o, std::int64_t w) {
-  const __m128 top = _mm_castpd_ps(_mm_load_sd(reinterpret_cast<const double*>(s + o)));
-  return _mm_loadh_pi(top, reinterpret_cast<const __m64*>(s + o + w));
+  double top, bottom;  // memcpy: the pairs are only 4-byte aligned (compiles to movsd/movhpd)
+  std::memcpy(&top, s + o, sizeof top);
+  std::memcpy(&bottom, s + o + w, sizeof bottom);
+  return _mm_castpd_ps(_mm_set_pd(bottom, top));
 }
 
 // Four interior samples of one plane, summed nw, ne, sw, se like PyTorch.
@@ -466,8 +469,21 @@ void bilinear_backward_block(const Geometry& g, const Axis<P, AC>& ax, const Axi
     const float* src = in + c * in_plane;
     const float* go = gout + c * out_plane;
     float* gi = gin + c * in_plane;
+    const bool ahead = c + 1 < g.c;
     for (std::int64_t p = 0; p < count; ++p) {
       const BilinearTaps& t = taps[p];
+      if ((p & 3) == 0) {
+        // The next channel reads and scatters at the same offsets of the next planes; nothing
+        // fetched the first plane, so run a little ahead in it.
+        const std::int64_t plane = ahead ? in_plane : 0;
+        const BilinearTaps* f = ahead ? &t : (c == 0 && p + kLookahead < count ? &taps[p + kLookahead] : nullptr);
+        if (f != nullptr) {
+          __builtin_prefetch(src + plane + f->offset[0], 0, 3);
+          __builtin_prefetch(src + plane + f->offset[2], 0, 3);
+          __builtin_prefetch(gi + plane + f->offset[0], 1, 3);
+          __builtin_prefetch(gi + plane + f->offset[2], 1, 3);
+        }
+      }
       const float d = go[p];
       const float north = t.ly, south = 1.0f - t.ly, west = t.lx, east = 1.0f - t.lx;
       float v[4];
@@ -497,15 +513,19 @@ template <PaddingMode P, bool AC>
 void nearest_backward_block(const Geometry& g, const Axis<P, AC>& ax, const Axis<P, AC>& ay,
                             const float* /*in*/, const float* grid, const float* gout, float* gin,
                             float* ggrid, std::int64_t count) {
-  std::int32_t off[kCubicBlock];
-  bool ok[kCubicBlock];
+  alignas(64) std::int32_t off[kCubicBlock];
+  alignas(64) std::int32_t ok[kCubicBlock];
   const auto h = static_cast<std::int32_t>(g.h);
   const auto w = static_cast<std::int32_t>(g.w);
   for (std::int64_t p = 0; p < count; ++p) {
     const std::int32_t xi = to_index(std::nearbyint(ax.apply(grid[2 * p])));
     const std::int32_t yi = to_index(std::nearbyint(ay.apply(grid[2 * p + 1])));
-    ok[p] = xi >= 0 && xi < w && yi >= 0 && yi < h;
-    off[p] = ok[p] ? yi * w + xi : 0;
+    const std::int32_t inside = static_cast<std::uint32_t>(xi) < static_cast<std::uint32_t>(w)
+                                    ? (static_cast<std::uint32_t>(yi) < static_cast<std::uint32_t>(h)
+                                           ? 1 : 0)
+                                    : 0;
+    ok[p] = inside;
+    off[p] = inside ? yi * w + xi : 0;
     ggrid[2 * p] = 0.0f;  // nearest has no gradient with respect to the grid
     ggrid[2 * p + 1] = 0.0f;
   }
@@ -514,7 +534,14 @@ void nearest_backward_block(const Geometry& g, const Axis<P, AC>& ax, const Axis
   for (std::int64_t c = 0; c < g.c; ++c) {
     const float* go = gout + c * out_plane;
     float* gi = gin + c * in_plane;
+    const bool ahead = c + 1 < g.c;
     for (std::int64_t p = 0; p < count; ++p) {
+      // The next channel scatters to the same offsets of the next plane: fetch them for write.
+      if ((p & 3) == 0) {
+        if (ahead) __builtin_prefetch(gi + in_plane + off[p], 1, 3);
+        // Nothing fetched the first plane: run a little ahead in it.
+        if (c == 0 && p + kLookahead < count) __builtin_prefetch(gi + off[p + kLookahead], 1, 3);
+      }
       if (ok[p]) gi[off[p]] += go[p];
     }
   }
@@ -660,8 +687,13 @@ GridSampleGrads grid_sample_backward(const Tensor& input, const Tensor& grid,
   CVATTN_CHECK(grad_output.shape() == Shape({g.n, g.c, g.ho, g.wo}), ShapeError, where,
                ": tensor 'grad_output' expected ", to_string({g.n, g.c, g.ho, g.wo}),
                " (the shape of grid_sample's output), got ", to_string(grad_output.shape()));
-  GridSampleGrads grads{Tensor::zeros(input.shape()), Tensor::zeros(grid.shape())};
-  if (g.n == 0 || g.out_plane() == 0) return grads;
+  // grad_input is zeroed image by image right before its scatter (below), while still cached.
+  // Every kernel writes all of grad_grid.
+  GridSampleGrads grads{Tensor::empty(input.shape()), Tensor::empty(grid.shape())};
+  if (g.n == 0 || g.out_plane() == 0) {
+    grads.grad_input.fill(0.0f);
+    return grads;
+  }
 
   const float* in = input.data();
   const float* gr = grid.data();
@@ -706,9 +738,11 @@ GridSampleGrads grid_sample_backward(const Tensor& input, const Tensor& grid,
     };
     if (workers == 1) {
       detail::parallel_for(g.n, [&](std::int64_t n) {
+        std::fill(gin + n * image, gin + (n + 1) * image, 0.0f);
         for (std::int64_t b = 0; b < blocks; ++b) run_task(n * blocks + b, gin);
       });
     } else {
+      grads.grad_input.fill(0.0f);
       detail::parallel_for(workers, [&](std::int64_t t) {
         float* target = t == 0 ? gin : partial[static_cast<std::size_t>(t - 1)].data();
         for (std::int64_t task = tasks * t / workers; task < tasks * (t + 1) / workers; ++task) {
