@@ -199,8 +199,8 @@ struct CubicTaps {
 };
 
 template <PaddingMode P, bool AC>
-inline CubicTaps cubic_taps(const Axis<P, AC>& ax, const Axis<P, AC>& ay, float gx, float gy) {
-  CubicTaps t;
+inline void cubic_taps(const Axis<P, AC>& ax, const Axis<P, AC>& ay, float gx, float gy,
+                       CubicTaps& t) {
   const float x = ax.unnormalize(gx);
   const float y = ay.unnormalize(gy);
   const float x0 = std::floor(x);
@@ -222,7 +222,31 @@ inline CubicTaps cubic_taps(const Axis<P, AC>& ax, const Axis<P, AC>& ay, float 
     t.col_in |= static_cast<std::uint32_t>(xok) << i;
     t.row_in |= static_cast<std::uint32_t>(yok) << i;
   }
-  return t;
+}
+
+// One bicubic sample of one plane: rows of four taps weighted by wx, then the rows by wy, in
+// PyTorch's order. Outside taps (zeros padding) read 0 via the masks.
+inline float bicubic_read(const float* src, const CubicTaps& t) {
+  float v[4][4];
+  if (t.col_in == 15u && t.row_in == 15u) {
+    for (int j = 0; j < 4; ++j) {
+      for (int i = 0; i < 4; ++i) v[j][i] = src[t.row[j] + t.col[i]];
+    }
+  } else {
+    for (int j = 0; j < 4; ++j) {
+      for (int i = 0; i < 4; ++i) {
+        const float x = src[t.row[j] + t.col[i]];  // offsets of outside taps are 0: valid
+        v[j][i] = (((t.row_in >> j) & (t.col_in >> i)) & 1u) ? x : 0.0f;
+      }
+    }
+  }
+  float rows[4];
+  for (int j = 0; j < 4; ++j) {
+    rows[j] = std::fma(t.wx[3], v[j][3],
+                       std::fma(t.wx[2], v[j][2], std::fma(t.wx[1], v[j][1], t.wx[0] * v[j][0])));
+  }
+  return std::fma(t.wy[3], rows[3],
+                  std::fma(t.wy[2], rows[2], std::fma(t.wy[1], rows[1], t.wy[0] * rows[0])));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -415,31 +439,13 @@ template <PaddingMode P, bool AC>
 void bicubic_block(const Geometry& g, const Axis<P, AC>& ax, const Axis<P, AC>& ay,
                    const float* in, const float* grid, float* out, std::int64_t count) {
   CubicTaps taps[kCubicBlock];
-  for (std::int64_t p = 0; p < count; ++p) {
-    taps[p] = cubic_taps(ax, ay, grid[2 * p], grid[2 * p + 1]);
-  }
+  for (std::int64_t p = 0; p < count; ++p) cubic_taps(ax, ay, grid[2 * p], grid[2 * p + 1], taps[p]);
   const std::int64_t in_plane = g.in_plane();
   const std::int64_t out_plane = g.out_plane();
   for (std::int64_t c = 0; c < g.c; ++c) {
     const float* src = in + c * in_plane;
     float* dst = out + c * out_plane;
-    for (std::int64_t p = 0; p < count; ++p) {
-      const CubicTaps& t = taps[p];
-      float rows[4];
-      for (int j = 0; j < 4; ++j) {
-        const float* r = src + t.row[j];
-        const bool rj = (t.row_in >> j) & 1u;
-        float v[4];
-        for (int i = 0; i < 4; ++i) {
-          const float x = r[t.col[i]];  // offsets of outside taps are 0: a valid read
-          v[i] = (rj && ((t.col_in >> i) & 1u)) ? x : 0.0f;
-        }
-        rows[j] = std::fma(t.wx[3], v[3],
-                           std::fma(t.wx[2], v[2], std::fma(t.wx[1], v[1], t.wx[0] * v[0])));
-      }
-      dst[p] = std::fma(t.wy[3], rows[3],
-                        std::fma(t.wy[2], rows[2], std::fma(t.wy[1], rows[1], t.wy[0] * rows[0])));
-    }
+    for (std::int64_t p = 0; p < count; ++p) dst[p] = bicubic_read(src, taps[p]);
   }
 }
 
@@ -555,7 +561,7 @@ void bicubic_backward_block(const Geometry& g, const Axis<P, AC>& ax, const Axis
   float dx[kCubicBlock][4], dy[kCubicBlock][4];
   float acc[2][kCubicBlock];
   for (std::int64_t p = 0; p < count; ++p) {
-    taps[p] = cubic_taps(ax, ay, grid[2 * p], grid[2 * p + 1]);
+    cubic_taps(ax, ay, grid[2 * p], grid[2 * p + 1], taps[p]);
     cubic_weight_grads(taps[p].tx, dx[p]);
     cubic_weight_grads(taps[p].ty, dy[p]);
     acc[0][p] = acc[1][p] = 0.0f;
