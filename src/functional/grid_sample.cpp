@@ -220,6 +220,7 @@ struct CubicTaps {
   std::uint32_t row_in;  // bit j: row j inside
   float wx[4], wy[4];
   float tx, ty;
+  bool dense;  // all 16 taps inside and the columns consecutive: rows are 4 contiguous floats
 };
 
 template <PaddingMode P, bool AC>
@@ -246,6 +247,8 @@ inline void cubic_taps(const Axis<P, AC>& ax, const Axis<P, AC>& ay, float gx, f
     t.col_in |= static_cast<std::uint32_t>(xok) << i;
     t.row_in |= static_cast<std::uint32_t>(yok) << i;
   }
+  t.dense = t.col_in == 15u && t.row_in == 15u && t.col[1] == t.col[0] + 1 &&
+            t.col[2] == t.col[0] + 2 && t.col[3] == t.col[0] + 3;
 }
 
 // One bicubic sample of one plane: rows of four taps weighted by wx, then the rows by wy, in
@@ -461,7 +464,25 @@ void bicubic_block(const Geometry& g, const Axis<P, AC>& ax, const Axis<P, AC>& 
   for (std::int64_t c = 0; c < g.c; ++c) {
     const float* src = in + c * in_plane;
     float* dst = out + c * out_plane;
-    for (std::int64_t p = 0; p < count; ++p) dst[p] = bicubic_read(src, taps[p]);
+    for (std::int64_t p = 0; p < count; ++p) {
+      const CubicTaps& t = taps[p];
+#if CVATTN_SAMPLING_SSE
+      if (t.dense) {
+        // Four 16-byte row loads instead of 16 scalar ones; rows are combined with wy first,
+        // then with wx (a different summation order than PyTorch's, within rounding).
+        __m128 acc = _mm_mul_ps(_mm_set1_ps(t.wy[0]), _mm_loadu_ps(src + t.row[0] + t.col[0]));
+        for (int j = 1; j < 4; ++j) {
+          acc = fmadd4(_mm_set1_ps(t.wy[j]), _mm_loadu_ps(src + t.row[j] + t.col[0]), acc);
+        }
+        __m128 v = _mm_mul_ps(acc, _mm_loadu_ps(t.wx));
+        v = _mm_add_ps(v, _mm_movehl_ps(v, v));
+        v = _mm_add_ss(v, _mm_shuffle_ps(v, v, 1));
+        dst[p] = _mm_cvtss_f32(v);
+        continue;
+      }
+#endif
+      dst[p] = bicubic_read(src, t);
+    }
   }
 }
 
