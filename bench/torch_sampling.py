@@ -1,0 +1,51 @@
+"""PyTorch baseline for bench_sampling: same shapes, same theta, one thread.
+
+Run: OMP_NUM_THREADS=1 /usr/bin/python3 bench/torch_sampling.py
+Prints the best thread-CPU time of many runs (ms), the figure bench_sampling's "CPU" column
+corresponds to; on an idle machine wall time is the same.
+"""
+import math
+import time
+
+import torch
+import torch.nn.functional as F
+
+torch.set_num_threads(1)
+
+
+def best_ms(fn, reps):
+    for _ in range(3):
+        fn()
+    best = float("inf")
+    for _ in range(reps):
+        t = time.thread_time()
+        fn()
+        best = min(best, time.thread_time() - t)
+    return best * 1e3
+
+
+def mild_theta(n):
+    a, s = math.radians(10), 0.9
+    t = torch.tensor([[s * math.cos(a), -s * math.sin(a), 0.05],
+                      [s * math.sin(a), s * math.cos(a), -0.03]])
+    return t.unsqueeze(0).repeat(n, 1, 1)
+
+
+for shape in [(1, 64, 128, 128), (8, 3, 224, 224)]:
+    x = torch.rand(shape)
+    theta = mild_theta(shape[0])
+    grid = F.affine_grid(theta, shape, align_corners=False)
+    name = "x".join(map(str, shape))
+    for mode in ["bilinear", "nearest", "bicubic"]:
+        ms = best_ms(lambda: F.grid_sample(x, grid, mode=mode, align_corners=False),
+                     30 if mode != "bicubic" else 8)
+        print(f"grid_sample {mode:8s} {name}: {ms:.3f} ms")
+    print(f"affine_grid          {name}: "
+          f"{best_ms(lambda: F.affine_grid(theta, shape, align_corners=False), 30):.3f} ms")
+    xg = x.clone().requires_grad_(True)
+    gg = grid.clone().requires_grad_(True)
+    for mode in ["bilinear", "nearest", "bicubic"]:
+        out = F.grid_sample(xg, gg, mode=mode, align_corners=False)
+        go = torch.rand_like(out)
+        ms = best_ms(lambda: torch.autograd.grad(out, (xg, gg), go, retain_graph=True), 8)
+        print(f"grid_sample_backward {mode:8s} {name}: {ms:.3f} ms")
