@@ -1,0 +1,263 @@
+#include "functional/detail/sdpa_kernel.hpp"
+
+#include <algorithm>
+#include <cstring>
+
+#include <Eigen/Core>
+
+#include "core/parallel_for.hpp"
+#include "cvattn/core/tensor.hpp"
+#include "functional/detail/softmax.hpp"
+
+namespace cvattn::detail {
+namespace {
+
+std::int64_t round_up(std::int64_t x, std::int64_t m) { return (x + m - 1) / m * m; }
+
+// Query rows per task, balanced so the last block is not a sliver.
+std::int64_t block_rows(std::int64_t L, std::int64_t target, std::int64_t multiple) {
+  const std::int64_t blocks = (L + target - 1) / target;
+  return round_up((L + blocks - 1) / blocks, multiple);
+}
+
+#if CVATTN_SOFTMAX_AVX2
+// ---------------------------------------------------------------------------------------------
+// AVX2 path: per head, K and V are packed once into 16-wide column panels (zero padded), then
+// strips of up to 6 query rows run QK^T -> softmax -> PV while the strip's scores sit in L1.
+// The 6x16 register tiles (12 accumulators) keep both FMA pipes busy; nothing is repacked per
+// block and nothing is zero-filled, unlike a general GEMM called per block.
+
+constexpr std::int64_t kTileRows = 6;
+constexpr std::int64_t kPanel = 16;
+
+// Kp[jp][e][0..16) = K[jp*16 + jj][e] (0 past S).
+void pack_k(const float* k, std::int64_t k_rs, std::int64_t S, std::int64_t E, float* kp) {
+  for (std::int64_t j0 = 0; j0 < S; j0 += kPanel) {
+    float* dst = kp + j0 * E;
+    const std::int64_t n = std::min(kPanel, S - j0);
+    for (std::int64_t e = 0; e < E; ++e) {
+      for (std::int64_t jj = 0; jj < n; ++jj) dst[e * kPanel + jj] = k[(j0 + jj) * k_rs + e];
+      for (std::int64_t jj = n; jj < kPanel; ++jj) dst[e * kPanel + jj] = 0.0f;
+    }
+  }
+}
+
+// Vp[cp][k][0..16) = V[k][cp*16 + cc] (0 past Ev).
+void pack_v(const float* v, std::int64_t v_rs, std::int64_t S, std::int64_t Ev, float* vp) {
+  for (std::int64_t c0 = 0; c0 < Ev; c0 += kPanel) {
+    float* dst = vp + c0 * S;
+    const std::int64_t n = std::min(kPanel, Ev - c0);
+    for (std::int64_t k = 0; k < S; ++k) {
+      const float* src = v + k * v_rs + c0;
+      for (std::int64_t cc = 0; cc < n; ++cc) dst[k * kPanel + cc] = src[cc];
+      for (std::int64_t cc = n; cc < kPanel; ++cc) dst[k * kPanel + cc] = 0.0f;
+    }
+  }
+}
+
+// c[r][0..16) = sum_e a[r][e] * bp[e][0..16) for r < R.
+template <int R>
+void tile_qk(const float* a, std::int64_t lda, const float* bp, std::int64_t E, float* c,
+             std::int64_t ldc) {
+  __m256 acc[R][2];
+  for (int r = 0; r < R; ++r) acc[r][0] = acc[r][1] = _mm256_setzero_ps();
+  for (std::int64_t e = 0; e < E; ++e) {
+    const __m256 b0 = _mm256_loadu_ps(bp + e * kPanel);
+    const __m256 b1 = _mm256_loadu_ps(bp + e * kPanel + 8);
+    for (int r = 0; r < R; ++r) {
+      const __m256 x = _mm256_broadcast_ss(a + r * lda + e);
+      acc[r][0] = _mm256_fmadd_ps(x, b0, acc[r][0]);
+      acc[r][1] = _mm256_fmadd_ps(x, b1, acc[r][1]);
+    }
+  }
+  for (int r = 0; r < R; ++r) {
+    _mm256_storeu_ps(c + r * ldc, acc[r][0]);
+    _mm256_storeu_ps(c + r * ldc + 8, acc[r][1]);
+  }
+}
+
+// out[r][0..cols) = scale[r] * sum_{k<K} p[r][k] * vp[k][0..cols) for r < R.
+template <int R>
+void tile_pv(const float* p, std::int64_t ldp, const float* vp, std::int64_t K, float* out,
+             std::int64_t ldo, std::int64_t cols, const float* scale) {
+  __m256 acc[R][2];
+  for (int r = 0; r < R; ++r) acc[r][0] = acc[r][1] = _mm256_setzero_ps();
+  for (std::int64_t k = 0; k < K; ++k) {
+    const __m256 b0 = _mm256_loadu_ps(vp + k * kPanel);
+    const __m256 b1 = _mm256_loadu_ps(vp + k * kPanel + 8);
+    for (int r = 0; r < R; ++r) {
+      const __m256 x = _mm256_broadcast_ss(p + r * ldp + k);
+      acc[r][0] = _mm256_fmadd_ps(x, b0, acc[r][0]);
+      acc[r][1] = _mm256_fmadd_ps(x, b1, acc[r][1]);
+    }
+  }
+  for (int r = 0; r < R; ++r) {
+    const __m256 s = _mm256_set1_ps(scale[r]);
+    const __m256 o0 = _mm256_mul_ps(acc[r][0], s), o1 = _mm256_mul_ps(acc[r][1], s);
+    float* dst = out + r * ldo;
+    if (cols == kPanel) {
+      _mm256_storeu_ps(dst, o0);
+      _mm256_storeu_ps(dst + 8, o1);
+    } else {
+      alignas(32) float tmp[kPanel];
+      _mm256_store_ps(tmp, o0);
+      _mm256_store_ps(tmp + 8, o1);
+      std::memcpy(dst, tmp, static_cast<std::size_t>(cols) * 4);
+    }
+  }
+}
+
+// Scratch floats one thread needs.
+std::int64_t scratch_size(const SdpaPlan& p, std::int64_t block) {
+  const std::int64_t Sp = round_up(p.S, kPanel);
+  return Sp * p.E + round_up(p.Ev, kPanel) * p.S + block * p.E + kTileRows * Sp;
+}
+
+void run_block(const SdpaPlan& p, std::int64_t h, std::int64_t r0, std::int64_t rows,
+               float* scratch, bool pack) {
+  const std::int64_t Sp = round_up(p.S, kPanel);
+  float* kp = scratch;
+  float* vp = kp + Sp * p.E;
+  float* qs = vp + round_up(p.Ev, kPanel) * p.S;
+  float* strip = qs + rows * p.E;  // rows <= block; the layout uses block, see scratch_size
+  if (pack) {
+    pack_k(p.k + p.k_off[h], p.k_rs, p.S, p.E, kp);
+    pack_v(p.v + p.v_off[h], p.v_rs, p.S, p.Ev, vp);
+  }
+  // Folding scale*log2(e) into the queries (rows*E multiplies) leaves the softmax a bare exp2
+  // of score - max; PyTorch's math path pre-scales q as well.
+  const float c = p.scale * kLog2e;
+  const float* q = p.q + p.q_off[h] + r0 * p.q_rs;
+  for (std::int64_t r = 0; r < rows; ++r) {
+    for (std::int64_t e = 0; e < p.E; ++e) qs[r * p.E + e] = q[r * p.q_rs + e] * c;
+  }
+  float inv[kTileRows];
+  for (std::int64_t s0 = 0; s0 < rows; s0 += kTileRows) {
+    const std::int64_t R = std::min(kTileRows, rows - s0);
+    const std::int64_t i0 = r0 + s0;
+    // Causal rows never look past their own index: skip those keys in both products.
+    const std::int64_t kmax = p.causal ? std::min(p.S, i0 + R) : p.S;
+    const float* qrow = qs + s0 * p.E;
+    for (std::int64_t j0 = 0; j0 < kmax; j0 += kPanel) {
+      const float* panel = kp + j0 * p.E;
+      switch (R) {
+        case 6: tile_qk<6>(qrow, p.E, panel, p.E, strip + j0, Sp); break;
+        case 5: tile_qk<5>(qrow, p.E, panel, p.E, strip + j0, Sp); break;
+        case 4: tile_qk<4>(qrow, p.E, panel, p.E, strip + j0, Sp); break;
+        case 3: tile_qk<3>(qrow, p.E, panel, p.E, strip + j0, Sp); break;
+        case 2: tile_qk<2>(qrow, p.E, panel, p.E, strip + j0, Sp); break;
+        default: tile_qk<1>(qrow, p.E, panel, p.E, strip + j0, Sp); break;
+      }
+    }
+    for (std::int64_t r = 0; r < R; ++r) {
+      const std::int64_t i = i0 + r;
+      const float* mask = p.mask ? p.mask + p.mask_off[h] + i * p.mask_rs : nullptr;
+      float* row = strip + r * Sp;
+      inv[r] = softmax2_numerator(row, kmax, mask, p.mask_cs, p.causal ? i + 1 : p.S);
+      if (p.weights) {
+        // Normalised weights are written out and multiply V directly.
+        if (inv[r] != 0.0f) scale_row(row, kmax, inv[r]);
+        float* w = p.weights + (h * p.L + i) * p.S;
+        std::memcpy(w, row, static_cast<std::size_t>(kmax) * 4);
+        zero_row(w + kmax, p.S - kmax);
+        inv[r] = 1.0f;
+      }
+    }
+    float* out = p.out + p.out_off[h] + i0 * p.out_rs;
+    for (std::int64_t c0 = 0; c0 < p.Ev; c0 += kPanel) {
+      const float* panel = vp + c0 * p.S;
+      const std::int64_t cols = std::min(kPanel, p.Ev - c0);
+      switch (R) {
+        case 6: tile_pv<6>(strip, Sp, panel, kmax, out + c0, p.out_rs, cols, inv); break;
+        case 5: tile_pv<5>(strip, Sp, panel, kmax, out + c0, p.out_rs, cols, inv); break;
+        case 4: tile_pv<4>(strip, Sp, panel, kmax, out + c0, p.out_rs, cols, inv); break;
+        case 3: tile_pv<3>(strip, Sp, panel, kmax, out + c0, p.out_rs, cols, inv); break;
+        case 2: tile_pv<2>(strip, Sp, panel, kmax, out + c0, p.out_rs, cols, inv); break;
+        default: tile_pv<1>(strip, Sp, panel, kmax, out + c0, p.out_rs, cols, inv); break;
+      }
+    }
+  }
+}
+
+constexpr std::int64_t kBlockTarget = 48;
+constexpr std::int64_t kBlockMultiple = kTileRows;
+
+#else
+// ---------------------------------------------------------------------------------------------
+// Portable path: Eigen GEMMs per block of query rows.
+
+using RowMat = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+using ConstMap = Eigen::Map<const RowMat, Eigen::Unaligned, Eigen::OuterStride<>>;
+using MutMap = Eigen::Map<RowMat, Eigen::Unaligned, Eigen::OuterStride<>>;
+
+constexpr std::int64_t kBlockTarget = 64;
+constexpr std::int64_t kBlockMultiple = 1;
+
+std::int64_t scratch_size(const SdpaPlan& p, std::int64_t block) {
+  return block * (p.E + 1) + (p.weights ? 0 : block * p.S);
+}
+
+void run_block(const SdpaPlan& p, std::int64_t h, std::int64_t r0, std::int64_t rows,
+               float* scratch, bool /*pack*/) {
+  const float c = p.scale * kLog2e;
+  float* qs = scratch;
+  float* inv = qs + rows * p.E;
+  const float* q = p.q + p.q_off[h] + r0 * p.q_rs;
+  for (std::int64_t r = 0; r < rows; ++r) {
+    for (std::int64_t e = 0; e < p.E; ++e) qs[r * p.E + e] = q[r * p.q_rs + e] * c;
+  }
+  float* scores = p.weights ? p.weights + (h * p.L + r0) * p.S : inv + rows;
+  const ConstMap qm(qs, rows, p.E, Eigen::OuterStride<>(p.E));
+  const ConstMap k(p.k + p.k_off[h], p.S, p.E, Eigen::OuterStride<>(p.k_rs));
+  const ConstMap v(p.v + p.v_off[h], p.S, p.Ev, Eigen::OuterStride<>(p.v_rs));
+  MutMap s(scores, rows, p.S, Eigen::OuterStride<>(p.S));
+  s.noalias() = qm * k.transpose();
+  for (std::int64_t r = 0; r < rows; ++r) {
+    const std::int64_t i = r0 + r;
+    const float* mask = p.mask ? p.mask + p.mask_off[h] + i * p.mask_rs : nullptr;
+    float* row = scores + r * p.S;
+    inv[r] = softmax2_numerator(row, p.S, mask, p.mask_cs, p.causal ? i + 1 : p.S);
+    if (p.weights) scale_row(row, p.S, inv[r]);
+  }
+  MutMap o(p.out + p.out_off[h] + r0 * p.out_rs, rows, p.Ev, Eigen::OuterStride<>(p.out_rs));
+  o.noalias() = s * v;
+  if (!p.weights) {
+    for (std::int64_t r = 0; r < rows; ++r) scale_row(o.data() + r * p.out_rs, p.Ev, inv[r]);
+  }
+}
+#endif
+
+}  // namespace
+
+void run_sdpa(const SdpaPlan& p) {
+  if (p.heads == 0 || p.L == 0) return;
+  if (p.S == 0) {  // nothing to attend: zero output (weights are empty)
+    for (std::int64_t h = 0; h < p.heads; ++h) {
+      for (std::int64_t i = 0; i < p.L; ++i) zero_row(p.out + p.out_off[h] + i * p.out_rs, p.Ev);
+    }
+    return;
+  }
+  const std::int64_t block = block_rows(p.L, kBlockTarget, kBlockMultiple);
+  const std::int64_t nblocks = (p.L + block - 1) / block;
+  const std::int64_t tasks = p.heads * nblocks;
+  const std::int64_t threads =
+      std::max<std::int64_t>(1, std::min<std::int64_t>(max_threads(), tasks));
+  const std::int64_t per_thread = scratch_size(p, block);
+  const Tensor scratch = Tensor::empty({threads, per_thread});
+  float* const scratch_data = const_cast<float*>(scratch.data());
+  // Each thread takes a contiguous range of (head, block) tasks, so a head's packed K/V are
+  // reused by all of its blocks on that thread.
+  parallel_for(threads, [&](std::int64_t t) {
+    const std::int64_t begin = tasks * t / threads, end = tasks * (t + 1) / threads;
+    std::int64_t packed = -1;
+    for (std::int64_t task = begin; task < end; ++task) {
+      const std::int64_t h = task / nblocks;
+      const std::int64_t r0 = (task % nblocks) * block;
+      run_block(p, h, r0, std::min(block, p.L - r0), scratch_data + t * per_thread,
+                h != packed);
+      packed = h;
+    }
+  });
+}
+
+}  // namespace cvattn::detail
