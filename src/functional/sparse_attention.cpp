@@ -397,8 +397,11 @@ KeySelection select_keys(const Tensor& q, const Tensor& k, const KeySearchOption
                                       options.multi_probe_level()),
             cvflann::FLANN_DIST_HAMMING);
       } else {
+        // Unlimited checks visit every leaf, so one tree is enough (FLANN prints a complaint
+        // per query otherwise).
+        const int trees = options.checks() < 0 ? 1 : options.trees();
         index = std::make_unique<cv::flann::Index>(
-            key_data, cv::flann::KDTreeIndexParams(options.trees()), cvflann::FLANN_DIST_L2);
+            key_data, cv::flann::KDTreeIndexParams(trees), cvflann::FLANN_DIST_L2);
       }
     } catch (const cv::Exception& e) {
       throw ValueError(detail::concat(where, ": FLANN could not build the index: ", e.what()));
