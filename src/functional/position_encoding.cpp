@@ -7,6 +7,15 @@
 #include "cvattn/core/error.hpp"
 
 namespace cvattn::functional {
+namespace {
+
+// sin and cos of a float32 argument, evaluated in double and rounded once by the caller.
+inline void sincos_of(float a, double& s, double& c) {
+  s = std::sin(static_cast<double>(a));
+  c = std::cos(static_cast<double>(a));
+}
+
+}  // namespace
 
 Tensor position_encoding_sine(const Shape& size, const PositionEncodingOptions& options,
                               const Tensor& mask) {
@@ -72,15 +81,21 @@ Tensor position_encoding_sine(const Shape& size, const PositionEncodingOptions& 
       }
     }
     float* on = o + n * C * HW;
-    for (std::int64_t c = 0; c < F; ++c) {
+    // Channels 2t and 2t+1 share the frequency dim_t[2t]: one sincos serves both.
+    for (std::int64_t c = 0; c < F; c += 2) {
       const float d = dim_t[static_cast<std::size_t>(c)];
       float* py = on + c * HW;
       float* px = on + (F + c) * HW;
       for (std::int64_t p = 0; p < HW; ++p) {
-        const double ay = ye[p] / d;  // float32 quotient, as DETR
-        const double ax = xe[p] / d;
-        py[p] = static_cast<float>(c % 2 == 0 ? std::sin(ay) : std::cos(ay));
-        px[p] = static_cast<float>(c % 2 == 0 ? std::sin(ax) : std::cos(ax));
+        const float ay = ye[p] / d;  // float32 quotient, as DETR
+        const float ax = xe[p] / d;
+        double sy, cy, sx, cx;
+        sincos_of(ay, sy, cy);
+        sincos_of(ax, sx, cx);
+        py[p] = static_cast<float>(sy);
+        py[HW + p] = static_cast<float>(cy);
+        px[p] = static_cast<float>(sx);
+        px[HW + p] = static_cast<float>(cx);
       }
     }
   });

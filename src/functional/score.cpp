@@ -135,10 +135,7 @@ Tensor attention_scores(const Tensor& q, const Tensor& k, Score score, const Sco
         const std::int64_t b = bl / L;
         const float* x = wqd + bl * A;
         for (std::int64_t s = 0; s < S; ++s) {
-          const float* y = ukd + (b * S + s) * A;
-          float acc = 0.0f;
-          for (std::int64_t a = 0; a < A; ++a) acc += va[a] * std::tanh(x[a] + y[a]);
-          o[bl * S + s] = acc;
+          o[bl * S + s] = detail::additive_score(x, ukd + (b * S + s) * A, va, A);
         }
       });
       break;

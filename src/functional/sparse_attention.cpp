@@ -4,6 +4,7 @@
 #include <climits>
 #include <cmath>
 #include <exception>
+#include <functional>
 #include <limits>
 #include <memory>
 #include <mutex>
@@ -61,14 +62,38 @@ struct ByScore {
   }
 };
 
-// Exact top-k of one row of scores [S] into out[k] (idx is S ints of scratch).
-void top_k_row(const float* scores, std::int64_t S, std::int64_t k, std::int32_t* idx,
+// Exact top-k of one row of scores [S] into out[k], sorted (larger score first, then lower
+// index; NaN ranks below every number). tmp is 2*S floats of scratch.
+// The minimum of k block maxima is a lower bound of the k-th largest value (k distinct entries
+// reach it), so only entries at or above it can be selected: typically a few k candidates,
+// found with vectorised scans, instead of a selection over all S entries.
+void top_k_row(const float* scores, std::int64_t S, std::int64_t k, float* tmp,
                std::int32_t* out) {
-  std::iota(idx, idx + S, 0);
-  const ByScore cmp{scores};
-  if (k < S) std::nth_element(idx, idx + k, idx + S, cmp);
-  std::sort(idx, idx + k, cmp);
-  std::copy(idx, idx + k, out);
+  const float lowest = -std::numeric_limits<float>::infinity();
+  float* vals = tmp;      // scores with NaN as -inf
+  float* cand = tmp + S;  // candidate values
+  for (std::int64_t j = 0; j < S; ++j) vals[j] = std::isnan(scores[j]) ? lowest : scores[j];
+  float bound = lowest;
+  if (2 * k <= S) {
+    const std::int64_t block = S / k;  // k full blocks; the tail joins no block (still a bound)
+    bound = std::numeric_limits<float>::infinity();
+    for (std::int64_t b = 0; b < k; ++b) bound = std::min(bound, detail::row_max(vals + b * block, block));
+  }
+  std::int64_t c = 0;
+  for (std::int64_t j = 0; j < S; ++j) {
+    if (vals[j] >= bound) cand[c++] = vals[j];
+  }
+  std::nth_element(cand, cand + (k - 1), cand + c, std::greater<float>());
+  const float thr = cand[k - 1];
+  std::int64_t n = 0;
+  for (std::int64_t j = 0; j < S && n < k; ++j) {
+    if (vals[j] > thr) out[n++] = static_cast<std::int32_t>(j);
+  }
+  // Ties at the threshold (and NaN when the threshold is -inf) fill up in index order.
+  for (std::int64_t j = 0; j < S && n < k; ++j) {
+    if (vals[j] == thr) out[n++] = static_cast<std::int32_t>(j);
+  }
+  std::sort(out, out + k, ByScore{scores});
 }
 
 // Portable Gaussian samples (SplitMix64 + Box-Muller) so LSH codes do not depend on the
@@ -131,12 +156,12 @@ void validate_search(const KeySearchOptions& o, std::int64_t S, const char* wher
 // Exact selection for rows [r0, r1) of batch b (flat row = b*L + r).
 void exact_rows(const float* q, const float* k, std::int64_t L, std::int64_t S, std::int64_t E,
                 std::int64_t top_k, std::int64_t b, std::int64_t r0, std::int64_t r1,
-                float* scores, std::int32_t* idx, std::int32_t* out) {
+                float* scores, float* tmp, std::int32_t* out) {
   const std::int64_t rows = r1 - r0;
   mmap(scores, rows, S).noalias() =
       cmap(q + (b * L + r0) * E, rows, E) * cmap(k + b * S * E, S, E).transpose();
   for (std::int64_t r = 0; r < rows; ++r) {
-    top_k_row(scores + r * S, S, top_k, idx, out + (b * L + r0 + r) * top_k);
+    top_k_row(scores + r * S, S, top_k, tmp, out + (b * L + r0 + r) * top_k);
   }
 }
 
@@ -302,12 +327,13 @@ KeySelection select_keys(const Tensor& q, const Tensor& k, const KeySearchOption
   std::int32_t* out = sel.indices.data();
 
   // Exact selection (also the fallback of the approximate methods): blocks of query rows.
-  constexpr std::int64_t kBlock = 32;
+  // Query rows per GEMM: large enough that packing the keys is amortised.
+  constexpr std::int64_t kBlock = 128;
   const std::int64_t blocks_per_batch = (L + kBlock - 1) / kBlock;
   const std::int64_t slots = std::max(1, detail::max_threads());
   const std::int64_t scratch_floats = kBlock * S;
   std::vector<float> scores(static_cast<std::size_t>(slots * scratch_floats));
-  std::vector<std::int32_t> idx(static_cast<std::size_t>(slots * S));
+  std::vector<float> tmp(static_cast<std::size_t>(slots * 2 * S));
   if (options.method() == KeySearch::exact) {
     for_thread_ranges(B * blocks_per_batch, [&](std::int64_t t, std::int64_t begin,
                                                 std::int64_t end) {
@@ -315,7 +341,7 @@ KeySelection select_keys(const Tensor& q, const Tensor& k, const KeySearchOption
         const std::int64_t b = task / blocks_per_batch;
         const std::int64_t r0 = (task % blocks_per_batch) * kBlock;
         exact_rows(qd, kd, L, S, E, top_k, b, r0, std::min(L, r0 + kBlock),
-                   scores.data() + t * scratch_floats, idx.data() + t * S, out);
+                   scores.data() + t * scratch_floats, tmp.data() + t * 2 * S, out);
       }
     });
     return sel;
@@ -441,7 +467,7 @@ KeySelection select_keys(const Tensor& q, const Tensor& k, const KeySearchOption
     }
     for (std::int64_t i = 0; i < L; ++i) {
       if (need_exact[static_cast<std::size_t>(i)]) {
-        exact_rows(qd, kd, L, S, E, top_k, b, i, i + 1, scores.data(), idx.data(), out);
+        exact_rows(qd, kd, L, S, E, top_k, b, i, i + 1, scores.data(), tmp.data(), out);
       }
     }
   }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <limits>
 
 #include <Eigen/Core>
 
@@ -30,12 +31,42 @@ std::int64_t block_rows(std::int64_t L, std::int64_t target, std::int64_t multip
 constexpr std::int64_t kTileRows = 6;
 constexpr std::int64_t kPanel = 16;
 
+// 8x8 transpose of rows src[i*stride .. +8) into dst[t*dst_stride + i].
+inline void transpose8x8(const float* src, std::int64_t stride, float* dst,
+                         std::int64_t dst_stride) {
+  __m256 r[8];
+  for (int i = 0; i < 8; ++i) r[i] = _mm256_loadu_ps(src + i * stride);
+  __m256 t[8];
+  for (int i = 0; i < 4; ++i) {
+    t[2 * i] = _mm256_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+    t[2 * i + 1] = _mm256_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+  }
+  __m256 u[8];
+  for (int i = 0; i < 2; ++i) {
+    u[4 * i + 0] = _mm256_shuffle_ps(t[4 * i], t[4 * i + 2], _MM_SHUFFLE(1, 0, 1, 0));
+    u[4 * i + 1] = _mm256_shuffle_ps(t[4 * i], t[4 * i + 2], _MM_SHUFFLE(3, 2, 3, 2));
+    u[4 * i + 2] = _mm256_shuffle_ps(t[4 * i + 1], t[4 * i + 3], _MM_SHUFFLE(1, 0, 1, 0));
+    u[4 * i + 3] = _mm256_shuffle_ps(t[4 * i + 1], t[4 * i + 3], _MM_SHUFFLE(3, 2, 3, 2));
+  }
+  for (int i = 0; i < 4; ++i) {
+    _mm256_storeu_ps(dst + i * dst_stride, _mm256_permute2f128_ps(u[i], u[i + 4], 0x20));
+    _mm256_storeu_ps(dst + (i + 4) * dst_stride, _mm256_permute2f128_ps(u[i], u[i + 4], 0x31));
+  }
+}
+
 // Kp[jp][e][0..16) = K[jp*16 + jj][e] (0 past S).
 void pack_k(const float* k, std::int64_t k_rs, std::int64_t S, std::int64_t E, float* kp) {
   for (std::int64_t j0 = 0; j0 < S; j0 += kPanel) {
     float* dst = kp + j0 * E;
     const std::int64_t n = std::min(kPanel, S - j0);
-    for (std::int64_t e = 0; e < E; ++e) {
+    std::int64_t e0 = 0;
+    if (n == kPanel) {  // full panels: 8x8 register transposes
+      for (; e0 + 8 <= E; e0 += 8) {
+        transpose8x8(k + j0 * k_rs + e0, k_rs, dst + e0 * kPanel, kPanel);
+        transpose8x8(k + (j0 + 8) * k_rs + e0, k_rs, dst + e0 * kPanel + 8, kPanel);
+      }
+    }
+    for (std::int64_t e = e0; e < E; ++e) {
       for (std::int64_t jj = 0; jj < n; ++jj) dst[e * kPanel + jj] = k[(j0 + jj) * k_rs + e];
       for (std::int64_t jj = n; jj < kPanel; ++jj) dst[e * kPanel + jj] = 0.0f;
     }
@@ -55,10 +86,12 @@ void pack_v(const float* v, std::int64_t v_rs, std::int64_t S, std::int64_t Ev, 
   }
 }
 
-// c[r][0..16) = sum_e a[r][e] * bp[e][0..16) for r < R.
+// c[r][0..16) = sum_e a[r][e] * bp[e][0..16) for r < R. With vmax, also folds the first
+// `valid` columns into the running per-lane row maxima vmax[r][0..8) (the softmax then needs
+// no separate max pass).
 template <int R>
 void tile_qk(const float* a, std::int64_t lda, const float* bp, std::int64_t E, float* c,
-             std::int64_t ldc) {
+             std::int64_t ldc, float* vmax, std::int64_t valid) {
   __m256 acc[R][2];
   for (int r = 0; r < R; ++r) acc[r][0] = acc[r][1] = _mm256_setzero_ps();
   for (std::int64_t e = 0; e < E; ++e) {
@@ -73,6 +106,18 @@ void tile_qk(const float* a, std::int64_t lda, const float* bp, std::int64_t E, 
   for (int r = 0; r < R; ++r) {
     _mm256_storeu_ps(c + r * ldc, acc[r][0]);
     _mm256_storeu_ps(c + r * ldc + 8, acc[r][1]);
+  }
+  if (vmax == nullptr) return;
+  const __m256 lowest = _mm256_set1_ps(-std::numeric_limits<float>::infinity());
+  for (int r = 0; r < R; ++r) {
+    __m256 m0 = acc[r][0], m1 = acc[r][1];
+    if (valid < kPanel) {  // zero-padded keys past S must not raise the maximum
+      m0 = valid >= 8 ? m0 : _mm256_blendv_ps(lowest, m0, _mm256_castsi256_ps(tail_lanes(valid)));
+      m1 = valid <= 8 ? lowest
+                      : _mm256_blendv_ps(lowest, m1, _mm256_castsi256_ps(tail_lanes(valid - 8)));
+    }
+    float* vm = vmax + r * 8;
+    _mm256_storeu_ps(vm, _mm256_max_ps(_mm256_loadu_ps(vm), _mm256_max_ps(m0, m1)));
   }
 }
 
@@ -138,22 +183,36 @@ void run_block(const SdpaPlan& p, std::int64_t h, std::int64_t r0, std::int64_t 
     // Causal rows never look past their own index: skip those keys in both products.
     const std::int64_t kmax = p.causal ? std::min(p.S, i0 + R) : p.S;
     const float* qrow = qs + s0 * p.E;
+    // Row maxima come out of the QK tiles unless a per-key mask or the causal limit changes
+    // which scores count.
+    const bool fused_max = !p.causal && (p.mask == nullptr || p.mask_cs == 0);
+    float vmax_data[kTileRows * 8];
+    float* vmax = fused_max ? vmax_data : nullptr;
+    if (fused_max) {
+      for (float& m : vmax_data) m = -std::numeric_limits<float>::infinity();
+    }
     for (std::int64_t j0 = 0; j0 < kmax; j0 += kPanel) {
       const float* panel = kp + j0 * p.E;
       switch (R) {
-        case 6: tile_qk<6>(qrow, p.E, panel, p.E, strip + j0, Sp); break;
-        case 5: tile_qk<5>(qrow, p.E, panel, p.E, strip + j0, Sp); break;
-        case 4: tile_qk<4>(qrow, p.E, panel, p.E, strip + j0, Sp); break;
-        case 3: tile_qk<3>(qrow, p.E, panel, p.E, strip + j0, Sp); break;
-        case 2: tile_qk<2>(qrow, p.E, panel, p.E, strip + j0, Sp); break;
-        default: tile_qk<1>(qrow, p.E, panel, p.E, strip + j0, Sp); break;
+        case 6: tile_qk<6>(qrow, p.E, panel, p.E, strip + j0, Sp, vmax, p.S - j0); break;
+        case 5: tile_qk<5>(qrow, p.E, panel, p.E, strip + j0, Sp, vmax, p.S - j0); break;
+        case 4: tile_qk<4>(qrow, p.E, panel, p.E, strip + j0, Sp, vmax, p.S - j0); break;
+        case 3: tile_qk<3>(qrow, p.E, panel, p.E, strip + j0, Sp, vmax, p.S - j0); break;
+        case 2: tile_qk<2>(qrow, p.E, panel, p.E, strip + j0, Sp, vmax, p.S - j0); break;
+        default: tile_qk<1>(qrow, p.E, panel, p.E, strip + j0, Sp, vmax, p.S - j0); break;
       }
     }
     for (std::int64_t r = 0; r < R; ++r) {
       const std::int64_t i = i0 + r;
       const float* mask = p.mask ? p.mask + p.mask_off[h] + i * p.mask_rs : nullptr;
       float* row = strip + r * Sp;
-      inv[r] = softmax2_numerator(row, kmax, mask, p.mask_cs, p.causal ? i + 1 : p.S);
+      float row_max = 0.0f;
+      if (fused_max) {
+        row_max = vmax_data[r * 8];
+        for (int l = 1; l < 8; ++l) row_max = std::max(row_max, vmax_data[r * 8 + l]);
+      }
+      inv[r] = softmax2_numerator(row, kmax, mask, p.mask_cs, p.causal ? i + 1 : p.S,
+                                  fused_max ? &row_max : nullptr);
       if (p.weights) {
         // Normalised weights are written out and multiply V directly.
         if (inv[r] != 0.0f) scale_row(row, kmax, inv[r]);

@@ -92,9 +92,12 @@ inline __m256i tail_lanes(std::int64_t count) {
 // x[j] <- 2^(x[j] + mask[j*mask_step]*log2 e - max) for j < allowed, 0 for allowed <= j < n.
 // Returns 1/sum, or 0 when every allowed entry is -inf (or allowed == 0); the row is then all
 // zeros (PyTorch >= 2.5's "safe softmax"). mask (natural-log units, additive) may be null;
-// mask_step is 0 (one value for the whole row) or 1.
+// mask_step is 0 (one value for the whole row) or 1. known_max, when given, is max_j x[j]
+// over j < allowed (computed by the caller while producing x) and saves the max pass; it is
+// only valid without a per-key mask.
 inline float softmax2_numerator(float* x, std::int64_t n, const float* mask,
-                                std::int64_t mask_step, std::int64_t allowed) {
+                                std::int64_t mask_step, std::int64_t allowed,
+                                const float* known_max = nullptr) {
   const std::int64_t a = allowed < n ? allowed : n;
   const bool row_mask = mask != nullptr && mask_step == 1;
   const float m0 = mask != nullptr && mask_step == 0 ? mask[0] * kLog2e : 0.0f;
@@ -104,7 +107,10 @@ inline float softmax2_numerator(float* x, std::int64_t n, const float* mask,
 #if CVATTN_SOFTMAX_AVX2
   const __m256 vl = _mm256_set1_ps(kLog2e);
   __m256 vmax0 = _mm256_set1_ps(m), vmax1 = vmax0;
-  if (row_mask) {
+  if (known_max != nullptr && !row_mask) {
+    j = a;
+    vmax0 = _mm256_set1_ps(*known_max);
+  } else if (row_mask) {
     for (; j + 8 <= a; j += 8) {
       vmax0 = _mm256_max_ps(
           vmax0, _mm256_fmadd_ps(_mm256_loadu_ps(mask + j), vl, _mm256_loadu_ps(x + j)));
@@ -118,14 +124,25 @@ inline float softmax2_numerator(float* x, std::int64_t n, const float* mask,
   }
   m = hmax256(_mm256_max_ps(vmax0, vmax1));
 #endif
+  if (known_max != nullptr && !row_mask) {
+    j = a;
+    m = *known_max;
+  }
   for (; j < a; ++j) {
     const float y = row_mask ? mask[j] * kLog2e + x[j] : x[j];
     m = y > m ? y : m;
   }
   m += m0;
   if (m == -std::numeric_limits<float>::infinity()) {
-    for (std::int64_t i = 0; i < n; ++i) x[i] = 0.0f;
-    return 0.0f;
+    // Every score -inf (fully masked: zeros), unless NaN hid from the max: then NaN, as the
+    // plain softmax gives.
+    bool nan = false;
+    for (std::int64_t i = 0; i < a; ++i) {
+      nan = nan || std::isnan(x[i]) || (row_mask && std::isnan(mask[i]));
+    }
+    const float fill = nan ? std::numeric_limits<float>::quiet_NaN() : 0.0f;
+    for (std::int64_t i = 0; i < n; ++i) x[i] = i < a ? fill : 0.0f;
+    return nan ? fill : 0.0f;
   }
   // Pass 2: x = 2^(y - max), summed. The bias carries -max, the shared mask value and the -1/2
   // that exp2_half_shifted adds back.
@@ -182,6 +199,52 @@ inline float softmax2_numerator(float* x, std::int64_t n, const float* mask,
 #endif
   for (std::int64_t i = a; i < n; ++i) x[i] = 0.0f;
   return 1.0f / s;
+}
+
+// sum_a v[a] * tanh(x[a] + y[a]) (Bahdanau's additive score). tanh(t) = (e - 1) / (e + 1) with
+// e = 2^(2t log2 e) from the exp2 above, saturated to +-1 for |t| > 9 where float tanh is +-1
+// anyway; absolute error ~1e-7 (small |t| loses relative, not absolute, accuracy).
+inline float additive_score(const float* x, const float* y, const float* v, std::int64_t n) {
+  std::int64_t a = 0;
+  float s = 0.0f;
+#if CVATTN_SOFTMAX_AVX2
+  const __m256 two_log2e = _mm256_set1_ps(2.0f * kLog2e), half = _mm256_set1_ps(0.5f);
+  const __m256 one = _mm256_set1_ps(1.0f), lim = _mm256_set1_ps(9.0f);
+  const __m256 sign = _mm256_set1_ps(-0.0f);
+  __m256 acc = _mm256_setzero_ps();
+  for (; a < n; a += 8) {
+    const __m256i lanes = a + 8 <= n ? _mm256_set1_epi32(-1) : tail_lanes(n - a);
+    const __m256 t = _mm256_add_ps(_mm256_maskload_ps(x + a, lanes), _mm256_maskload_ps(y + a, lanes));
+    // tanh is odd: evaluate on -|t| (e <= 1, no overflow) and restore the sign.
+    const __m256 neg = _mm256_or_ps(t, sign);
+    __m256 e = _mm256_fmsub_ps(_mm256_max_ps(neg, _mm256_sub_ps(_mm256_setzero_ps(), lim)),
+                               two_log2e, half);
+    exp2_half_shifted<1>(&e);
+    const __m256 th = _mm256_div_ps(_mm256_sub_ps(one, e), _mm256_add_ps(one, e));  // tanh|t|
+    const __m256 r = _mm256_or_ps(th, _mm256_and_ps(t, sign));
+    acc = _mm256_fmadd_ps(_mm256_maskload_ps(v + a, lanes), r, acc);
+  }
+  s = hsum256(acc);
+#else
+  for (; a < n; ++a) s += v[a] * std::tanh(x[a] + y[a]);
+#endif
+  return s;
+}
+
+// Maximum of x[0..n) (-inf when n == 0); NaN entries may or may not be ignored.
+inline float row_max(const float* x, std::int64_t n) {
+  float m = -std::numeric_limits<float>::infinity();
+  std::int64_t j = 0;
+#if CVATTN_SOFTMAX_AVX2
+  __m256 v0 = _mm256_set1_ps(m), v1 = v0;
+  for (; j + 16 <= n; j += 16) {
+    v0 = _mm256_max_ps(v0, _mm256_loadu_ps(x + j));
+    v1 = _mm256_max_ps(v1, _mm256_loadu_ps(x + j + 8));
+  }
+  m = hmax256(_mm256_max_ps(v0, v1));
+#endif
+  for (; j < n; ++j) m = x[j] > m ? x[j] : m;
+  return m;
 }
 
 inline void scale_row(float* x, std::int64_t n, float a) {
