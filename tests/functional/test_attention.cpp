@@ -143,7 +143,9 @@ TEST(ScaledDotProductAttention, PackedHeadsMatchPyTorch) {
           fx.params()["num_heads"].get<std::int64_t>(), mask,
           F::SdpaOptions().is_causal(fx.params()["is_causal"].get<bool>()).need_weights(weights));
       EXPECT_TENSOR_NEAR(r.output, fx.tensor("output"), Tolerance{});
-      if (weights) EXPECT_TENSOR_NEAR(r.attn_weights, fx.tensor("attn_weights"), Tolerance{});
+      if (weights) {
+        EXPECT_TENSOR_NEAR(r.attn_weights, fx.tensor("attn_weights"), Tolerance{});
+      }
     }
   }
 }
@@ -199,7 +201,9 @@ TEST(ScaledDotProductAttention, MatchesNaiveReferenceOnOddShapes) {
         const auto r = F::scaled_dot_product_attention(
             q, k, v, m, F::SdpaOptions().scale(0.4).is_causal(causal).need_weights(weights));
         EXPECT_TENSOR_NEAR(r.output, out, Tolerance{});
-        if (weights) EXPECT_TENSOR_NEAR(r.attn_weights, w, Tolerance{});
+        if (weights) {
+          EXPECT_TENSOR_NEAR(r.attn_weights, w, Tolerance{});
+        }
       }
     }
   }

@@ -5,6 +5,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <limits>
 #include <string>
 
@@ -51,6 +52,33 @@ TEST(Attend, MatchesPyTorchForEveryScoreAndNormalizer) {
     EXPECT_TENSOR_NEAR(r.output, fx.tensor("output"), Tolerance{});
   }
   EXPECT_EQ(count, 16);
+}
+
+// Scores over the whole tanh range, saturated arguments included, against double precision.
+TEST(AttentionScores, AdditiveMatchesDoubleReferenceAcrossTheTanhRange) {
+  const Tensor q = cvattn::test::random_tensor({2, 9, 5}, 1, -4, 4);
+  const Tensor k = cvattn::test::random_tensor({2, 11, 3}, 2, -4, 4);
+  F::ScoreParams p;
+  p.query_weight = cvattn::test::random_tensor({13, 5}, 3, -2, 2);
+  p.key_weight = cvattn::test::random_tensor({13, 3}, 4, -2, 2);
+  p.vector = cvattn::test::random_tensor({13}, 5);
+  const Tensor s = F::attention_scores(q, k, F::Score::additive, p);
+  Tensor expected = Tensor::empty({2, 9, 11});
+  for (int b = 0; b < 2; ++b) {
+    for (int l = 0; l < 9; ++l) {
+      for (int j = 0; j < 11; ++j) {
+        double acc = 0;
+        for (int a = 0; a < 13; ++a) {
+          double t = 0;
+          for (int e = 0; e < 5; ++e) t += double(p.query_weight[a * 5 + e]) * q[(b * 9 + l) * 5 + e];
+          for (int e = 0; e < 3; ++e) t += double(p.key_weight[a * 3 + e]) * k[(b * 11 + j) * 3 + e];
+          acc += p.vector[a] * std::tanh(t);
+        }
+        expected[(b * 9 + l) * 11 + j] = static_cast<float>(acc);
+      }
+    }
+  }
+  EXPECT_TENSOR_NEAR(s, expected, Tolerance{});
 }
 
 TEST(NormalizeScores, HardBreaksTiesTowardsTheLowestIndex) {

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "cvattn/core/error.hpp"
+#include "cvattn/core/parallel.hpp"
 #include "support/fixtures.hpp"
 #include "support/random.hpp"
 #include "support/tensor_near.hpp"
@@ -97,8 +98,11 @@ TEST(LocalAttention, OutsideSlotsAreZeroAndTheRestSumToOne) {
         const std::int64_t dy = s / 5 - 2, dx = s % 5 - 2;
         const float w = r.attn_weights[((y * 7) + x) * 25 + s];
         const bool inside = y + dy >= 0 && y + dy < 6 && x + dx >= 0 && x + dx < 7;
-        if (!inside) EXPECT_EQ(w, 0.0f);
-        if (inside) EXPECT_GT(w, 0.0f);
+        if (inside) {
+          EXPECT_GT(w, 0.0f);
+        } else {
+          EXPECT_EQ(w, 0.0f);
+        }
         sum += w;
       }
       EXPECT_NEAR(sum, 1.0, 1e-6);
@@ -111,6 +115,20 @@ TEST(LocalAttention, RadiusZeroReturnsTheValues) {
   const Tensor v = cvattn::test::random_tensor({2, 4, 4, 5}, 3);
   const auto r = F::local_attention(q, q, v, 0);
   EXPECT_TENSOR_NEAR(r.output, v, (Tolerance{1e-7, 1e-6}));
+}
+
+TEST(LocalAttention, SameResultOnOneAndTwoThreads) {
+  const Tensor q = cvattn::test::random_tensor({2, 8, 9, 11}, 1);
+  const Tensor k = cvattn::test::random_tensor({2, 8, 9, 11}, 2);
+  const Tensor v = cvattn::test::random_tensor({2, 5, 9, 11}, 3);
+  const int before = cvattn::num_threads();
+  cvattn::set_num_threads(1);
+  const auto one = F::local_attention(q, k, v, 2);
+  cvattn::set_num_threads(2);
+  const auto two = F::local_attention(q, k, v, 2);
+  cvattn::set_num_threads(before);
+  EXPECT_TENSOR_NEAR(one.output, two.output, (Tolerance{0, 0}));
+  EXPECT_TENSOR_NEAR(one.attn_weights, two.attn_weights, (Tolerance{0, 0}));
 }
 
 TEST(LocalAttention, RejectsBadInput) {
