@@ -91,7 +91,8 @@ void make_keys(bool clustered, std::int64_t L, std::int64_t S, std::int64_t E, T
   fill(k, S);
 }
 
-// Key selection at 4096 queries x 4096 keys x 64 dims, top-32: exact vs FLANN kd-tree vs LSH.
+// Key selection, 64 dims, top-32: exact vs FLANN kd-tree vs LSH, at 4096 queries x 4096 keys
+// and 2048 queries x 65536 keys (index build included: keys change with every call).
 // Counters: recall of the exact top-32, max |output - exact top-32 output| and
 // max |output - dense attention output|.
 void BM_SelectKeys(benchmark::State& state) {
@@ -99,9 +100,10 @@ void BM_SelectKeys(benchmark::State& state) {
   const auto method = static_cast<F::KeySearch>(state.range(1));
   const bool clustered = state.range(2) != 0;
   const int param = static_cast<int>(state.range(3));  // kdtree: checks; lsh: multi-probe level
+  const std::int64_t S = state.range(4), L = S > 4096 ? 2048 : 4096;
   Tensor q, k;
-  make_keys(clustered, 4096, 4096, 64, q, k);
-  const Tensor v = cvattn::test::random_tensor({1, 4096, 64}, 9);
+  make_keys(clustered, L, S, 64, q, k);
+  const Tensor v = cvattn::test::random_tensor({1, S, 64}, 9);
   auto opts = F::KeySearchOptions().top_k(32).method(method);
   if (method == F::KeySearch::kdtree) opts.checks(param);
   if (method == F::KeySearch::lsh) opts.multi_probe_level(param);
@@ -112,7 +114,7 @@ void BM_SelectKeys(benchmark::State& state) {
   }
   const auto exact = F::select_keys(q, k, F::KeySearchOptions().top_k(32));
   std::int64_t hit = 0;
-  for (std::size_t row = 0; row < 4096; ++row) {
+  for (std::size_t row = 0; row < static_cast<std::size_t>(L); ++row) {
     const std::set<std::int32_t> truth(exact.indices.begin() + row * 32,
                                        exact.indices.begin() + (row + 1) * 32);
     for (int i = 0; i < 32; ++i) hit += truth.count(sel.indices[row * 32 + i]);
@@ -126,25 +128,30 @@ void BM_SelectKeys(benchmark::State& state) {
     err_exact = std::max(err_exact, double(std::fabs(approx_out[i] - exact_out[i])));
     err_dense = std::max(err_dense, double(std::fabs(approx_out[i] - dense_out[i])));
   }
-  state.counters["recall"] = static_cast<double>(hit) / (4096.0 * 32);
+  state.counters["recall"] = static_cast<double>(hit) / (static_cast<double>(L) * 32);
   state.counters["err_vs_topk"] = err_exact;
   state.counters["err_vs_dense"] = err_dense;
 }
 BENCHMARK(BM_SelectKeys)
-    ->ArgNames({"threads", "method", "clustered", "param"})
-    ->Args({1, 0, 1, 0})
-    ->Args({1, 1, 1, 64})
-    ->Args({1, 1, 1, 256})
-    ->Args({1, 1, 1, 1024})
-    ->Args({1, 2, 1, 1})
-    ->Args({1, 2, 1, 2})
-    ->Args({1, 0, 0, 0})
-    ->Args({1, 1, 0, 256})
-    ->Args({1, 1, 0, 1024})
-    ->Args({1, 2, 0, 2})
-    ->Args({2, 0, 1, 0})
-    ->Args({2, 1, 1, 256})
-    ->Args({2, 2, 1, 2})
+    ->ArgNames({"threads", "method", "clustered", "param", "S"})
+    ->Args({1, 0, 1, 0, 4096})
+    ->Args({1, 1, 1, 64, 4096})
+    ->Args({1, 1, 1, 256, 4096})
+    ->Args({1, 1, 1, 1024, 4096})
+    ->Args({1, 2, 1, 1, 4096})
+    ->Args({1, 2, 1, 2, 4096})
+    ->Args({1, 0, 0, 0, 4096})
+    ->Args({1, 1, 0, 256, 4096})
+    ->Args({1, 1, 0, 1024, 4096})
+    ->Args({1, 2, 0, 2, 4096})
+    ->Args({2, 0, 1, 0, 4096})
+    ->Args({2, 1, 1, 256, 4096})
+    ->Args({2, 2, 1, 2, 4096})
+    ->Args({1, 0, 1, 0, 65536})
+    ->Args({1, 1, 1, 64, 65536})
+    ->Args({1, 1, 1, 256, 65536})
+    ->Args({1, 2, 1, 1, 65536})
+    ->Args({1, 2, 1, 2, 65536})
     ->Unit(benchmark::kMillisecond)
     ->Iterations(3);
 
