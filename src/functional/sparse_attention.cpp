@@ -327,8 +327,9 @@ KeySelection select_keys(const Tensor& q, const Tensor& k, const KeySearchOption
   std::int32_t* out = sel.indices.data();
 
   // Exact selection (also the fallback of the approximate methods): blocks of query rows.
-  // Query rows per GEMM: large enough that packing the keys is amortised.
-  constexpr std::int64_t kBlock = 128;
+  // Query rows per GEMM: enough that packing the keys is amortised, few enough that a thread's
+  // score block stays within 16 MB.
+  const std::int64_t kBlock = std::clamp<std::int64_t>((std::int64_t{1} << 22) / S, 1, 128);
   const std::int64_t blocks_per_batch = (L + kBlock - 1) / kBlock;
   const std::int64_t slots = std::max(1, detail::max_threads());
   const std::int64_t scratch_floats = kBlock * S;
@@ -359,24 +360,30 @@ KeySelection select_keys(const Tensor& q, const Tensor& k, const KeySearchOption
     Gaussian g(options.seed());
     for (std::int64_t i = 0; i < planes.numel(); ++i) planes[i] = static_cast<float>(g.next());
   }
-  const auto sign_codes = [&](const cv::Mat& x) {  // x: rows x (E+1) float -> rows x bits/8
-    cv::Mat proj(x.rows, options.bits(), CV_32F);
-    mmap(proj.ptr<float>(), x.rows, options.bits()).noalias() =
-        cmap(x.ptr<float>(), x.rows, dims) * cmap(planes.data(), options.bits(), dims).transpose();
-    cv::Mat codes(x.rows, options.bits() / 8, CV_8U);
-    for (int r = 0; r < x.rows; ++r) {
-      const float* p = proj.ptr<float>(r);
-      std::uint8_t* c = codes.ptr<std::uint8_t>(r);
-      for (int byte = 0; byte < options.bits() / 8; ++byte) {
-        std::uint8_t bits = 0;
-        for (int j = 0; j < 8; ++j) bits = static_cast<std::uint8_t>(bits | ((p[byte * 8 + j] >= 0) << j));
-        c[byte] = bits;
+  // x: rows x (E+1) floats -> rows x bits/8 sign codes, projected 1024 rows at a time so the
+  // projection buffer stays small whatever the row count.
+  const auto sign_codes = [&](const cv::Mat& x) {
+    const int bytes = options.bits() / 8;
+    cv::Mat codes(x.rows, bytes, CV_8U);
+    cv::Mat proj(std::min(x.rows, 1024), options.bits(), CV_32F);
+    for (int r0 = 0; r0 < x.rows; r0 += proj.rows) {
+      const int n = std::min(proj.rows, x.rows - r0);
+      mmap(proj.ptr<float>(), n, options.bits()).noalias() =
+          cmap(x.ptr<float>(r0), n, dims) *
+          cmap(planes.data(), options.bits(), dims).transpose();
+      for (int r = 0; r < n; ++r) {
+        const float* p = proj.ptr<float>(r);
+        std::uint8_t* c = codes.ptr<std::uint8_t>(r0 + r);
+        for (int byte = 0; byte < bytes; ++byte) {
+          unsigned bits = 0;
+          for (int j = 0; j < 8; ++j) bits |= static_cast<unsigned>(p[byte * 8 + j] >= 0) << j;
+          c[byte] = static_cast<std::uint8_t>(bits);
+        }
       }
     }
     return codes;
   };
 
-  std::vector<int> fallback_rows;
   std::vector<float> cscore(static_cast<std::size_t>(slots * knn));
   std::vector<std::int32_t> cidx(static_cast<std::size_t>(slots * knn));
   for (std::int64_t b = 0; b < B; ++b) {
