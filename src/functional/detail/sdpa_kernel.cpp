@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 #include <limits>
+#include <type_traits>
 
 #include <Eigen/Core>
 
@@ -155,16 +156,50 @@ void tile_pv(const float* p, std::int64_t ldp, const float* vp, std::int64_t K, 
 // Scratch floats one thread needs.
 std::int64_t scratch_size(const SdpaPlan& p, std::int64_t block) {
   const std::int64_t Sp = round_up(p.S, kPanel);
-  return Sp * p.E + round_up(p.Ev, kPanel) * p.S + block * p.E + kTileRows * Sp;
+  return Sp * p.E + round_up(p.Ev, kPanel) * p.S + block * (p.E + Sp + 8 + 1);
 }
 
+template <int R>
+void qk_strip(const SdpaPlan& p, const float* qrow, const float* kp, std::int64_t kmax,
+              std::int64_t Sp, float* scores, float* vmax) {
+  for (std::int64_t j0 = 0; j0 < kmax; j0 += kPanel) {
+    tile_qk<R>(qrow, p.E, kp + j0 * p.E, p.E, scores + j0, Sp, vmax, p.S - j0);
+  }
+}
+
+template <int R>
+void pv_strip(const SdpaPlan& p, const float* probs, std::int64_t ldp, const float* vp,
+              std::int64_t kmax, float* out, const float* inv) {
+  for (std::int64_t c0 = 0; c0 < p.Ev; c0 += kPanel) {
+    tile_pv<R>(probs, ldp, vp + c0 * p.S, kmax, out + c0, p.out_rs, std::min(kPanel, p.Ev - c0),
+               inv);
+  }
+}
+
+// Calls f.template operator()<R>() for the strip height R in [1, 6] (tiles are templates).
+template <class F>
+void with_rows(std::int64_t R, F&& f) {
+  switch (R) {
+    case 6: f(std::integral_constant<int, 6>()); break;
+    case 5: f(std::integral_constant<int, 5>()); break;
+    case 4: f(std::integral_constant<int, 4>()); break;
+    case 3: f(std::integral_constant<int, 3>()); break;
+    case 2: f(std::integral_constant<int, 2>()); break;
+    default: f(std::integral_constant<int, 1>()); break;
+  }
+}
+
+// One block of query rows of head h, in three phases so that each phase's operand stays in L1:
+// all QK tiles (packed K), then the softmax rows, then all PV tiles (packed V).
 void run_block(const SdpaPlan& p, std::int64_t h, std::int64_t r0, std::int64_t rows,
-               float* scratch, bool pack) {
+               std::int64_t block, float* scratch, bool pack) {
   const std::int64_t Sp = round_up(p.S, kPanel);
   float* kp = scratch;
   float* vp = kp + Sp * p.E;
   float* qs = vp + round_up(p.Ev, kPanel) * p.S;
-  float* strip = qs + rows * p.E;  // rows <= block; the layout uses block, see scratch_size
+  float* scores = qs + block * p.E;
+  float* vmax = scores + block * Sp;
+  float* inv = vmax + block * 8;
   if (pack) {
     pack_k(p.k + p.k_off[h], p.k_rs, p.S, p.E, kp);
     pack_v(p.v + p.v_off[h], p.v_rs, p.S, p.Ev, vp);
@@ -176,65 +211,58 @@ void run_block(const SdpaPlan& p, std::int64_t h, std::int64_t r0, std::int64_t 
   for (std::int64_t r = 0; r < rows; ++r) {
     for (std::int64_t e = 0; e < p.E; ++e) qs[r * p.E + e] = q[r * p.q_rs + e] * c;
   }
-  float inv[kTileRows];
+  // Row maxima come out of the QK tiles unless a per-key mask or the causal limit changes
+  // which scores count.
+  const bool fused_max = !p.causal && (p.mask == nullptr || p.mask_cs == 0);
+  if (fused_max) {
+    for (std::int64_t i = 0; i < rows * 8; ++i) vmax[i] = -std::numeric_limits<float>::infinity();
+  }
+  // Causal rows never look past their own index: those keys are skipped in both products.
+  const auto kmax_of = [&](std::int64_t s0, std::int64_t R) {
+    return p.causal ? std::min(p.S, r0 + s0 + R) : p.S;
+  };
   for (std::int64_t s0 = 0; s0 < rows; s0 += kTileRows) {
     const std::int64_t R = std::min(kTileRows, rows - s0);
-    const std::int64_t i0 = r0 + s0;
-    // Causal rows never look past their own index: skip those keys in both products.
-    const std::int64_t kmax = p.causal ? std::min(p.S, i0 + R) : p.S;
-    const float* qrow = qs + s0 * p.E;
-    // Row maxima come out of the QK tiles unless a per-key mask or the causal limit changes
-    // which scores count.
-    const bool fused_max = !p.causal && (p.mask == nullptr || p.mask_cs == 0);
-    float vmax_data[kTileRows * 8];
-    float* vmax = fused_max ? vmax_data : nullptr;
+    with_rows(R, [&](auto n) {
+      qk_strip<decltype(n)::value>(p, qs + s0 * p.E, kp, kmax_of(s0, R), Sp, scores + s0 * Sp,
+                                   fused_max ? vmax + s0 * 8 : nullptr);
+    });
+  }
+  // Softmax. With weights the normalised row goes straight to the output tensor, which then
+  // feeds P V; without, the numerators stay in scratch and the output rows are scaled instead.
+  float* probs = p.weights ? p.weights + (h * p.L + r0) * p.S : scores;
+  const std::int64_t ldp = p.weights ? p.S : Sp;
+  for (std::int64_t r = 0; r < rows; ++r) {
+    const std::int64_t i = r0 + r;
+    const std::int64_t kmax = kmax_of(r - r % kTileRows, std::min(kTileRows, rows - (r - r % kTileRows)));
+    const float* mask = p.mask ? p.mask + p.mask_off[h] + i * p.mask_rs : nullptr;
+    float* row = scores + r * Sp;
+    float row_max = 0.0f;
     if (fused_max) {
-      for (float& m : vmax_data) m = -std::numeric_limits<float>::infinity();
+      row_max = vmax[r * 8];
+      for (int l = 1; l < 8; ++l) row_max = std::max(row_max, vmax[r * 8 + l]);
     }
-    for (std::int64_t j0 = 0; j0 < kmax; j0 += kPanel) {
-      const float* panel = kp + j0 * p.E;
-      switch (R) {
-        case 6: tile_qk<6>(qrow, p.E, panel, p.E, strip + j0, Sp, vmax, p.S - j0); break;
-        case 5: tile_qk<5>(qrow, p.E, panel, p.E, strip + j0, Sp, vmax, p.S - j0); break;
-        case 4: tile_qk<4>(qrow, p.E, panel, p.E, strip + j0, Sp, vmax, p.S - j0); break;
-        case 3: tile_qk<3>(qrow, p.E, panel, p.E, strip + j0, Sp, vmax, p.S - j0); break;
-        case 2: tile_qk<2>(qrow, p.E, panel, p.E, strip + j0, Sp, vmax, p.S - j0); break;
-        default: tile_qk<1>(qrow, p.E, panel, p.E, strip + j0, Sp, vmax, p.S - j0); break;
+    inv[r] = softmax2_numerator(row, kmax, mask, p.mask_cs, p.causal ? i + 1 : p.S,
+                                fused_max ? &row_max : nullptr);
+    if (p.weights) {
+      float* w = probs + r * ldp;
+      const float a = inv[r];
+      if (a != 0.0f) {
+        for (std::int64_t j = 0; j < kmax; ++j) w[j] = row[j] * a;
+      } else {
+        for (std::int64_t j = 0; j < kmax; ++j) w[j] = row[j];  // all 0 (or NaN) already
       }
+      zero_row(w + kmax, p.S - kmax);
+      inv[r] = 1.0f;
     }
-    for (std::int64_t r = 0; r < R; ++r) {
-      const std::int64_t i = i0 + r;
-      const float* mask = p.mask ? p.mask + p.mask_off[h] + i * p.mask_rs : nullptr;
-      float* row = strip + r * Sp;
-      float row_max = 0.0f;
-      if (fused_max) {
-        row_max = vmax_data[r * 8];
-        for (int l = 1; l < 8; ++l) row_max = std::max(row_max, vmax_data[r * 8 + l]);
-      }
-      inv[r] = softmax2_numerator(row, kmax, mask, p.mask_cs, p.causal ? i + 1 : p.S,
-                                  fused_max ? &row_max : nullptr);
-      if (p.weights) {
-        // Normalised weights are written out and multiply V directly.
-        if (inv[r] != 0.0f) scale_row(row, kmax, inv[r]);
-        float* w = p.weights + (h * p.L + i) * p.S;
-        std::memcpy(w, row, static_cast<std::size_t>(kmax) * 4);
-        zero_row(w + kmax, p.S - kmax);
-        inv[r] = 1.0f;
-      }
-    }
-    float* out = p.out + p.out_off[h] + i0 * p.out_rs;
-    for (std::int64_t c0 = 0; c0 < p.Ev; c0 += kPanel) {
-      const float* panel = vp + c0 * p.S;
-      const std::int64_t cols = std::min(kPanel, p.Ev - c0);
-      switch (R) {
-        case 6: tile_pv<6>(strip, Sp, panel, kmax, out + c0, p.out_rs, cols, inv); break;
-        case 5: tile_pv<5>(strip, Sp, panel, kmax, out + c0, p.out_rs, cols, inv); break;
-        case 4: tile_pv<4>(strip, Sp, panel, kmax, out + c0, p.out_rs, cols, inv); break;
-        case 3: tile_pv<3>(strip, Sp, panel, kmax, out + c0, p.out_rs, cols, inv); break;
-        case 2: tile_pv<2>(strip, Sp, panel, kmax, out + c0, p.out_rs, cols, inv); break;
-        default: tile_pv<1>(strip, Sp, panel, kmax, out + c0, p.out_rs, cols, inv); break;
-      }
-    }
+  }
+  float* out = p.out + p.out_off[h] + r0 * p.out_rs;
+  for (std::int64_t s0 = 0; s0 < rows; s0 += kTileRows) {
+    const std::int64_t R = std::min(kTileRows, rows - s0);
+    with_rows(R, [&](auto n) {
+      pv_strip<decltype(n)::value>(p, probs + s0 * ldp, ldp, vp, kmax_of(s0, R),
+                                   out + s0 * p.out_rs, inv + s0);
+    });
   }
 }
 
@@ -257,7 +285,7 @@ std::int64_t scratch_size(const SdpaPlan& p, std::int64_t block) {
 }
 
 void run_block(const SdpaPlan& p, std::int64_t h, std::int64_t r0, std::int64_t rows,
-               float* scratch, bool /*pack*/) {
+               std::int64_t /*block*/, float* scratch, bool /*pack*/) {
   const float c = p.scale * kLog2e;
   float* qs = scratch;
   float* inv = qs + rows * p.E;
@@ -312,7 +340,7 @@ void run_sdpa(const SdpaPlan& p) {
     for (std::int64_t task = begin; task < end; ++task) {
       const std::int64_t h = task / nblocks;
       const std::int64_t r0 = (task % nblocks) * block;
-      run_block(p, h, r0, std::min(block, p.L - r0), scratch_data + t * per_thread,
+      run_block(p, h, r0, std::min(block, p.L - r0), block, scratch_data + t * per_thread,
                 h != packed);
       packed = h;
     }
