@@ -14,8 +14,8 @@ namespace cvattn {
 namespace {
 
 constexpr const char* kWhere = "Cbam::forward";
-// Pixels per block of the fused channel-scale + channel-reduce pass: the running sum and max
-// of a block (2 x 4 KiB) stay in L1 while all C planes stream through.
+// Pixels per block of the channel-reduce pass: the running sum and max of a block (2 x 4 KiB)
+// stay in L1 while all C planes stream through.
 constexpr std::int64_t kPixelBlock = 1024;
 
 }  // namespace
@@ -116,7 +116,7 @@ Attended Cbam::run(const Tensor& x, bool keep_maps) const {
   const float* b2 = options_.mlp_bias() ? fc2_bias_.data() : nullptr;
   const float* wc = conv_weight_.data();
   const GateLayer gate_layer = options_.gate_layer();
-  const float channels_f = static_cast<float>(channels);
+  const bool stream = y.nbytes() >= detail::kStreamingBytes;
 
   auto pool = [&](std::int64_t n, std::int64_t c0, std::int64_t c1) {
     for (std::int64_t c = c0; c < c1; ++c) {
@@ -147,16 +147,14 @@ Attended Cbam::run(const Tensor& x, bool keep_maps) const {
     mlp(mx.data() + n * channels, h, g, false);
     detail::apply_gate(gate_layer, g, channels);
   };
-  // y = x * g over pixels [p0, p1), reducing mean_c and max_c of y on the way.
-  auto scale_reduce = [&](std::int64_t n, std::int64_t p0, std::int64_t p1) {
-    const std::int64_t base = n * channels * hw;
+  // [mean_c, max_c] of x * g over pixels [p0, p1); x * g itself is not stored.
+  auto reduce = [&](std::int64_t n, std::int64_t p0, std::int64_t p1) {
     float* mean_c = reduced.data() + n * 2 * hw;
     float* max_c = mean_c + hw;
     for (std::int64_t b = p0; b < p1; b += kPixelBlock) {
       const std::int64_t e = b + kPixelBlock < p1 ? b + kPixelBlock : p1;
-      detail::scale_channels_reduce(xp + base, yp + base, cg + n * channels, channels, hw, b, e,
-                                    mean_c + b, max_c + b);
-      for (std::int64_t p = b; p < e; ++p) mean_c[p] /= channels_f;
+      detail::channel_mean_max_scaled(xp + n * channels * hw, cg + n * channels, channels, hw, b,
+                                      e, mean_c + b, max_c + b);
     }
   };
   auto spatial_excite = [&](std::int64_t n, std::int64_t row0, std::int64_t row1) {
@@ -167,9 +165,11 @@ Attended Cbam::run(const Tensor& x, bool keep_maps) const {
     for (std::int64_t i = 0; i < count; ++i) rows[i] = rows[i] * bn.alpha + bn.beta;
     detail::apply_gate(gate_layer, rows, count);
   };
-  auto spatial_scale = [&](std::int64_t n, std::int64_t c0, std::int64_t c1) {
+  // y = (x * g) * s: the only pass that writes y.
+  auto scale = [&](std::int64_t n, std::int64_t c0, std::int64_t c1) {
     for (std::int64_t c = c0; c < c1; ++c) {
-      detail::multiply_inplace(yp + (n * channels + c) * hw, sg + n * hw, hw);
+      const std::int64_t off = (n * channels + c) * hw;
+      detail::scale_plane2(xp + off, yp + off, cg[n * channels + c], sg + n * hw, hw, stream);
     }
   };
   detail::for_samples(
@@ -177,18 +177,21 @@ Attended Cbam::run(const Tensor& x, bool keep_maps) const {
       [&](std::int64_t n) {
         pool(n, 0, channels);
         channel_excite(n);
-        scale_reduce(n, 0, hw);
+        reduce(n, 0, hw);
         spatial_excite(n, 0, s.h);
-        spatial_scale(n, 0, channels);
+        scale(n, 0, channels);
+        detail::store_fence();
       },
       [&](std::int64_t n) {
         detail::parallel_chunks(channels, [&](std::int64_t b, std::int64_t e) { pool(n, b, e); });
         channel_excite(n);
-        detail::parallel_chunks(hw, [&](std::int64_t b, std::int64_t e) { scale_reduce(n, b, e); });
+        detail::parallel_chunks(hw, [&](std::int64_t b, std::int64_t e) { reduce(n, b, e); });
         detail::parallel_chunks(s.h,
                                 [&](std::int64_t b, std::int64_t e) { spatial_excite(n, b, e); });
-        detail::parallel_chunks(channels,
-                                [&](std::int64_t b, std::int64_t e) { spatial_scale(n, b, e); });
+        detail::parallel_chunks(channels, [&](std::int64_t b, std::int64_t e) {
+          scale(n, b, e);
+          detail::store_fence();
+        });
       });
 
   Attended result{y, {}};

@@ -120,6 +120,7 @@ Attended Eca::run(const Tensor& x, bool keep_maps) const {
   const float* b1 = use_mlp ? conv_bias_.data() : nullptr;
   const float b2 = use_mlp ? conv2_bias_[0] : 0.0f;
   const GateLayer gate_layer = options_.gate_layer();
+  const bool stream = y.nbytes() >= detail::kStreamingBytes;
 
   auto pool = [&](std::int64_t n, std::int64_t c0, std::int64_t c1) {
     for (std::int64_t c = c0; c < c1; ++c) {
@@ -157,7 +158,7 @@ Attended Eca::run(const Tensor& x, bool keep_maps) const {
   auto scale = [&](std::int64_t n, std::int64_t c0, std::int64_t c1) {
     for (std::int64_t c = c0; c < c1; ++c) {
       const std::int64_t off = (n * channels + c) * hw;
-      detail::scale_plane(xp + off, yp + off, gp[n * channels + c], hw);
+      detail::scale_plane(xp + off, yp + off, gp[n * channels + c], hw, stream);
     }
   };
   detail::for_samples(
@@ -166,11 +167,15 @@ Attended Eca::run(const Tensor& x, bool keep_maps) const {
         pool(n, 0, channels);
         excite(n);
         scale(n, 0, channels);
+        detail::store_fence();
       },
       [&](std::int64_t n) {
         detail::parallel_chunks(channels, [&](std::int64_t b, std::int64_t e) { pool(n, b, e); });
         excite(n);
-        detail::parallel_chunks(channels, [&](std::int64_t b, std::int64_t e) { scale(n, b, e); });
+        detail::parallel_chunks(channels, [&](std::int64_t b, std::int64_t e) {
+          scale(n, b, e);
+          detail::store_fence();
+        });
       });
 
   Attended result{y, {}};

@@ -103,6 +103,7 @@ Attended SqueezeExcitation::run(const Tensor& x, bool keep_maps) const {
   const float* b2 = options_.bias() ? fc2_bias_.data() : nullptr;
   const bool add_maxpool = options_.add_maxpool();
   const GateLayer gate_layer = options_.gate_layer();
+  const bool stream = y.nbytes() >= detail::kStreamingBytes;
 
   auto pool = [&](std::int64_t n, std::int64_t c0, std::int64_t c1) {
     for (std::int64_t c = c0; c < c1; ++c) {
@@ -138,7 +139,7 @@ Attended SqueezeExcitation::run(const Tensor& x, bool keep_maps) const {
   auto scale = [&](std::int64_t n, std::int64_t c0, std::int64_t c1) {
     for (std::int64_t c = c0; c < c1; ++c) {
       const std::int64_t off = (n * channels + c) * hw;
-      detail::scale_plane(xp + off, yp + off, gp[n * channels + c], hw);
+      detail::scale_plane(xp + off, yp + off, gp[n * channels + c], hw, stream);
     }
   };
   detail::for_samples(
@@ -147,11 +148,15 @@ Attended SqueezeExcitation::run(const Tensor& x, bool keep_maps) const {
         pool(n, 0, channels);
         excite(n);
         scale(n, 0, channels);
+        detail::store_fence();
       },
       [&](std::int64_t n) {
         detail::parallel_chunks(channels, [&](std::int64_t b, std::int64_t e) { pool(n, b, e); });
         excite(n);
-        detail::parallel_chunks(channels, [&](std::int64_t b, std::int64_t e) { scale(n, b, e); });
+        detail::parallel_chunks(channels, [&](std::int64_t b, std::int64_t e) {
+          scale(n, b, e);
+          detail::store_fence();
+        });
       });
 
   Attended result{y, {}};

@@ -15,9 +15,6 @@
 
 namespace cvattn::detail {
 
-// max() that propagates NaN like torch.amax: once a NaN is seen the result stays NaN.
-inline float max_nan(float acc, float v) { return (v > acc || v != v) ? v : acc; }
-
 struct PlaneStats {
   float mean;
   float max;
@@ -29,16 +26,25 @@ struct PlaneStats {
 // Mean and NaN-propagating max of n contiguous floats in one pass.
 [[nodiscard]] PlaneStats plane_mean_max(const float* p, std::int64_t n);
 
-// y[i] = x[i] * g for i < n.
-void scale_plane(const float* x, float* y, float g, std::int64_t n);
-// y[i] *= s[i] for i < n.
-void multiply_inplace(float* y, const float* s, std::int64_t n);
+// Outputs at least this large are written with streaming (non-temporal) stores: they cannot
+// stay in cache anyway, and streaming saves the read-for-ownership of every output line, which
+// is a third of the memory traffic of a pool-and-scale module.
+inline constexpr std::int64_t kStreamingBytes = std::int64_t{4} << 20;
 
-// CBAM's middle pass over pixels [p0, p1) of one sample x [C, hw]: y[c, p] = x[c, p] * g[c]
-// while sum[p - p0] = sum_c y[c, p] and max[p - p0] = max_c y[c, p] (NaN propagates).
-void scale_channels_reduce(const float* x, float* y, const float* g, std::int64_t channels,
-                           std::int64_t hw, std::int64_t p0, std::int64_t p1, float* sum,
-                           float* max);
+// y[i] = x[i] * g for i < n; stream: non-temporal stores (call store_fence() before the end of
+// the parallel task).
+void scale_plane(const float* x, float* y, float g, std::int64_t n, bool stream);
+// y[i] = (x[i] * g) * s[i] for i < n (CBAM's two gates, in PyTorch's order of multiplies).
+void scale_plane2(const float* x, float* y, float g, const float* s, std::int64_t n, bool stream);
+// Orders this thread's streaming stores before whatever follows (end of a parallel task).
+void store_fence();
+
+// CBAM's spatial-attention input for pixels [p0, p1) of one sample x [C, hw], computed from
+// the channel-refined values v = x[c, p] * g[c] without storing them: mean[p - p0] = mean_c v,
+// max[p - p0] = max_c v (NaN propagates, as torch.amax).
+void channel_mean_max_scaled(const float* x, const float* g, std::int64_t channels,
+                             std::int64_t hw, std::int64_t p0, std::int64_t p1, float* mean,
+                             float* max);
 
 // Applies the gate in place to n logits.
 void apply_gate(GateLayer gate, float* u, std::int64_t n);
