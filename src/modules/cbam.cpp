@@ -103,6 +103,8 @@ Attended Cbam::run(const Tensor& x, bool keep_maps) const {
   std::vector<float> hidden(static_cast<std::size_t>(s.n * rd));
   // Per sample: [mean_c, max_c] of the channel-refined tensor, the spatial conv's input.
   std::vector<float> reduced(static_cast<std::size_t>(s.n * 2 * hw));
+  const std::int64_t padded_size = 2 * (s.h + k - 1) * (s.w + k - 1);
+  std::vector<float> padded(static_cast<std::size_t>(s.n * padded_size));
   const detail::BnAffine bn =
       detail::fold_batch_norm(bn_weight_[0], bn_bias_[0], bn_mean_[0], bn_var_[0]);
 
@@ -157,9 +159,12 @@ Attended Cbam::run(const Tensor& x, bool keep_maps) const {
                                       e, mean_c + b, max_c + b);
     }
   };
+  auto pad = [&](std::int64_t n) {
+    detail::pad_planes(reduced.data() + n * 2 * hw, k, s.h, s.w, padded.data() + n * padded_size);
+  };
   auto spatial_excite = [&](std::int64_t n, std::int64_t row0, std::int64_t row1) {
     float* out = sg + n * hw;
-    detail::spatial_conv(reduced.data() + n * 2 * hw, wc, k, s.h, s.w, row0, row1, out);
+    detail::spatial_conv(padded.data() + n * padded_size, wc, k, s.h, s.w, row0, row1, out);
     float* rows = out + row0 * s.w;
     const std::int64_t count = (row1 - row0) * s.w;
     for (std::int64_t i = 0; i < count; ++i) rows[i] = rows[i] * bn.alpha + bn.beta;
@@ -174,18 +179,28 @@ Attended Cbam::run(const Tensor& x, bool keep_maps) const {
   };
   detail::for_samples(
       s.n,
-      [&](std::int64_t n) {
-        pool(n, 0, channels);
-        channel_excite(n);
-        reduce(n, 0, hw);
-        spatial_excite(n, 0, s.h);
-        scale(n, 0, channels);
+      [&](std::int64_t begin, std::int64_t end) {
+        // Software pipeline over the thread's samples: the final scale of sample n (streaming
+        // writes) and the pooling of sample n + 1 (reads) share one sweep, so reads and writes
+        // overlap as in a memcpy instead of alternating.
+        pool(begin, 0, channels);
+        for (std::int64_t n = begin; n < end; ++n) {
+          channel_excite(n);
+          reduce(n, 0, hw);
+          pad(n);
+          spatial_excite(n, 0, s.h);
+          for (std::int64_t c = 0; c < channels; ++c) {
+            scale(n, c, c + 1);
+            if (n + 1 < end) pool(n + 1, c, c + 1);
+          }
+        }
         detail::store_fence();
       },
       [&](std::int64_t n) {
         detail::parallel_chunks(channels, [&](std::int64_t b, std::int64_t e) { pool(n, b, e); });
         channel_excite(n);
         detail::parallel_chunks(hw, [&](std::int64_t b, std::int64_t e) { reduce(n, b, e); });
+        pad(n);
         detail::parallel_chunks(s.h,
                                 [&](std::int64_t b, std::int64_t e) { spatial_excite(n, b, e); });
         detail::parallel_chunks(channels, [&](std::int64_t b, std::int64_t e) {

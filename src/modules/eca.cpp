@@ -163,10 +163,18 @@ Attended Eca::run(const Tensor& x, bool keep_maps) const {
   };
   detail::for_samples(
       s.n,
-      [&](std::int64_t n) {
-        pool(n, 0, channels);
-        excite(n);
-        scale(n, 0, channels);
+      [&](std::int64_t begin, std::int64_t end) {
+        // Software pipeline over the thread's samples: scaling sample n (streaming writes)
+        // and pooling sample n + 1 (reads) share one sweep, so reads and writes overlap as in
+        // a memcpy instead of alternating.
+        pool(begin, 0, channels);
+        for (std::int64_t n = begin; n < end; ++n) {
+          excite(n);
+          for (std::int64_t c = 0; c < channels; ++c) {
+            scale(n, c, c + 1);
+            if (n + 1 < end) pool(n + 1, c, c + 1);
+          }
+        }
         detail::store_fence();
       },
       [&](std::int64_t n) {

@@ -1,5 +1,6 @@
 #include "modules/detail/channel_kernels.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -221,27 +222,67 @@ double dot(const float* a, const float* b, std::int64_t n) {
   return (s0 + s1) + (s2 + s3);
 }
 
-void spatial_conv(const float* in, const float* weight, std::int64_t k, std::int64_t h,
+void pad_planes(const float* in, std::int64_t k, std::int64_t h, std::int64_t w, float* padded) {
+  const std::int64_t pad = (k - 1) / 2;
+  const std::int64_t hp = h + 2 * pad, wp = w + 2 * pad;
+  std::fill(padded, padded + 2 * hp * wp, 0.0f);
+  for (std::int64_t ci = 0; ci < 2; ++ci) {
+    for (std::int64_t y = 0; y < h; ++y) {
+      std::copy(in + (ci * h + y) * w, in + (ci * h + y + 1) * w,
+                padded + (ci * hp + y + pad) * wp + pad);
+    }
+  }
+}
+
+void spatial_conv(const float* padded, const float* weight, std::int64_t k, std::int64_t h,
                   std::int64_t w, std::int64_t row0, std::int64_t row1, float* out) {
   const std::int64_t pad = (k - 1) / 2;
+  const std::int64_t hp = h + 2 * pad, wp = w + 2 * pad;
   for (std::int64_t oy = row0; oy < row1; ++oy) {
-    float* __restrict orow = out + oy * w;
-    for (std::int64_t ox = 0; ox < w; ++ox) orow[ox] = 0.0f;
-    for (std::int64_t ci = 0; ci < 2; ++ci) {
-      for (std::int64_t ky = 0; ky < k; ++ky) {
-        const std::int64_t iy = oy + ky - pad;
-        if (iy < 0 || iy >= h) continue;
-        const float* __restrict irow = in + (ci * h + iy) * w;
-        const float* wrow = weight + (ci * k + ky) * k;
-        for (std::int64_t kx = 0; kx < k; ++kx) {
-          // Output columns whose tap ox + kx - pad lies inside [0, w).
-          const std::int64_t lo = std::max<std::int64_t>(0, pad - kx);
-          const std::int64_t hi = std::min<std::int64_t>(w, w + pad - kx);
-          const float wk = wrow[kx];
-          const std::int64_t shift = kx - pad;
-          for (std::int64_t ox = lo; ox < hi; ++ox) orow[ox] += wk * irow[ox + shift];
+    float* orow = out + oy * w;
+    std::int64_t ox = 0;
+#if CV_SIMD128
+    // Eight outputs in two registers accumulate all 2*k*k taps before a single store.
+    for (; ox + 8 <= w; ox += 8) {
+      v_float32x4 a0 = cv::v_setzero_f32(), a1 = a0;
+      for (std::int64_t ci = 0; ci < 2; ++ci) {
+        for (std::int64_t ky = 0; ky < k; ++ky) {
+          const float* prow = padded + (ci * hp + oy + ky) * wp + ox;
+          const float* wrow = weight + (ci * k + ky) * k;
+          for (std::int64_t kx = 0; kx < k; ++kx) {
+            const v_float32x4 wk = cv::v_setall_f32(wrow[kx]);
+            a0 = cv::v_fma(wk, cv::v_load(prow + kx), a0);
+            a1 = cv::v_fma(wk, cv::v_load(prow + kx + 4), a1);
+          }
         }
       }
+      cv::v_store(orow + ox, a0);
+      cv::v_store(orow + ox + 4, a1);
+    }
+    for (; ox + 4 <= w; ox += 4) {
+      v_float32x4 a0 = cv::v_setzero_f32();
+      for (std::int64_t ci = 0; ci < 2; ++ci) {
+        for (std::int64_t ky = 0; ky < k; ++ky) {
+          const float* prow = padded + (ci * hp + oy + ky) * wp + ox;
+          const float* wrow = weight + (ci * k + ky) * k;
+          for (std::int64_t kx = 0; kx < k; ++kx) {
+            a0 = cv::v_fma(cv::v_setall_f32(wrow[kx]), cv::v_load(prow + kx), a0);
+          }
+        }
+      }
+      cv::v_store(orow + ox, a0);
+    }
+#endif
+    for (; ox < w; ++ox) {
+      float acc = 0.0f;
+      for (std::int64_t ci = 0; ci < 2; ++ci) {
+        for (std::int64_t ky = 0; ky < k; ++ky) {
+          const float* prow = padded + (ci * hp + oy + ky) * wp + ox;
+          const float* wrow = weight + (ci * k + ky) * k;
+          for (std::int64_t kx = 0; kx < k; ++kx) acc += wrow[kx] * prow[kx];
+        }
+      }
+      orow[ox] = acc;
     }
   }
 }

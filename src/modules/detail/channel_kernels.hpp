@@ -65,19 +65,22 @@ struct BnAffine {
   return {alpha, bias - mean * alpha};
 }
 
-// CBAM's spatial conv: 2 -> 1 channels, k x k taps, zero padding (k-1)/2, no bias, over rows
-// [row0, row1) of the output. in is [2, h, w], weight [2, k, k], out [h, w].
-void spatial_conv(const float* in, const float* weight, std::int64_t k, std::int64_t h,
+// CBAM's spatial conv, 2 -> 1 channels, k x k taps, no bias, in two steps: pad_planes copies
+// in [2, h, w] into padded [2, h + k - 1, w + k - 1] with a zero border of (k-1)/2; spatial_conv
+// then computes output rows [row0, row1) of out [h, w] from it, branch-free.
+void pad_planes(const float* in, std::int64_t k, std::int64_t h, std::int64_t w, float* padded);
+void spatial_conv(const float* padded, const float* weight, std::int64_t k, std::int64_t h,
                   std::int64_t w, std::int64_t row0, std::int64_t row1, float* out);
 
-// Runs samples [0, n): while whole rounds of T samples remain, each thread takes whole samples
-// (whole(i), everything on one thread, best for the cache); the last n % T samples run one after
-// the other, each spread over all threads by intra(i). With one thread everything is whole().
+// Runs samples [0, n): while whole rounds of T samples remain, each thread takes a contiguous
+// range of whole samples (whole(begin, end), everything on one thread, best for the cache); the
+// last n % T samples run one after the other, each spread over all threads by intra(i). With one
+// thread everything is whole(0, n).
 template <class Whole, class Intra>
 void for_samples(std::int64_t n, Whole&& whole, Intra&& intra) {
   const std::int64_t threads = max_threads();
   const std::int64_t full = threads > 1 ? (n / threads) * threads : n;
-  parallel_for(full, whole);
+  parallel_chunks(full, whole);
   for (std::int64_t i = full; i < n; ++i) intra(i);
 }
 
