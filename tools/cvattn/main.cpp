@@ -115,7 +115,7 @@ std::string simd_level() {
       "scalar";
 #endif
   std::string runtime;
-  if (cv::checkHardwareSupport(CV_CPU_AVX512F)) runtime = "AVX-512";
+  if (cv::checkHardwareSupport(CV_CPU_AVX_512F)) runtime = "AVX-512";
   else if (cv::checkHardwareSupport(CV_CPU_AVX2)) runtime = "AVX2";
   else if (cv::checkHardwareSupport(CV_CPU_AVX)) runtime = "AVX";
   else if (cv::checkHardwareSupport(CV_CPU_SSE4_2)) runtime = "SSE4.2";

@@ -26,7 +26,7 @@ struct SettingSpec {
   SettingType type;
   std::string default_value;  // empty: required (unless `optional`)
   std::string help;
-  std::vector<std::string> words;  // allowed values of a word setting
+  std::vector<std::string> words = {};  // allowed values of a word setting
   bool optional = false;           // may be absent with no default
 };
 
