@@ -178,7 +178,7 @@ Attended Cbam::run(const Tensor& x, bool keep_maps) const {
     }
   };
   detail::for_samples(
-      s.n,
+      s.n, x.numel(),
       [&](std::int64_t begin, std::int64_t end) {
         // Software pipeline over the thread's samples: the final scale of sample n (streaming
         // writes) and the pooling of sample n + 1 (reads) share one sweep, so reads and writes

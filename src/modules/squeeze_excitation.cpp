@@ -143,7 +143,7 @@ Attended SqueezeExcitation::run(const Tensor& x, bool keep_maps) const {
     }
   };
   detail::for_samples(
-      s.n,
+      s.n, x.numel(),
       [&](std::int64_t begin, std::int64_t end) {
         // Software pipeline over the thread's samples: scaling sample n (streaming writes)
         // and pooling sample n + 1 (reads) share one sweep, so reads and writes overlap as in

@@ -162,6 +162,25 @@ TEST(Cbam, OutputIsInputTimesBothGates) {
   }
 }
 
+TEST(Cbam, LargeOutputsTakeTheStreamingPathExactly) {
+  // 2 x 64 x 97 x 91 floats = 4.5 MB, over the streaming-store threshold, odd plane size.
+  const Cbam cbam = random_cbam(CbamOptions(64), 41);
+  const Tensor x = test::random_tensor({2, 64, 97, 91}, 12);
+  const std::int64_t hw = 97 * 91;
+  const int before = num_threads();
+  for (const int threads : {1, 2}) {
+    set_num_threads(threads);
+    const Attended r = cbam.forward_with_maps(x);
+    const Tensor& g = r.maps.at(maps::kChannelAttention);
+    const Tensor& s = r.maps.at(maps::kSpatialAttention);
+    for (std::int64_t i = 0; i < x.numel(); ++i) {
+      const std::int64_t nc = i / hw, n = nc / 64;
+      ASSERT_EQ(r.output[i], (x[i] * g[nc]) * s[n * hw + i % hw]) << i;
+    }
+  }
+  set_num_threads(before);
+}
+
 TEST(Cbam, NanPropagatesWithoutCrashing) {
   const Cbam cbam = random_cbam(CbamOptions(16), 3);
   Tensor x = test::random_tensor({2, 16, 9, 9}, 9);
@@ -241,7 +260,8 @@ TEST(Cbam, ForwardIsThreadSafe) {
 TEST(Cbam, ThreadCountDoesNotChangeTheResult) {
   const Cbam cbam = random_cbam(CbamOptions(40), 5);
   const int before = num_threads();
-  // 45 x 47 = 2115 pixels: more than one 1024-pixel block per thread.
+  // 40 x 45 x 47 elements per sample: over the serial cut-off, and 2115 pixels make more than
+  // one 1024-pixel block per thread.
   for (const std::int64_t n : {1, 3}) {
     const Tensor x = test::random_tensor({n, 40, 45, 47}, 8);
     set_num_threads(1);

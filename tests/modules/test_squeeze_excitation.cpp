@@ -165,6 +165,22 @@ TEST(SqueezeExcitation, GateLiesInUnitIntervalAndScalesEachPlane) {
   }
 }
 
+TEST(SqueezeExcitation, LargeOutputsTakeTheStreamingPathExactly) {
+  // 2 x 64 x 97 x 91 floats = 4.5 MB, over the streaming-store threshold; 97 * 91 is odd, so
+  // most planes start off a 16-byte boundary and exercise the unaligned head.
+  const SqueezeExcitation se = random_se(SqueezeExcitationOptions(64), 31);
+  const Tensor x = test::random_tensor({2, 64, 97, 91}, 12);
+  const int before = num_threads();
+  for (const int threads : {1, 2}) {
+    set_num_threads(threads);
+    const Attended r = se.forward_with_maps(x);
+    const Tensor& g = r.maps.at(maps::kAttention);
+    const std::int64_t hw = 97 * 91;
+    for (std::int64_t i = 0; i < x.numel(); ++i) ASSERT_EQ(r.output[i], x[i] * g[i / hw]) << i;
+  }
+  set_num_threads(before);
+}
+
 TEST(SqueezeExcitation, ZeroExcitationHalvesTheInput) {
   // fc2 = 0 and no bias: the logits are 0, the sigmoid gate is exactly 0.5.
   SqueezeExcitation se(SqueezeExcitationOptions(16).bias(false));
@@ -276,7 +292,7 @@ TEST(SqueezeExcitation, ThreadCountDoesNotChangeTheResult) {
   const SqueezeExcitation se = random_se(SqueezeExcitationOptions(40), 5);
   const int before = num_threads();
   for (const std::int64_t n : {1, 3}) {  // N < threads splits one sample over the threads
-    const Tensor x = test::random_tensor({n, 40, 13, 11}, 8);
+    const Tensor x = test::random_tensor({n, 40, 45, 47}, 8);  // over the serial cut-off
     set_num_threads(1);
     const Tensor one = se.forward(x);
     set_num_threads(2);

@@ -72,14 +72,22 @@ void pad_planes(const float* in, std::int64_t k, std::int64_t h, std::int64_t w,
 void spatial_conv(const float* padded, const float* weight, std::int64_t k, std::int64_t h,
                   std::int64_t w, std::int64_t row0, std::int64_t row1, float* out);
 
-// Runs samples [0, n): while whole rounds of T samples remain, each thread takes a contiguous
-// range of whole samples (whole(begin, end), everything on one thread, best for the cache); the
-// last n % T samples run one after the other, each spread over all threads by intra(i). With one
-// thread everything is whole(0, n).
+// Inputs smaller than this run on the calling thread: waking a thread team costs more than the
+// work (tens of microseconds, and milliseconds on an oversubscribed machine).
+inline constexpr std::int64_t kParallelMinElements = std::int64_t{1} << 16;
+
+// Runs samples [0, n) of a tensor of `numel` elements: while whole rounds of T samples remain,
+// each thread takes a contiguous range of whole samples (whole(begin, end), everything on one
+// thread, best for the cache); the last n % T samples run one after the other, each spread over
+// all threads by intra(i). With one thread, or a small tensor, everything is whole(0, n).
 template <class Whole, class Intra>
-void for_samples(std::int64_t n, Whole&& whole, Intra&& intra) {
-  const std::int64_t threads = max_threads();
-  const std::int64_t full = threads > 1 ? (n / threads) * threads : n;
+void for_samples(std::int64_t n, std::int64_t numel, Whole&& whole, Intra&& intra) {
+  const std::int64_t threads = numel < kParallelMinElements ? 1 : max_threads();
+  if (threads <= 1) {
+    if (n > 0) whole(std::int64_t{0}, n);
+    return;
+  }
+  const std::int64_t full = (n / threads) * threads;
   parallel_chunks(full, whole);
   for (std::int64_t i = full; i < n; ++i) intra(i);
 }
