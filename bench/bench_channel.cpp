@@ -99,24 +99,8 @@ void BM_CloneReference(benchmark::State& state) {
 
 }  // namespace
 
-BENCHMARK(BM_MemcpyReference)
-    ->Unit(benchmark::kMillisecond)
-    ->UseRealTime();
-BENCHMARK(BM_CloneReference)
-    ->Unit(benchmark::kMillisecond)
-    ->UseRealTime();
-BENCHMARK(BM_SqueezeExcitation)
-    ->Arg(1)
-    ->Arg(2)
-    ->Unit(benchmark::kMillisecond)
-    ->UseRealTime();
-BENCHMARK(BM_Eca)
-    ->Arg(1)
-    ->Arg(2)
-    ->Unit(benchmark::kMillisecond)
-    ->UseRealTime();
-BENCHMARK(BM_Cbam)
-    ->Arg(1)
-    ->Arg(2)
-    ->Unit(benchmark::kMillisecond)
-    ->UseRealTime();
+BENCHMARK(BM_MemcpyReference)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_CloneReference)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_SqueezeExcitation)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_Eca)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_Cbam)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime();

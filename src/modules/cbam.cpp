@@ -94,17 +94,18 @@ Attended Cbam::run(const Tensor& x, bool keep_maps) const {
   const std::int64_t rd = rd_;
   const std::int64_t k = options_.spatial_kernel_size();
 
-  // Everything is allocated before the parallel regions, which must not throw.
+  // Everything is allocated before the parallel regions, which must not throw; scratch goes
+  // through Tensor so the allocation cap applies to it too.
   Tensor y = Tensor::empty(x.shape());
   Tensor channel_gate = Tensor::empty({s.n, channels});
   Tensor spatial_gate = Tensor::empty({s.n, 1, s.h, s.w});
-  std::vector<float> avg(static_cast<std::size_t>(s.n * channels));
-  std::vector<float> mx(static_cast<std::size_t>(s.n * channels));
-  std::vector<float> hidden(static_cast<std::size_t>(s.n * rd));
+  Tensor avg = Tensor::empty({s.n, channels});
+  Tensor mx = Tensor::empty({s.n, channels});
+  Tensor hidden = Tensor::empty({s.n, rd});
   // Per sample: [mean_c, max_c] of the channel-refined tensor, the spatial conv's input.
-  std::vector<float> reduced(static_cast<std::size_t>(s.n * 2 * hw));
+  Tensor reduced = Tensor::empty({s.n, 2, hw});
   const std::int64_t padded_size = 2 * (s.h + k - 1) * (s.w + k - 1);
-  std::vector<float> padded(static_cast<std::size_t>(s.n * padded_size));
+  Tensor padded = Tensor::empty({s.n, padded_size});
   const detail::BnAffine bn =
       detail::fold_batch_norm(bn_weight_[0], bn_bias_[0], bn_mean_[0], bn_var_[0]);
 
@@ -123,8 +124,8 @@ Attended Cbam::run(const Tensor& x, bool keep_maps) const {
   auto pool = [&](std::int64_t n, std::int64_t c0, std::int64_t c1) {
     for (std::int64_t c = c0; c < c1; ++c) {
       const detail::PlaneStats st = detail::plane_mean_max(xp + (n * channels + c) * hw, hw);
-      avg[static_cast<std::size_t>(n * channels + c)] = st.mean;
-      mx[static_cast<std::size_t>(n * channels + c)] = st.max;
+      avg[n * channels + c] = st.mean;
+      mx[n * channels + c] = st.max;
     }
   };
   // fc2(ReLU(fc1(v))) for one pooled vector, added into g.

@@ -109,7 +109,7 @@ Attended Eca::run(const Tensor& x, bool keep_maps) const {
 
   Tensor y = Tensor::empty(x.shape());
   Tensor gate = Tensor::empty({s.n, channels});
-  std::vector<float> pooled(static_cast<std::size_t>(s.n * channels));
+  Tensor pooled = Tensor::empty({s.n, channels});
 
   const float* xp = x.data();
   float* yp = y.data();
@@ -124,7 +124,7 @@ Attended Eca::run(const Tensor& x, bool keep_maps) const {
 
   auto pool = [&](std::int64_t n, std::int64_t c0, std::int64_t c1) {
     for (std::int64_t c = c0; c < c1; ++c) {
-      pooled[static_cast<std::size_t>(n * channels + c)] =
+      pooled[n * channels + c] =
           detail::plane_mean(xp + (n * channels + c) * hw, hw);
     }
   };

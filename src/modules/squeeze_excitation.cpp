@@ -82,11 +82,12 @@ Attended SqueezeExcitation::run(const Tensor& x, bool keep_maps) const {
   const std::int64_t hw = s.h * s.w;
   const std::int64_t rd = rd_;
 
-  // Everything is allocated before the parallel regions, which must not throw.
+  // Everything is allocated before the parallel regions, which must not throw; scratch goes
+  // through Tensor so the allocation cap applies to it too.
   Tensor y = Tensor::empty(x.shape());
   Tensor gate = Tensor::empty({s.n, channels});
-  std::vector<float> pooled(static_cast<std::size_t>(s.n * channels));
-  std::vector<float> hidden(static_cast<std::size_t>(s.n * rd));
+  Tensor pooled = Tensor::empty({s.n, channels});
+  Tensor hidden = Tensor::empty({s.n, rd});
   std::vector<detail::BnAffine> bn;
   if (options_.norm_layer() == NormLayer::batch_norm) {
     for (std::int64_t r = 0; r < rd; ++r) {
@@ -108,7 +109,7 @@ Attended SqueezeExcitation::run(const Tensor& x, bool keep_maps) const {
   auto pool = [&](std::int64_t n, std::int64_t c0, std::int64_t c1) {
     for (std::int64_t c = c0; c < c1; ++c) {
       const float* plane = xp + (n * channels + c) * hw;
-      float& out = pooled[static_cast<std::size_t>(n * channels + c)];
+      float& out = pooled[n * channels + c];
       if (add_maxpool) {
         const detail::PlaneStats st = detail::plane_mean_max(plane, hw);
         out = 0.5f * st.mean + 0.5f * st.max;
@@ -124,8 +125,8 @@ Attended SqueezeExcitation::run(const Tensor& x, bool keep_maps) const {
       double acc = detail::dot(w1 + r * channels, v, channels);
       if (b1 != nullptr) acc += b1[r];
       float zr = static_cast<float>(acc);
-      if (!bn.empty()) zr = zr * bn[static_cast<std::size_t>(r)].alpha +
-                            bn[static_cast<std::size_t>(r)].beta;
+      if (!bn.empty()) zr = zr * bn[r].alpha +
+                            bn[r].beta;
       z[r] = zr > 0.0f ? zr : (zr == zr ? 0.0f : zr);  // ReLU, NaN kept as torch does
     }
     float* g = gp + n * channels;
