@@ -2,7 +2,6 @@
 
 #include <cmath>
 #include <sstream>
-#include <vector>
 
 #include "core/parallel_for.hpp"
 #include "cvattn/core/error.hpp"
