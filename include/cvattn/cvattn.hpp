@@ -15,5 +15,6 @@
 #include "cvattn/modules/cbam.hpp"
 #include "cvattn/modules/eca.hpp"
 #include "cvattn/modules/layer_kinds.hpp"
+#include "cvattn/modules/selective_kernel.hpp"
 #include "cvattn/modules/squeeze_excitation.hpp"
 #include "cvattn/version.hpp"
