@@ -8,6 +8,7 @@ namespace cvattn::cli {
 const std::vector<OpSpec>& all_ops() {
   static const std::vector<OpSpec> ops = {
       ops::conv2d(),
+      ops::sk(),
   };
   return ops;
 }

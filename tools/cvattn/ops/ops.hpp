@@ -5,5 +5,6 @@
 namespace cvattn::cli::ops {
 
 OpSpec conv2d();
+OpSpec sk();
 
 }  // namespace cvattn::cli::ops
