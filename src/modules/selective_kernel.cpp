@@ -29,6 +29,9 @@ constexpr std::int64_t kMaxStrideOrDilation = std::int64_t{1} << 20;
 constexpr std::int64_t kMaxPaths = 4096;
 // Elements summed in float lanes before folding into the double total: bounds the float error.
 constexpr std::int64_t kBlock = 2048;
+// Largest dilation run as polyphase sub-images (its row pointers live in fixed arrays); larger
+// ones go to conv2d as they are.
+constexpr std::int64_t kMaxPolyphase = 16;
 
 std::string list_string(const std::vector<std::int64_t>& v) {
   std::string s = "[";
@@ -105,41 +108,109 @@ std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; 
 // Worth it when conv2d would take Winograd on the sub-images; these mirror its thresholds.
 bool use_polyphase(std::int64_t stride, const SelectiveKernelOptions::Path& g, std::int64_t cin_g,
                    std::int64_t cout_g, std::int64_t h, std::int64_t w) {
-  if (stride != 1 || g.kernel_size != 3 || g.dilation < 2 || g.padding != g.dilation) return false;
+  if (stride != 1 || g.kernel_size != 3 || g.dilation < 2 || g.dilation > kMaxPolyphase ||
+      g.padding != g.dilation) {
+    return false;
+  }
   const std::int64_t hm = ceil_div(h, g.dilation), wm = ceil_div(w, g.dilation);
   return cin_g >= 8 && cout_g >= 8 && ceil_div(hm, 2) * ceil_div(wm, 2) >= 24;
 }
 
+// Splits one input row into its d column phases: dst[b][r] = src[r*d + b] for the `full` whole
+// groups r < w / d (SIMD for d = 2..4, what keep_3x3 gives for kernels 5, 7, 9).
+template <int D>
+void deinterleave_row(const float* src, float* const* dst, std::int64_t full) {
+  std::int64_t r = 0;
+#if CV_SIMD128
+  cv::v_float32x4 v[D];
+  for (; r + 4 <= full; r += 4) {
+    if constexpr (D == 2) cv::v_load_deinterleave(src + r * D, v[0], v[1]);
+    if constexpr (D == 3) cv::v_load_deinterleave(src + r * D, v[0], v[1], v[2]);
+    if constexpr (D == 4) cv::v_load_deinterleave(src + r * D, v[0], v[1], v[2], v[3]);
+    for (int b = 0; b < D; ++b) cv::v_store(dst[b] + r, v[b]);
+  }
+#endif
+  for (; r < full; ++r) {
+    for (int b = 0; b < D; ++b) dst[b][r] = src[r * D + b];
+  }
+}
+
+// The inverse: dst[r*d + b] = src[b][r] for r < full.
+template <int D>
+void interleave_row(const float* const* src, float* dst, std::int64_t full) {
+  std::int64_t r = 0;
+#if CV_SIMD128
+  cv::v_float32x4 v[D];
+  for (; r + 4 <= full; r += 4) {
+    for (int b = 0; b < D; ++b) v[b] = cv::v_load(src[b] + r);
+    if constexpr (D == 2) cv::v_store_interleave(dst + r * D, v[0], v[1]);
+    if constexpr (D == 3) cv::v_store_interleave(dst + r * D, v[0], v[1], v[2]);
+    if constexpr (D == 4) cv::v_store_interleave(dst + r * D, v[0], v[1], v[2], v[3]);
+  }
+#endif
+  for (; r < full; ++r) {
+    for (int b = 0; b < D; ++b) dst[r * D + b] = src[b][r];
+  }
+}
+
+void deinterleave_row(const float* src, float* const* dst, std::int64_t d, std::int64_t full) {
+  switch (d) {
+    case 2: deinterleave_row<2>(src, dst, full); return;
+    case 3: deinterleave_row<3>(src, dst, full); return;
+    case 4: deinterleave_row<4>(src, dst, full); return;
+    default:
+      for (std::int64_t r = 0; r < full; ++r) {
+        for (std::int64_t b = 0; b < d; ++b) dst[b][r] = src[r * d + b];
+      }
+  }
+}
+
+void interleave_row(const float* const* src, float* dst, std::int64_t d, std::int64_t full) {
+  switch (d) {
+    case 2: interleave_row<2>(src, dst, full); return;
+    case 3: interleave_row<3>(src, dst, full); return;
+    case 4: interleave_row<4>(src, dst, full); return;
+    default:
+      for (std::int64_t r = 0; r < full; ++r) {
+        for (std::int64_t b = 0; b < d; ++b) dst[r * d + b] = src[b][r];
+      }
+  }
+}
+
 // conv2d(x[:, c0 : c0 + channels], weight, bias, padding d, dilation d, groups) for a 3x3
-// weight, computed over the polyphase sub-images (see use_polyphase).
+// weight, computed over the polyphase sub-images (see use_polyphase). Sub-image (a, b) of
+// sample n is image (n*d + a)*d + b of the batch given to conv2d.
 Tensor conv_polyphase(const Tensor& x, std::int64_t c0, std::int64_t channels,
                       const Tensor& weight, const Tensor& bias, std::int64_t d,
                       std::int64_t groups) {
   const Tensor::Nchw s = x.nchw("x");
   const std::int64_t hm = ceil_div(s.h, d), wm = ceil_div(s.w, d);
+  const std::int64_t full = s.w / d;  // column groups with all d phases inside the row
   const std::int64_t subs = d * d;
   Tensor xs = Tensor::empty({s.n * subs, channels, hm, wm});
   const float* src = x.data();
   float* xsd = xs.data();
-  detail::parallel_for(s.n * subs * channels, [&](std::int64_t t) {
+  // One task per (sample, row phase a, channel): reads rows a, a+d, ... once, writes d planes.
+  detail::parallel_for(s.n * d * channels, [&](std::int64_t t) {
     const std::int64_t c = t % channels;
-    const std::int64_t nab = t / channels;
-    const std::int64_t b = nab % d;
-    const std::int64_t a = (nab / d) % d;
-    const std::int64_t n = nab / subs;
+    const std::int64_t a = (t / channels) % d;
+    const std::int64_t n = t / (channels * d);
     const float* plane = src + (n * s.c + c0 + c) * s.h * s.w;
-    float* out = xsd + t * hm * wm;
+    float* rows[kMaxPolyphase];
     for (std::int64_t q = 0; q < hm; ++q) {
-      float* row = out + q * wm;
+      for (std::int64_t b = 0; b < d; ++b) {
+        rows[b] = xsd + ((((n * d + a) * d + b) * channels + c) * hm + q) * wm;
+      }
       const std::int64_t iy = q * d + a;
-      if (iy >= s.h) {
-        std::fill(row, row + wm, 0.0f);
+      if (iy >= s.h) {  // the zero extension of a shorter phase
+        for (std::int64_t b = 0; b < d; ++b) std::fill(rows[b], rows[b] + wm, 0.0f);
         continue;
       }
-      const float* in = plane + iy * s.w + b;
-      const std::int64_t valid = ceil_div(s.w - b, d);  // columns r with r*d + b < W
-      for (std::int64_t r = 0; r < valid; ++r) row[r] = in[r * d];
-      std::fill(row + valid, row + wm, 0.0f);
+      const float* in = plane + iy * s.w;
+      deinterleave_row(in, rows, d, full);
+      for (std::int64_t b = 0; b < d; ++b) {  // ragged last group, then zero extension
+        if (full < wm) rows[b][full] = full * d + b < s.w ? in[full * d + b] : 0.0f;
+      }
     }
   });
   const Tensor ys = F::conv2d(xs, weight, bias, F::Conv2dOptions().padding(1).groups(groups));
@@ -151,14 +222,15 @@ Tensor conv_polyphase(const Tensor& x, std::int64_t c0, std::int64_t channels,
     const std::int64_t o = t % cout;
     const std::int64_t n = t / cout;
     float* out = yd + t * s.h * s.w;
+    const float* rows[kMaxPolyphase];
     for (std::int64_t i = 0; i < s.h; ++i) {
       const std::int64_t a = i % d, q = i / d;
-      float* row = out + i * s.w;
-      for (std::int64_t b = 0; b < d && b < s.w; ++b) {
-        const float* in = ysd + (((n * subs + a * d + b) * cout + o) * hm + q) * wm;
-        const std::int64_t valid = ceil_div(s.w - b, d);
-        for (std::int64_t r = 0; r < valid; ++r) row[r * d + b] = in[r];
+      for (std::int64_t b = 0; b < d; ++b) {
+        rows[b] = ysd + ((((n * d + a) * d + b) * cout + o) * hm + q) * wm;
       }
+      float* row = out + i * s.w;
+      interleave_row(rows, row, d, full);
+      for (std::int64_t b = 0; full * d + b < s.w; ++b) row[full * d + b] = rows[b][full];
     }
   });
   return y;
