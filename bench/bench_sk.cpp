@@ -29,8 +29,8 @@ void set_flops(benchmark::State& state, double flops) {
       benchmark::Counter(flops * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
 }
 
-cvattn::SelectiveKernel make_sk() {
-  cvattn::SelectiveKernel sk{cvattn::SelectiveKernelOptions(kShape[1])};
+cvattn::SelectiveKernel make_sk(const cvattn::SelectiveKernelOptions& options) {
+  cvattn::SelectiveKernel sk{options};
   const StateDict current = sk.state_dict();
   StateDict filled;
   std::uint64_t seed = 100;
@@ -46,7 +46,7 @@ cvattn::SelectiveKernel make_sk() {
 
 void BM_SelectiveKernel(benchmark::State& state) {
   cvattn::set_num_threads(static_cast<int>(state.range(0)));
-  const cvattn::SelectiveKernel sk = make_sk();
+  const cvattn::SelectiveKernel sk = make_sk(cvattn::SelectiveKernelOptions(kShape[1]));
   const Tensor x = cvattn::test::random_tensor(kShape, 1, -2.0f, 2.0f);
   for (auto _ : state) {
     Tensor y = sk.forward(x);
@@ -57,7 +57,29 @@ void BM_SelectiveKernel(benchmark::State& state) {
 }
 BENCHMARK(BM_SelectiveKernel)->Arg(1)->Arg(2)->UseRealTime()->Unit(benchmark::kMillisecond);
 
-// One path's conv: [1, 32, 56, 56] -> [1, 64, 56, 56], 3x3, padding = dilation = Arg(1).
+// A one-path block over [1, 32, 56, 56] -> 64 channels: kernel_size {3} is the first path of
+// the default block, {5} (3x3 dilation 2 under keep_3x3) the second one, run as a polyphase
+// conv; the tail (pooling, attention, select) costs the same in both.
+void BM_SelectiveKernelOnePath(benchmark::State& state) {
+  cvattn::set_num_threads(static_cast<int>(state.range(0)));
+  const cvattn::SelectiveKernel sk = make_sk(
+      cvattn::SelectiveKernelOptions(32).out_channels(64).kernel_size({state.range(1)}));
+  const Tensor x = cvattn::test::random_tensor({1, 32, 56, 56}, 1, -2.0f, 2.0f);
+  for (auto _ : state) {
+    Tensor y = sk.forward(x);
+    benchmark::DoNotOptimize(y.data());
+    benchmark::ClobberMemory();
+  }
+  set_flops(state, kFlops / 2);
+}
+BENCHMARK(BM_SelectiveKernelOnePath)
+    ->ArgNames({"threads", "kernel"})
+    ->Args({1, 3})
+    ->Args({1, 5})
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
+
+// One path's conv through conv2d as it is (dilation 2: im2col + GEMM): [1, 32, 56, 56] -> [1, 64, 56, 56], 3x3, padding = dilation = Arg(1).
 void BM_SkPathConv(benchmark::State& state) {
   cvattn::set_num_threads(static_cast<int>(state.range(0)));
   const std::int64_t d = state.range(1);
