@@ -76,6 +76,8 @@ BENCHMARK(BM_SelectiveKernelOnePath)
     ->ArgNames({"threads", "kernel"})
     ->Args({1, 3})
     ->Args({1, 5})
+    ->Args({2, 3})
+    ->Args({2, 5})
     ->UseRealTime()
     ->Unit(benchmark::kMillisecond);
 
