@@ -62,8 +62,8 @@ BENCHMARK(BM_SelectiveKernel)->Arg(1)->Arg(2)->UseRealTime()->Unit(benchmark::kM
 // conv; the tail (pooling, attention, select) costs the same in both.
 void BM_SelectiveKernelOnePath(benchmark::State& state) {
   cvattn::set_num_threads(static_cast<int>(state.range(0)));
-  const cvattn::SelectiveKernel sk = make_sk(
-      cvattn::SelectiveKernelOptions(32).out_channels(64).kernel_size({state.range(1)}));
+  const cvattn::SelectiveKernel sk =
+      make_sk(cvattn::SelectiveKernelOptions(32).out_channels(64).kernel_size({state.range(1)}));
   const Tensor x = cvattn::test::random_tensor({1, 32, 56, 56}, 1, -2.0f, 2.0f);
   for (auto _ : state) {
     Tensor y = sk.forward(x);
@@ -81,7 +81,8 @@ BENCHMARK(BM_SelectiveKernelOnePath)
     ->UseRealTime()
     ->Unit(benchmark::kMillisecond);
 
-// One path's conv through conv2d as it is (dilation 2: im2col + GEMM): [1, 32, 56, 56] -> [1, 64, 56, 56], 3x3, padding = dilation = Arg(1).
+// One path's conv through conv2d as it is (dilation 2: im2col + GEMM): [1, 32, 56, 56] -> [1, 64,
+// 56, 56], 3x3, padding = dilation = Arg(1).
 void BM_SkPathConv(benchmark::State& state) {
   cvattn::set_num_threads(static_cast<int>(state.range(0)));
   const std::int64_t d = state.range(1);

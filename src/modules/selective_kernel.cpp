@@ -3,9 +3,8 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
-#include <sstream>
-
 #include <opencv2/core/hal/intrin.hpp>
+#include <sstream>
 
 #include "core/parallel_for.hpp"
 #include "cvattn/core/error.hpp"
@@ -79,8 +78,8 @@ double relu_path_sum(const float* const* f, std::int64_t offset, std::int64_t pa
 }
 
 // y[i] = sum_p w[p * w_stride] * relu(f[p][offset + i]) for i < hw; y may alias f[0] + offset.
-void select_paths(const float* const* f, std::int64_t offset, const float* w,
-                  std::int64_t w_stride, std::int64_t paths, std::int64_t hw, float* y) {
+void select_paths(const float* const* f, std::int64_t offset, const float* w, std::int64_t w_stride,
+                  std::int64_t paths, std::int64_t hw, float* y) {
   const float w0 = w[0];
   const float* f0 = f[0] + offset;
   if (paths == 2) {  // the common case, in one vectorised pass
@@ -155,9 +154,15 @@ void interleave_row(const float* const* src, float* dst, std::int64_t full) {
 
 void deinterleave_row(const float* src, float* const* dst, std::int64_t d, std::int64_t full) {
   switch (d) {
-    case 2: deinterleave_row<2>(src, dst, full); return;
-    case 3: deinterleave_row<3>(src, dst, full); return;
-    case 4: deinterleave_row<4>(src, dst, full); return;
+    case 2:
+      deinterleave_row<2>(src, dst, full);
+      return;
+    case 3:
+      deinterleave_row<3>(src, dst, full);
+      return;
+    case 4:
+      deinterleave_row<4>(src, dst, full);
+      return;
     default:
       for (std::int64_t r = 0; r < full; ++r) {
         for (std::int64_t b = 0; b < d; ++b) dst[b][r] = src[r * d + b];
@@ -167,9 +172,15 @@ void deinterleave_row(const float* src, float* const* dst, std::int64_t d, std::
 
 void interleave_row(const float* const* src, float* dst, std::int64_t d, std::int64_t full) {
   switch (d) {
-    case 2: interleave_row<2>(src, dst, full); return;
-    case 3: interleave_row<3>(src, dst, full); return;
-    case 4: interleave_row<4>(src, dst, full); return;
+    case 2:
+      interleave_row<2>(src, dst, full);
+      return;
+    case 3:
+      interleave_row<3>(src, dst, full);
+      return;
+    case 4:
+      interleave_row<4>(src, dst, full);
+      return;
     default:
       for (std::int64_t r = 0; r < full; ++r) {
         for (std::int64_t b = 0; b < d; ++b) dst[r * d + b] = src[b][r];
@@ -180,9 +191,8 @@ void interleave_row(const float* const* src, float* dst, std::int64_t d, std::in
 // conv2d(x[:, c0 : c0 + channels], weight, bias, padding d, dilation d, groups) for a 3x3
 // weight, computed over the polyphase sub-images (see use_polyphase). Sub-image (a, b) of
 // sample n is image (n*d + a)*d + b of the batch given to conv2d.
-Tensor conv_polyphase(const Tensor& x, std::int64_t c0, std::int64_t channels,
-                      const Tensor& weight, const Tensor& bias, std::int64_t d,
-                      std::int64_t groups) {
+Tensor conv_polyphase(const Tensor& x, std::int64_t c0, std::int64_t channels, const Tensor& weight,
+                      const Tensor& bias, std::int64_t d, std::int64_t groups) {
   const Tensor::Nchw s = x.nchw("x");
   const std::int64_t hm = ceil_div(s.h, d), wm = ceil_div(s.w, d);
   const std::int64_t full = s.w / d;  // column groups with all d phases inside the row
@@ -306,8 +316,8 @@ std::int64_t SelectiveKernelOptions::attn_channels() const {
   CVATTN_CHECK(rd_channels_ >= 0 && rd_channels_ <= kMaxChannels, ValueError, kOptions,
                ": rd_channels must be in [0, 2^31) (0: from rd_ratio), got ", rd_channels_);
   if (rd_channels_ > 0) return rd_channels_;
-  CVATTN_CHECK(std::isfinite(rd_ratio_) && rd_ratio_ > 0 && rd_ratio_ <= 1e6, ValueError,
-               kOptions, ": rd_ratio must be positive and finite, got ", rd_ratio_);
+  CVATTN_CHECK(std::isfinite(rd_ratio_) && rd_ratio_ > 0 && rd_ratio_ <= 1e6, ValueError, kOptions,
+               ": rd_ratio must be positive and finite, got ", rd_ratio_);
   return make_divisible(static_cast<double>(resolved_out_channels()) * rd_ratio_, rd_divisor_);
 }
 
@@ -363,9 +373,9 @@ SelectiveKernelOptions SelectiveKernelOptions::from_state_dict(
   if (in_channels > 0) {
     options.in_channels(in_channels);
     const std::int64_t cin_p = options.path_in_channels();  // checks divisibility by P
-    CVATTN_CHECK(cin_p % cin_g == 0, ValueError, kWhere, ": '", conv_key(0), "' ",
-                 to_string(w0), " has ", cin_g, " input channels per group, which must divide the ",
-                 cin_p, " input channels of each path (in_channels ", in_channels,
+    CVATTN_CHECK(cin_p % cin_g == 0, ValueError, kWhere, ": '", conv_key(0), "' ", to_string(w0),
+                 " has ", cin_g, " input channels per group, which must divide the ", cin_p,
+                 " input channels of each path (in_channels ", in_channels,
                  ", split_input = ", split_input ? "true" : "false", ")");
     options.groups(cin_p / cin_g);
   } else {
@@ -423,8 +433,8 @@ void SelectiveKernel::on_weights_loaded() { fold(); }
 
 void SelectiveKernel::fold() {
   for (PathState& s : paths_) {
-    auto folded = F::fold_batch_norm(s.conv_weight, {}, s.bn_mean, s.bn_var, s.bn_weight,
-                                     s.bn_bias);
+    auto folded =
+        F::fold_batch_norm(s.conv_weight, {}, s.bn_mean, s.bn_var, s.bn_weight, s.bn_bias);
     s.weight = folded.first;
     s.bias = folded.second;
   }
@@ -437,8 +447,8 @@ void SelectiveKernel::fold() {
 std::string SelectiveKernel::describe() const {
   std::ostringstream out;
   out << "SelectiveKernel(in_channels=" << cin_ << ", out_channels=" << cout_
-      << ", kernel_size=" << list_string(options_.kernel_size()) << ", stride="
-      << options_.stride() << ", dilation=" << options_.dilation() << ", groups=" << groups_
+      << ", kernel_size=" << list_string(options_.kernel_size()) << ", stride=" << options_.stride()
+      << ", dilation=" << options_.dilation() << ", groups=" << groups_
       << ", attn_channels=" << attn_ << ", keep_3x3=" << (options_.keep_3x3() ? "true" : "false")
       << ", split_input=" << (options_.split_input() ? "true" : "false") << ")";
   return out.str();
@@ -451,8 +461,8 @@ Attended SelectiveKernel::forward_with_maps(const Tensor& x) const { return run(
 Attended SelectiveKernel::run(const Tensor& x, bool keep_maps) const {
   check_shape(x, {kAny, cin_, kAny, kAny}, "x", kForward);
   const Tensor::Nchw s = x.nchw("x");
-  CVATTN_CHECK(s.h >= 1 && s.w >= 1, ShapeError, kForward,
-               ": tensor 'x' expected H, W >= 1, got ", to_string(x.shape()));
+  CVATTN_CHECK(s.h >= 1 && s.w >= 1, ShapeError, kForward, ": tensor 'x' expected H, W >= 1, got ",
+               to_string(x.shape()));
   const std::int64_t paths = num_paths();
   const bool split = options_.split_input();
 
@@ -463,7 +473,8 @@ Attended SelectiveKernel::run(const Tensor& x, bool keep_maps) const {
     const PathState& ps = paths_[static_cast<std::size_t>(p)];
     const auto& g = ps.geometry;
     const std::int64_t c0 = split ? p * cin_p_ : 0;
-    if (s.n > 0 && use_polyphase(options_.stride(), g, cin_p_ / groups_, cout_ / groups_, s.h, s.w)) {
+    if (s.n > 0 &&
+        use_polyphase(options_.stride(), g, cin_p_ / groups_, cout_ / groups_, s.h, s.w)) {
       f.push_back(conv_polyphase(x, c0, cin_p_, ps.weight, ps.bias, g.dilation, groups_));
       continue;
     }

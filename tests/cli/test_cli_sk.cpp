@@ -117,8 +117,9 @@ TEST_F(CliSk, MatchesTimm) {
   ASSERT_GE(cases.size(), 21u);
   for (const auto& fx : cases) {
     SCOPED_TRACE(fx.name());
-    const Result r = run("run sk" + io_of(fx) + settings_of(fx) + " --out output=" +
-                         path("out.npy") + " --out attention=" + path("attn.npy"));
+    const Result r =
+        run("run sk" + io_of(fx) + settings_of(fx) + " --out output=" + path("out.npy") +
+            " --out attention=" + path("attn.npy"));
     ASSERT_EQ(r.exit_code, 0) << r.err;
     EXPECT_EQ(r.out, "");
     EXPECT_EQ(r.err, "");
@@ -151,7 +152,9 @@ TEST_F(CliSk, RepeatPrintsOneJsonLine) {
   const auto fx = test::fixture("sk/stride2_odd");
   const Result r = run("run sk" + io_of(fx) + settings_of(fx) + " --repeat 3 --threads 1");
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_THAT(r.out, MatchesRegex(R"(\{"op":"sk","repeat":3,"threads":1,"median_ms":[0-9.]+,"min_ms":[0-9.]+\}
+  EXPECT_THAT(
+      r.out,
+      MatchesRegex(R"(\{"op":"sk","repeat":3,"threads":1,"median_ms":[0-9.]+,"min_ms":[0-9.]+\}
 )"));
 }
 
@@ -188,7 +191,8 @@ TEST_F(CliSk, InputErrorsExitTwoAndWriteNothing) {
                      "dilation must be in [1, 2^20], got -3");
   expect_input_error(run("run sk" + io + " --set split_input=maybe" + out),
                      "split_input='maybe' is not a boolean");
-  expect_input_error(run("run sk" + io + " --set groups=2" + out), "op 'sk' has no setting 'groups'");
+  expect_input_error(run("run sk" + io + " --set groups=2" + out),
+                     "op 'sk' has no setting 'groups'");
   expect_input_error(run("run sk" + io + " --out offset=" + path("o.npy")), "no output 'offset'");
 
   // The input must be [N, C, H, W] with C a multiple of the per-group width.
@@ -249,9 +253,9 @@ TEST_F(CliSk, NumBatchesTrackedIsOptional) {
     ASSERT_TRUE(w.erase(key)) << key;
   }
   io::save_safetensors(path("w.safetensors"), w);
-  const Result r = run("run sk --in input=" + fx.path("input.npy") + " --weights " +
-                       path("w.safetensors") + settings_of(fx) + " --out output=" +
-                       path("out.npy"));
+  const Result r =
+      run("run sk --in input=" + fx.path("input.npy") + " --weights " + path("w.safetensors") +
+          settings_of(fx) + " --out output=" + path("out.npy"));
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_TENSOR_NEAR(io::read_npy(path("out.npy")), fx.tensor("output"), test::Tolerance{});
 }

@@ -1,5 +1,3 @@
-#include "cvattn/modules/selective_kernel.hpp"
-
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -11,6 +9,7 @@
 #include "cvattn/core/error.hpp"
 #include "cvattn/core/parallel.hpp"
 #include "cvattn/io/safetensors.hpp"
+#include "cvattn/modules/selective_kernel.hpp"
 #include "support/fixtures.hpp"
 #include "support/random.hpp"
 #include "support/tensor_near.hpp"
@@ -193,8 +192,8 @@ TEST(SelectiveKernel, AttentionIsASoftmaxOverPaths) {
 }
 
 // Two single-channel paths that are identities times 1 and 2 (their centre taps), identity
-// BatchNorms (running_var = 1 - eps), and an attention whose logits are 0 and ln 3: the weights are 1/4 and 3/4, so
-// y = relu(x0) / 4 + 3 * relu(2 * x1) / 4.
+// BatchNorms (running_var = 1 - eps), and an attention whose logits are 0 and ln 3: the weights are
+// 1/4 and 3/4, so y = relu(x0) / 4 + 3 * relu(2 * x1) / 4.
 TEST(SelectiveKernel, HandCheckedExample) {
   const auto o = SelectiveKernelOptions(2).out_channels(1).rd_channels(2);  // split: 1 ch per path
   SelectiveKernel sk(o);
@@ -214,7 +213,7 @@ TEST(SelectiveKernel, HandCheckedExample) {
   const float half_ln3 = static_cast<float>(std::log(3.0) / 2);
   w.set("attn.fc_select.weight", Tensor::from_vector({2, 2, 1, 1}, {0, 0, half_ln3, half_ln3}));
   sk.load_state_dict(w);
-  const Tensor x = Tensor::from_vector({1, 2, 2, 2}, {1, -2, 3, 0.5f,  // channel 0 -> path 0
+  const Tensor x = Tensor::from_vector({1, 2, 2, 2}, {1, -2, 3, 0.5f,     // channel 0 -> path 0
                                                       -1, 4, 0.25f, 2});  // channel 1 -> path 1
   const Attended r = sk.forward_with_maps(x);
   EXPECT_TENSOR_NEAR(r.maps.at(maps::kAttention), Tensor::from_vector({1, 2, 1}, {0.25f, 0.75f}),
@@ -264,8 +263,9 @@ TEST(SelectiveKernel, RejectsBadOptions) {
          "SelectiveKernelOptions: kernel_size entries must be odd and in [3, 2^15], got [3, 4]");
   throws(SelectiveKernelOptions(8).kernel_size({1, 3}), "must be odd and in [3, 2^15]");
   throws(SelectiveKernelOptions(8).kernel_size({}), "kernel_size needs one entry per path");
-  throws(SelectiveKernelOptions(9), "split_input needs in_channels (9) divisible by the number "
-                                    "of paths (2)");
+  throws(SelectiveKernelOptions(9),
+         "split_input needs in_channels (9) divisible by the number "
+         "of paths (2)");
   throws(SelectiveKernelOptions(8).groups(3),
          "groups (3) must divide the input channels per path (4) and out_channels (8)");
   throws(SelectiveKernelOptions(8).groups(0), "groups must be >= 1, got 0");
@@ -285,20 +285,32 @@ TEST(SelectiveKernel, FromStateDictExplainsInconsistentWeights) {
   EXPECT_THAT([&] { (void)O::from_state_dict(StateDict{}); },
               ThrowsMessage<ValueError>(HasSubstr(
                   "SelectiveKernelOptions::from_state_dict: missing 'paths.0.conv.weight'")));
-  EXPECT_THAT([&] { (void)O::from_state_dict(dict, {3, 5, 7}); },
-              ThrowsMessage<ValueError>(
-                  HasSubstr("kernel_size [3, 5, 7] gives 3 path(s), but the state_dict has 2 "
-                            "(paths.0.conv.weight .. paths.1.conv.weight)")));
-  EXPECT_THAT([&] { (void)O::from_state_dict(dict, {3, 5}, 1, 1, true, false); },
-              ThrowsMessage<ValueError>(HasSubstr(
-                  "'paths.1.conv.weight' expected [16, 8, 5, 5] (kernel_size[1] = 5, keep_3x3 = "
-                  "false), got [16, 8, 3, 3]")));
-  EXPECT_THAT([&] { (void)O::from_state_dict(dict, {3, 5}, 1, 1, true, true, 20); },
-              ThrowsMessage<ValueError>(
-                  HasSubstr("has 8 input channels per group, which must divide the 10 input "
-                            "channels of each path (in_channels 20, split_input = true)")));
-  EXPECT_THAT([&] { (void)O::from_state_dict(dict, {3, 5}, 1, 1, true, true, 15); },
-              ThrowsMessage<ValueError>(HasSubstr("split_input needs in_channels (15)")));
+  EXPECT_THAT(
+      [&] {
+        (void)O::from_state_dict(dict, {3, 5, 7});
+      },
+      ThrowsMessage<ValueError>(
+          HasSubstr("kernel_size [3, 5, 7] gives 3 path(s), but the state_dict has 2 "
+                    "(paths.0.conv.weight .. paths.1.conv.weight)")));
+  EXPECT_THAT(
+      [&] {
+        (void)O::from_state_dict(dict, {3, 5}, 1, 1, true, false);
+      },
+      ThrowsMessage<ValueError>(
+          HasSubstr("'paths.1.conv.weight' expected [16, 8, 5, 5] (kernel_size[1] = 5, keep_3x3 = "
+                    "false), got [16, 8, 3, 3]")));
+  EXPECT_THAT(
+      [&] {
+        (void)O::from_state_dict(dict, {3, 5}, 1, 1, true, true, 20);
+      },
+      ThrowsMessage<ValueError>(
+          HasSubstr("has 8 input channels per group, which must divide the 10 input "
+                    "channels of each path (in_channels 20, split_input = true)")));
+  EXPECT_THAT(
+      [&] {
+        (void)O::from_state_dict(dict, {3, 5}, 1, 1, true, true, 15);
+      },
+      ThrowsMessage<ValueError>(HasSubstr("split_input needs in_channels (15)")));
   StateDict no_attn = dict;
   no_attn.erase("attn.fc_reduce.weight");
   EXPECT_THAT([&] { (void)O::from_state_dict(no_attn); },
@@ -306,8 +318,8 @@ TEST(SelectiveKernel, FromStateDictExplainsInconsistentWeights) {
   StateDict bad_reduce = dict;
   bad_reduce.set("attn.fc_reduce.weight", Tensor::zeros({8, 12, 1, 1}));
   EXPECT_THAT([&] { (void)O::from_state_dict(bad_reduce); },
-              ThrowsMessage<ValueError>(HasSubstr(
-                  "'attn.fc_reduce.weight' expected [*, 16, 1, 1], got [8, 12, 1, 1]")));
+              ThrowsMessage<ValueError>(
+                  HasSubstr("'attn.fc_reduce.weight' expected [*, 16, 1, 1], got [8, 12, 1, 1]")));
 }
 
 TEST(SelectiveKernel, LoadStateDictNamesTheKey) {
@@ -316,8 +328,8 @@ TEST(SelectiveKernel, LoadStateDictNamesTheKey) {
   SelectiveKernel sk(options_for(fx, dict));
   dict.set("attn.fc_select.weight", Tensor::zeros({16, 8, 1, 1}));
   EXPECT_THAT([&] { sk.load_state_dict(dict); },
-              ThrowsMessage<ValueError>(HasSubstr(
-                  "'attn.fc_select.weight' expected [32, 8, 1, 1], got [16, 8, 1, 1]")));
+              ThrowsMessage<ValueError>(
+                  HasSubstr("'attn.fc_select.weight' expected [32, 8, 1, 1], got [16, 8, 1, 1]")));
   dict = weights(fx);
   dict.erase("paths.1.bn.running_var");
   dict.erase("paths.0.bn.num_batches_tracked");  // optional
@@ -327,14 +339,23 @@ TEST(SelectiveKernel, LoadStateDictNamesTheKey) {
 
 TEST(SelectiveKernel, RejectsBadInput) {
   const SelectiveKernel sk(SelectiveKernelOptions(8));
-  EXPECT_THAT([&] { (void)sk.forward(Tensor::zeros({1, 6, 5, 5})); },
-              ThrowsMessage<ShapeError>(HasSubstr(
-                  "SelectiveKernel::forward: tensor 'x' expected shape [*, 8, *, *], got "
-                  "[1, 6, 5, 5]")));
-  EXPECT_THAT([&] { (void)sk.forward(Tensor::zeros({8, 5, 5})); },
-              ThrowsMessage<ShapeError>(HasSubstr("SelectiveKernel::forward")));
-  EXPECT_THAT([&] { (void)sk.forward(Tensor::zeros({1, 8, 0, 5})); },
-              ThrowsMessage<ShapeError>(HasSubstr("expected H, W >= 1, got [1, 8, 0, 5]")));
+  EXPECT_THAT(
+      [&] {
+        (void)sk.forward(Tensor::zeros({1, 6, 5, 5}));
+      },
+      ThrowsMessage<ShapeError>(
+          HasSubstr("SelectiveKernel::forward: tensor 'x' expected shape [*, 8, *, *], got "
+                    "[1, 6, 5, 5]")));
+  EXPECT_THAT(
+      [&] {
+        (void)sk.forward(Tensor::zeros({8, 5, 5}));
+      },
+      ThrowsMessage<ShapeError>(HasSubstr("SelectiveKernel::forward")));
+  EXPECT_THAT(
+      [&] {
+        (void)sk.forward(Tensor::zeros({1, 8, 0, 5}));
+      },
+      ThrowsMessage<ShapeError>(HasSubstr("expected H, W >= 1, got [1, 8, 0, 5]")));
   EXPECT_THAT([&] { (void)sk.forward(Tensor()); }, ThrowsMessage<ShapeError>(HasSubstr("'x'")));
 }
 
@@ -376,7 +397,8 @@ TEST(SelectiveKernel, ThreadCountDoesNotChangeTheResult) {
 }
 
 TEST(SelectiveKernel, DescribeAndMove) {
-  SelectiveKernel sk = random_sk(SelectiveKernelOptions(16).kernel_size({3, 5, 7}).split_input(false), 2);
+  SelectiveKernel sk =
+      random_sk(SelectiveKernelOptions(16).kernel_size({3, 5, 7}).split_input(false), 2);
   EXPECT_EQ(sk.describe(),
             "SelectiveKernel(in_channels=16, out_channels=16, kernel_size=[3, 5, 7], stride=1, "
             "dilation=1, groups=1, attn_channels=8, keep_3x3=true, split_input=false)");
