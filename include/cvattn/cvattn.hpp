@@ -15,6 +15,7 @@
 #include "cvattn/modules/cbam.hpp"
 #include "cvattn/modules/eca.hpp"
 #include "cvattn/modules/layer_kinds.hpp"
+#include "cvattn/modules/selective_kernel.hpp"
 #include "cvattn/modules/squeeze_excitation.hpp"
 #include "cvattn/version.hpp"
 #include "cvattn/viz/viz.hpp"

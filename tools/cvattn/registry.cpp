@@ -11,6 +11,7 @@ const std::vector<OpSpec>& all_ops() {
       ops::se(),
       ops::eca(),
       ops::cbam(),
+      ops::sk(),
   };
   return ops;
 }

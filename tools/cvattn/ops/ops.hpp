@@ -8,5 +8,6 @@ OpSpec cbam();
 OpSpec conv2d();
 OpSpec eca();
 OpSpec se();
+OpSpec sk();
 
 }  // namespace cvattn::cli::ops

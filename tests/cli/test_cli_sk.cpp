@@ -1,0 +1,264 @@
+// End-to-end tests of `cvattn run sk` (CLI.md row `sk`) against the PyTorch fixtures in
+// tests/fixtures/sk/ (written by tests/fixtures/sk.py).
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "cvattn/io/npy.hpp"
+#include "cvattn/io/safetensors.hpp"
+#include "support/fixtures.hpp"
+#include "support/tensor_near.hpp"
+
+#ifndef CVATTN_TOOL
+#error "CVATTN_TOOL must name the cvattn binary"
+#endif
+
+namespace cvattn {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::HasSubstr;
+using ::testing::MatchesRegex;
+using ::testing::StartsWith;
+
+struct Result {
+  int exit_code = -1;
+  bool signalled = false;
+  std::string out, err;
+};
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+class CliSk : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("cvattn_cli_sk_" +
+            std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  Result run(const std::string& args) {
+    const std::string cmd = std::string("'") + CVATTN_TOOL + "' " + args + " > '" +
+                            (dir_ / "stdout").string() + "' 2> '" + (dir_ / "stderr").string() +
+                            "' < /dev/null";
+    const int status = std::system(cmd.c_str());
+    Result r;
+    if (WIFEXITED(status)) r.exit_code = WEXITSTATUS(status);
+    r.signalled = WIFSIGNALED(status);
+    r.out = slurp(dir_ / "stdout");
+    r.err = slurp(dir_ / "stderr");
+    return r;
+  }
+  std::string path(const std::string& name) const { return (dir_ / name).string(); }
+  void expect_input_error(const Result& r, const std::string& message) {
+    SCOPED_TRACE("expecting '" + message + "'");
+    EXPECT_FALSE(r.signalled);
+    EXPECT_EQ(r.exit_code, 2) << r.err;
+    EXPECT_THAT(r.err, StartsWith("cvattn: error: "));
+    EXPECT_THAT(r.err, HasSubstr(message));
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+    EXPECT_EQ(r.out, "");
+  }
+  // Every file left in the test folder besides the captured stdout/stderr.
+  std::vector<std::string> written() const {
+    std::vector<std::string> out;
+    for (const auto& e : fs::directory_iterator(dir_)) {
+      const std::string name = e.path().filename().string();
+      if (name != "stdout" && name != "stderr") out.push_back(name);
+    }
+    std::sort(out.begin(), out.end());
+    return out;
+  }
+
+  fs::path dir_;
+};
+
+std::string list_arg(const nlohmann::json& v) {
+  if (v.is_number()) return std::to_string(v.get<int>());
+  std::string s;
+  for (const auto& k : v) s += (s.empty() ? "" : ",") + std::to_string(k.get<int>());
+  return s;
+}
+
+std::string bool_arg(const nlohmann::json& v) { return v.get<bool>() ? "true" : "false"; }
+
+// The settings of a fixture case, spelled as the user would (kernel_size as given to timm, so
+// the single-integer form is exercised too).
+std::string settings_of(const test::Fixture& fx) {
+  const auto& p = fx.params();
+  return " --set kernel_size=" + list_arg(p["kernel_size_arg"]) +
+         " --set stride=" + std::to_string(p["stride"].get<int>()) +
+         " --set dilation=" + std::to_string(p["dilation"].get<int>()) +
+         " --set split_input=" + bool_arg(p["split_input"]) +
+         " --set keep_3x3=" + bool_arg(p["keep_3x3"]);
+}
+
+std::string io_of(const test::Fixture& fx) {
+  return " --in input=" + fx.path("input.npy") + " --weights " + fx.path("weights.safetensors");
+}
+
+TEST_F(CliSk, MatchesTimm) {
+  const auto cases = test::fixtures_in("sk");
+  ASSERT_GE(cases.size(), 21u);
+  for (const auto& fx : cases) {
+    SCOPED_TRACE(fx.name());
+    const Result r =
+        run("run sk" + io_of(fx) + settings_of(fx) + " --out output=" + path("out.npy") +
+            " --out attention=" + path("attn.npy"));
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(r.out, "");
+    EXPECT_EQ(r.err, "");
+    EXPECT_TENSOR_NEAR(io::read_npy(path("out.npy")), fx.tensor("output"), test::Tolerance{});
+    EXPECT_TENSOR_NEAR(io::read_npy(path("attn.npy")), fx.tensor("attention"), test::Tolerance{});
+  }
+}
+
+TEST_F(CliSk, DefaultsAreTimms) {
+  // kernel_size 3,5, stride 1, dilation 1, split_input and keep_3x3 true: nothing to --set.
+  const auto fx = test::fixture("sk/default_c16");
+  const Result r = run("run sk" + io_of(fx) + " --out output=" + path("out.npy"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TENSOR_NEAR(io::read_npy(path("out.npy")), fx.tensor("output"), test::Tolerance{});
+  // Only the requested output is written.
+  EXPECT_EQ(written(), std::vector<std::string>{"out.npy"});
+}
+
+TEST_F(CliSk, GroupsComeFromTheWeightsAndTheInput) {
+  for (const char* name : {"sk/groups4_cout24", "sk/groups_depthwise", "sk/groups_clamped"}) {
+    const auto fx = test::fixture(name);
+    const Result r = run("run sk" + io_of(fx) + " --out output=" + path("out.npy"));
+    ASSERT_EQ(r.exit_code, 0) << name << ": " << r.err;
+    EXPECT_TENSOR_NEAR(io::read_npy(path("out.npy")), fx.tensor("output"), test::Tolerance{})
+        << name;
+  }
+}
+
+TEST_F(CliSk, RepeatPrintsOneJsonLine) {
+  const auto fx = test::fixture("sk/stride2_odd");
+  const Result r = run("run sk" + io_of(fx) + settings_of(fx) + " --repeat 3 --threads 1");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(
+      r.out,
+      MatchesRegex(R"(\{"op":"sk","repeat":3,"threads":1,"median_ms":[0-9.]+,"min_ms":[0-9.]+\}
+)"));
+}
+
+TEST_F(CliSk, ListAndHelp) {
+  Result r = run("list");
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_THAT(r.out, HasSubstr("sk\tinputs: input,--weights\toutputs: output,attention\t"
+                               "settings: kernel_size=3,5,stride=1,dilation=1,split_input=true,"
+                               "keep_3x3=true"));
+  r = run("run sk --help");
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_THAT(r.out, HasSubstr("--set kernel_size=int list  default 3,5"));
+  EXPECT_THAT(r.out, HasSubstr("--out attention=FILE.npy  [N,paths,C]"));
+}
+
+TEST_F(CliSk, InputErrorsExitTwoAndWriteNothing) {
+  const auto fx = test::fixture("sk/default_c16");
+  const std::string io = io_of(fx);
+  const std::string out = " --out output=" + path("out.npy") + " --out attention=" + path("a.npy");
+  expect_input_error(run("run sk --in input=" + fx.path("input.npy") + out),
+                     "op 'sk' needs --weights");
+  expect_input_error(run("run sk" + io + " --set kernel_size=3,5,7" + out),
+                     "kernel_size [3, 5, 7] gives 3 path(s), but the state_dict has 2");
+  expect_input_error(run("run sk" + io + " --set kernel_size=3,x" + out),
+                     "kernel_size='3,x' is not a list of integers");
+  expect_input_error(run("run sk" + io + " --set kernel_size=4" + out),
+                     "kernel_size entries must be odd and in [3, 2^15], got [4, 4]");
+  expect_input_error(run("run sk" + io + " --set keep_3x3=false" + out),
+                     "'paths.1.conv.weight' expected [16, 8, 5, 5] (kernel_size[1] = 5, "
+                     "keep_3x3 = false), got [16, 8, 3, 3]");
+  expect_input_error(run("run sk" + io + " --set stride=0" + out),
+                     "stride must be in [1, 2^20], got 0");
+  expect_input_error(run("run sk" + io + " --set dilation=-3" + out),
+                     "dilation must be in [1, 2^20], got -3");
+  expect_input_error(run("run sk" + io + " --set split_input=maybe" + out),
+                     "split_input='maybe' is not a boolean");
+  expect_input_error(run("run sk" + io + " --set groups=2" + out),
+                     "op 'sk' has no setting 'groups'");
+  expect_input_error(run("run sk" + io + " --out offset=" + path("o.npy")), "no output 'offset'");
+
+  // The input must be [N, C, H, W] with C a multiple of the per-group width.
+  const Tensor x = fx.tensor("input");
+  io::write_npy(path("rank3.npy"), x.reshape({x.dim(0) * x.dim(1), x.dim(2), x.dim(3)}));
+  expect_input_error(run("run sk --in input=" + path("rank3.npy") + " --weights " +
+                         fx.path("weights.safetensors") + out),
+                     "sk: tensor 'input'");
+  io::write_npy(path("c20.npy"), Tensor::zeros({1, 20, 5, 5}));
+  expect_input_error(run("run sk --in input=" + path("c20.npy") + " --weights " +
+                         fx.path("weights.safetensors") + out),
+                     "has 8 input channels per group, which must divide the 10 input channels of "
+                     "each path");
+  io::write_npy(path("h0.npy"), Tensor::zeros({1, 16, 0, 5}));
+  expect_input_error(run("run sk --in input=" + path("h0.npy") + " --weights " +
+                         fx.path("weights.safetensors") + out),
+                     "expected H, W >= 1, got [1, 16, 0, 5]");
+
+  // Weights: a missing key, an unexpected key, a shape that disagrees.
+  const StateDict good = io::load_safetensors(fx.path("weights.safetensors"));
+  StateDict w = good;
+  w.erase("attn.fc_select.weight");
+  io::save_safetensors(path("missing.safetensors"), w);
+  expect_input_error(run("run sk --in input=" + fx.path("input.npy") + " --weights " +
+                         path("missing.safetensors") + out),
+                     "missing 'attn.fc_select.weight'");
+  w = good;
+  w.set("attn.extra", Tensor::zeros({2}));
+  io::save_safetensors(path("extra.safetensors"), w);
+  expect_input_error(run("run sk --in input=" + fx.path("input.npy") + " --weights " +
+                         path("extra.safetensors") + out),
+                     "unexpected 'attn.extra'");
+  w = good;
+  w.set("paths.0.bn.running_mean", Tensor::zeros({12}));
+  io::save_safetensors(path("shape.safetensors"), w);
+  expect_input_error(run("run sk --in input=" + fx.path("input.npy") + " --weights " +
+                         path("shape.safetensors") + out),
+                     "'paths.0.bn.running_mean' expected [16], got [12]");
+  w = good;
+  w.erase("paths.0.conv.weight");
+  io::save_safetensors(path("noconv.safetensors"), w);
+  expect_input_error(run("run sk --in input=" + fx.path("input.npy") + " --weights " +
+                         path("noconv.safetensors") + out),
+                     "missing 'paths.0.conv.weight'");
+
+  EXPECT_FALSE(fs::exists(path("out.npy")));
+  EXPECT_FALSE(fs::exists(path("a.npy")));
+  for (const auto& name : written()) {
+    EXPECT_EQ(name.find(".tmp"), std::string::npos) << name;
+  }
+}
+
+TEST_F(CliSk, NumBatchesTrackedIsOptional) {
+  const auto fx = test::fixture("sk/no_split");
+  StateDict w = io::load_safetensors(fx.path("weights.safetensors"));
+  for (const char* key : {"paths.0.bn.num_batches_tracked", "paths.1.bn.num_batches_tracked",
+                          "attn.bn.num_batches_tracked"}) {
+    ASSERT_TRUE(w.erase(key)) << key;
+  }
+  io::save_safetensors(path("w.safetensors"), w);
+  const Result r =
+      run("run sk --in input=" + fx.path("input.npy") + " --weights " + path("w.safetensors") +
+          settings_of(fx) + " --out output=" + path("out.npy"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TENSOR_NEAR(io::read_npy(path("out.npy")), fx.tensor("output"), test::Tolerance{});
+}
+
+}  // namespace
+}  // namespace cvattn
