@@ -9,6 +9,7 @@
 #include "cvattn/core/error.hpp"
 #include "functional/detail/broadcast.hpp"
 #include "functional/detail/sdpa_kernel.hpp"
+#include "functional/detail/transpose.hpp"
 
 namespace cvattn {
 namespace functional {
@@ -185,19 +186,22 @@ AttentionResult scaled_dot_product_attention_heads(const Tensor& query, const Te
   return result;
 }
 
+namespace {
+
+// dst [cols, rows] = src [rows, cols]^T for each of n matrices.
+void transpose_batch(const float* src, float* dst, std::int64_t n, std::int64_t rows,
+                     std::int64_t cols) {
+  detail::parallel_for(n, [&](std::int64_t b) {
+    detail::transpose(src + b * rows * cols, dst + b * rows * cols, rows, cols);
+  });
+}
+
+}  // namespace
+
 Tensor flatten_spatial(const Tensor& x) {
   const auto [n, c, h, w] = x.nchw("x");
   Tensor out = Tensor::empty({n, h * w, c});
-  const std::int64_t hw = h * w;
-  const float* src = x.data();
-  float* dst = out.data();
-  detail::parallel_for(n, [&](std::int64_t b) {
-    const float* s = src + b * c * hw;
-    float* d = dst + b * hw * c;
-    for (std::int64_t ch = 0; ch < c; ++ch) {
-      for (std::int64_t p = 0; p < hw; ++p) d[p * c + ch] = s[ch * hw + p];
-    }
-  });
+  transpose_batch(x.data(), out.data(), n, c, h * w);
   return out;
 }
 
@@ -213,15 +217,7 @@ Tensor unflatten_spatial(const Tensor& tokens, std::int64_t height, std::int64_t
                " (", height, "*", width, "), *], got ", to_string(tokens.shape()));
   const std::int64_t n = tokens.dim(0), c = tokens.dim(2);
   Tensor out = Tensor::empty({n, c, height, width});
-  const float* src = tokens.data();
-  float* dst = out.data();
-  detail::parallel_for(n, [&](std::int64_t b) {
-    const float* s = src + b * hw * c;
-    float* d = dst + b * c * hw;
-    for (std::int64_t p = 0; p < hw; ++p) {
-      for (std::int64_t ch = 0; ch < c; ++ch) d[ch * hw + p] = s[p * c + ch];
-    }
-  });
+  transpose_batch(tokens.data(), out.data(), n, hw, c);
   return out;
 }
 

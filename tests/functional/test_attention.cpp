@@ -371,6 +371,24 @@ TEST(FlattenSpatial, MatchesPyTorchAndRoundTrips) {
   EXPECT_TENSOR_NEAR(F::unflatten_spatial(t, 4, 5), x, (Tolerance{0, 0}));
 }
 
+TEST(FlattenSpatial, MatchesIndexingOnBlockedAndOddSizes) {
+  for (const cvattn::Shape& shape : {cvattn::Shape{2, 19, 5, 7}, cvattn::Shape{1, 16, 4, 6},
+                                     cvattn::Shape{3, 9, 1, 1}, cvattn::Shape{1, 0, 2, 2}}) {
+    const Tensor x = cvattn::test::random_tensor(shape, 7);
+    const auto [n, c, h, w] = x.nchw();
+    const Tensor t = F::flatten_spatial(x);
+    ASSERT_EQ(t.shape(), (Shape{n, h * w, c}));
+    for (std::int64_t b = 0; b < n; ++b) {
+      for (std::int64_t ch = 0; ch < c; ++ch) {
+        for (std::int64_t p = 0; p < h * w; ++p) {
+          ASSERT_EQ(t[(b * h * w + p) * c + ch], x[(b * c + ch) * h * w + p]);
+        }
+      }
+    }
+    EXPECT_TENSOR_NEAR(F::unflatten_spatial(t, h, w), x, (Tolerance{0, 0}));
+  }
+}
+
 TEST(FlattenSpatial, RejectsBadShapes) {
   EXPECT_THAT([] { (void)F::flatten_spatial(Tensor::zeros({2, 3, 4})); },
               ThrowsMessage<cvattn::ShapeError>(HasSubstr("x")));

@@ -10,6 +10,7 @@
 #include "core/parallel_for.hpp"
 #include "cvattn/core/tensor.hpp"
 #include "functional/detail/softmax.hpp"
+#include "functional/detail/transpose.hpp"
 
 namespace cvattn::detail {
 namespace {
@@ -31,29 +32,6 @@ std::int64_t block_rows(std::int64_t L, std::int64_t target, std::int64_t multip
 
 constexpr std::int64_t kTileRows = 6;
 constexpr std::int64_t kPanel = 16;
-
-// 8x8 transpose of rows src[i*stride .. +8) into dst[t*dst_stride + i].
-inline void transpose8x8(const float* src, std::int64_t stride, float* dst,
-                         std::int64_t dst_stride) {
-  __m256 r[8];
-  for (int i = 0; i < 8; ++i) r[i] = _mm256_loadu_ps(src + i * stride);
-  __m256 t[8];
-  for (int i = 0; i < 4; ++i) {
-    t[2 * i] = _mm256_unpacklo_ps(r[2 * i], r[2 * i + 1]);
-    t[2 * i + 1] = _mm256_unpackhi_ps(r[2 * i], r[2 * i + 1]);
-  }
-  __m256 u[8];
-  for (int i = 0; i < 2; ++i) {
-    u[4 * i + 0] = _mm256_shuffle_ps(t[4 * i], t[4 * i + 2], _MM_SHUFFLE(1, 0, 1, 0));
-    u[4 * i + 1] = _mm256_shuffle_ps(t[4 * i], t[4 * i + 2], _MM_SHUFFLE(3, 2, 3, 2));
-    u[4 * i + 2] = _mm256_shuffle_ps(t[4 * i + 1], t[4 * i + 3], _MM_SHUFFLE(1, 0, 1, 0));
-    u[4 * i + 3] = _mm256_shuffle_ps(t[4 * i + 1], t[4 * i + 3], _MM_SHUFFLE(3, 2, 3, 2));
-  }
-  for (int i = 0; i < 4; ++i) {
-    _mm256_storeu_ps(dst + i * dst_stride, _mm256_permute2f128_ps(u[i], u[i + 4], 0x20));
-    _mm256_storeu_ps(dst + (i + 4) * dst_stride, _mm256_permute2f128_ps(u[i], u[i + 4], 0x31));
-  }
-}
 
 // Kp[jp][e][0..16) = K[jp*16 + jj][e] (0 past S).
 void pack_k(const float* k, std::int64_t k_rs, std::int64_t S, std::int64_t E, float* kp) {
