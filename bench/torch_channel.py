@@ -4,6 +4,9 @@ re-implementations in tests/fixtures/channel.py) on [8, 256, 28, 28], plus a ten
 Run with one thread, as bench_channel's /1 entries:
     OMP_NUM_THREADS=1 /usr/bin/python3 bench/torch_channel.py [--threads T] [--runs R]
 Prints wall-clock min / median and thread CPU-time min / median per module in milliseconds.
+With --export DIR it also writes DIR/input.npy and DIR/{se,eca,cbam}.safetensors, so that
+    cvattn run se --in input=DIR/input.npy --weights DIR/se.safetensors --repeat 300 --threads 1
+times cvattn on the very same tensors.
 """
 import argparse
 import os
@@ -15,14 +18,17 @@ import torch
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests",
                                 "fixtures"))
 from channel import CbamModule, EcaModule, SEModule  # noqa: E402
+from common import save_safetensors  # noqa: E402
 
 
-def measure(fn, runs):
+def measure(fn, runs, junk=None):
     with torch.no_grad():
         for _ in range(10):
             fn()
         wall, cpu = [], []
         for _ in range(runs):
+            if junk is not None:
+                junk.add_(1.0)  # evict the input from the caches, outside the timing
             w0, c0 = time.perf_counter(), time.thread_time()
             fn()
             cpu.append(time.thread_time() - c0)
@@ -36,6 +42,9 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--runs", type=int, default=300)
+    parser.add_argument("--export", help="folder for input.npy and the modules' weights")
+    parser.add_argument("--cold", action="store_true",
+                        help="overwrite a 32 MB buffer before each run (input comes from DRAM)")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)
@@ -45,11 +54,18 @@ def main():
     for name, m in [("se", SEModule(256)), ("eca", EcaModule(256)), ("cbam", CbamModule(256))]:
         m.eval()
         modules.append((name, lambda m=m: m(x)))
-    print("torch %s, %d thread(s), input %s" % (torch.__version__, args.threads,
-                                                list(x.shape)))
+        if args.export:
+            os.makedirs(args.export, exist_ok=True)
+            save_safetensors(m.state_dict(), os.path.join(args.export, name + ".safetensors"))
+    if args.export:
+        import numpy as np
+        np.save(os.path.join(args.export, "input.npy"), x.numpy())
+    junk = torch.zeros(8 << 20) if args.cold else None
+    print("torch %s, %d thread(s), input %s%s" % (torch.__version__, args.threads,
+                                                  list(x.shape), ", cold" if args.cold else ""))
     for name, fn in modules:
         print("%-5s wall min %7.3f median %7.3f | cpu min %7.3f median %7.3f ms"
-              % ((name,) + measure(fn, args.runs)))
+              % ((name,) + measure(fn, args.runs, junk)))
 
 
 if __name__ == "__main__":
