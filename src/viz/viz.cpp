@@ -291,6 +291,15 @@ void draw_polyline(cv::Mat& img, const std::vector<cv::Point2d>& pts, bool close
   }
 }
 
+// The smallest of 1, 2, 2.5, 5 times a power of ten that is >= v (v > 0), for readable axes.
+double nice_ceil(double v) {
+  const double p = std::pow(10.0, std::floor(std::log10(v)));
+  for (double m : {1.0, 2.0, 2.5, 5.0, 10.0}) {
+    if (m * p >= v * (1 - 1e-9)) return m * p;
+  }
+  return v;
+}
+
 std::string format_value(double v) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.3g", v);
@@ -440,6 +449,8 @@ cv::Mat bar_chart(const Tensor& weights, const BarChartOptions& o) {
       const double v = value(i);
       if (std::isfinite(v)) lo = std::min(lo, v), hi = std::max(hi, v);
     }
+    if (hi > 0) hi = nice_ceil(hi);
+    if (lo < 0) lo = -nice_ceil(-lo);
     if (hi <= lo) hi = lo + 1.0;
   }
 

@@ -80,7 +80,8 @@ struct CVATTN_EXPORT BarChartOptions {
   CVATTN_ARG(std::vector<std::string>, labels) = {};  // one per channel; empty: the index
   CVATTN_ARG(cv::Size, size) = cv::Size(640, 320);
   CVATTN_ARG(std::string, title) = "";
-  // Value axis: [y_min, y_max]; y_min == y_max (default) fits [min(0, v), max(0, v)].
+  // Value axis: [y_min, y_max]; y_min == y_max (default) fits [min(0, v), max(0, v)], rounded
+  // out to 1, 2, 2.5 or 5 times a power of ten.
   CVATTN_ARG(double, y_min) = 0.0;
   CVATTN_ARG(double, y_max) = 0.0;
   CVATTN_ARG(cv::ColormapTypes, colormap) = cv::COLORMAP_TURBO;  // bar colour by height
