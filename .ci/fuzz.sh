@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds the `fuzz` preset (clang-14, libFuzzer + ASan + UBSan) and runs every harness for a
-# bounded time on a scratch copy of its committed seed corpus (tests/fuzz/corpus/<target>/).
+# bounded time, starting from its committed seeds (tests/fuzz/corpus/<target>/) and former crash
+# inputs (tests/fuzz/regressions/<target>/); new inputs go to a scratch folder.
 # Fails if any harness crashes (sanitizer report, escaped non-cvattn exception, leak, timeout,
 # out-of-memory); prints the executions of each target. Crash inputs are kept in
 # build/fuzz/artifacts/.
@@ -44,7 +45,8 @@ for t in "${targets[@]}"; do
   mkdir -p "$scratch/$t"
   log="$scratch/$t.log"
   set +e
-  "$bin/$t" "$scratch/$t" "tests/fuzz/corpus/$t" -dict="tests/fuzz/dict/$t.dict" \
+  "$bin/$t" "$scratch/$t" "tests/fuzz/corpus/$t" "tests/fuzz/regressions/$t" \
+    -dict="tests/fuzz/dict/$t.dict" \
     -max_total_time="$seconds" -max_len="${max_len[$t]:-4096}" -rss_limit_mb=2048 -timeout=10 \
     -print_final_stats=1 -artifact_prefix="$artifacts/$t-" >"$log" 2>&1
   rc=$?

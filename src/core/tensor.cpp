@@ -58,8 +58,14 @@ std::int64_t checked_numel(const Shape& shape, const std::string& what) {
     n *= d;
   }
   const std::int64_t cap = max_tensor_bytes();
-  CVATTN_CHECK(n <= cap / 4, ValueError, what, ": shape ", to_string(shape), " needs ", n * 4,
-               " bytes, over the allocation cap of ", cap, " bytes (cvattn::set_max_tensor_bytes)");
+  if (n > cap / 4) {
+    // n * 4 itself may overflow (found by fuzz_npy): say so instead of computing it.
+    const std::string bytes = n <= INT64_MAX / 4 ? std::to_string(n * 4)
+                                                  : "more than " + std::to_string(INT64_MAX);
+    throw ValueError(detail::concat(what, ": shape ", to_string(shape), " needs ", bytes,
+                                    " bytes, over the allocation cap of ", cap,
+                                    " bytes (cvattn::set_max_tensor_bytes)"));
+  }
   CVATTN_CHECK(n <= INT_MAX, ValueError, what, ": shape ", to_string(shape), " has ", n,
                " elements; at most ", INT_MAX, " are supported");
   return n;
@@ -136,7 +142,8 @@ Tensor Tensor::reshape(const Shape& shape) const {
     } else {
       CVATTN_CHECK(s[i] >= 0, ShapeError, "Tensor::reshape: negative dimension in ",
                    to_string(shape));
-      known *= s[i];
+      // Saturate instead of overflowing: any product beyond numel_ cannot match anyway.
+      known = (s[i] != 0 && known > INT64_MAX / s[i]) ? INT64_MAX : known * s[i];
     }
   }
   if (infer >= 0) {
@@ -204,6 +211,7 @@ cv::Mat Tensor::plane(std::int64_t n, std::int64_t c) const {
   CVATTN_CHECK(0 <= n && n < s.n && 0 <= c && c < s.c, ShapeError, "Tensor::plane: (", n, ", ",
                c, ") out of range for shape ", to_string(shape_));
   const std::int64_t hw = s.h * s.w;
+  if (hw == 0) return cv::Mat(static_cast<int>(s.h), static_cast<int>(s.w), CV_32F);  // no data
   const int begin = static_cast<int>((n * s.c + c) * hw);
   return storage_.colRange(begin, begin + static_cast<int>(hw))
       .reshape(1, static_cast<int>(s.h));

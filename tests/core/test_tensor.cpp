@@ -147,6 +147,16 @@ TEST(Tensor, CheckShapeNamesTensorAndShapes) {
                   "Foo::forward: tensor 'x' expected shape [*, 64, *, *], got [2, 32, 14, 14]")));
 }
 
+// fuzz_npy and fuzz_cli_args found that formatting this message computed numel * 4 with signed
+// overflow for shapes of more than 2^61 elements.
+TEST(Tensor, CapMessageForShapesBeyondInt64Bytes) {
+  EXPECT_THAT([] { (void)Tensor::empty({std::int64_t{1} << 62}); },
+              ThrowsMessage<ValueError>(HasSubstr(
+                  "needs more than 9223372036854775807 bytes, over the allocation cap")));
+  EXPECT_THAT([] { (void)Tensor::empty({std::int64_t{1} << 40}); },
+              ThrowsMessage<ValueError>(HasSubstr("needs 4398046511104 bytes")));
+}
+
 TEST(Tensor, AllFinite) {
   Tensor t = Tensor::zeros({3});
   EXPECT_TRUE(t.all_finite());

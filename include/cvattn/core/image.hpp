@@ -29,7 +29,7 @@ struct ImageOptions {
 [[nodiscard]] CVATTN_EXPORT Tensor from_images(const std::vector<cv::Mat>& images,
                                                const ImageOptions& options = {});
 // Sample n of [N, C, H, W] (C = 1, 3 or 4) back to an 8U image: the inverse of from_image with
-// the same options (without the resize), saturated to [0, 255].
+// the same options (without the resize), saturated to [0, 255] (+Inf gives 255, -Inf and NaN 0).
 [[nodiscard]] CVATTN_EXPORT cv::Mat to_image(const Tensor& blob, std::int64_t n = 0,
                                              const ImageOptions& options = {});
 
