@@ -7,71 +7,16 @@
 
 #include "core/parallel_for.hpp"
 #include "cvattn/core/error.hpp"
+#include "functional/detail/conv_kernels.hpp"
 #include "functional/detail/window.hpp"
 
 namespace cvattn::functional {
-namespace {
+namespace detail {
 
 using RowMatrix = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
 using ConstStridedMap = Eigen::Map<const RowMatrix, 0, Eigen::OuterStride<>>;
 using StridedMap = Eigen::Map<RowMatrix, 0, Eigen::OuterStride<>>;
 
-// The im2col workspace of one thread holds K x chunk floats; 1 MiB keeps it near L2 while a
-// chunk still has hundreds of columns for the GEMM at usual K (576 for 3x3 over 64 channels).
-constexpr std::int64_t kWorkspaceBytes = std::int64_t{1} << 20;
-// Narrower GEMMs waste the kernel's register blocking.
-constexpr std::int64_t kMinChunk = 64;
-// Tasks per thread wanted, so that uneven splits cost little.
-constexpr std::int64_t kTasksPerThread = 4;
-
-struct Geometry {
-  std::int64_t n, cin, h, w;
-  std::int64_t cout, kh, kw;
-  std::int64_t sh, sw, ph, pw, dh, dw;
-  std::int64_t groups, cin_g, cout_g;
-  std::int64_t ho, wo;
-  [[nodiscard]] std::int64_t k() const { return cin_g * kh * kw; }
-  [[nodiscard]] std::int64_t positions() const { return ho * wo; }
-};
-
-std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
-
-// Positions per chunk: at most `cap`, at least kMinChunk, and small enough that
-// count * chunks >= kTasksPerThread * threads when the positions allow it.
-std::int64_t chunk_size(std::int64_t positions, std::int64_t cap, std::int64_t count) {
-  const std::int64_t threads = cvattn::detail::max_threads();
-  std::int64_t chunk = std::max<std::int64_t>(1, std::min(cap, positions));
-  const std::int64_t wanted = kTasksPerThread * threads;
-  if (threads > 1 && count * ceil_div(positions, chunk) < wanted) {
-    const std::int64_t per_item = ceil_div(wanted, std::max<std::int64_t>(count, 1));
-    chunk = std::max(std::min(chunk, kMinChunk), ceil_div(positions, per_item));
-  }
-  // Multiples of 16 keep every workspace row 64-byte aligned.
-  if (chunk < positions) chunk = std::min(positions, ceil_div(chunk, 16) * 16);
-  return chunk;
-}
-
-// Runs body(task, slot) for every task, with slot in [0, slots) unique among concurrently
-// running bodies, so a body may use scratch slot `slot`.
-template <class Body>
-void for_each_task(std::int64_t tasks, std::int64_t slots, Body&& body) {
-  cvattn::detail::parallel_for(slots, [&](std::int64_t slot) {
-    const std::int64_t begin = tasks * slot / slots;
-    const std::int64_t end = tasks * (slot + 1) / slots;
-    for (std::int64_t t = begin; t < end; ++t) body(t, slot);
-  });
-}
-
-void fill_bias(float* out, std::int64_t rows, std::int64_t cols, std::int64_t stride,
-               const float* bias) {
-  for (std::int64_t r = 0; r < rows; ++r) {
-    float* o = out + r * stride;
-    const float b = bias ? bias[r] : 0.0f;
-    for (std::int64_t j = 0; j < cols; ++j) o[j] = b;
-  }
-}
-
-// out[rows, cols] (row stride ldo) += a[rows, k] * b[k, cols] (row stride ldb).
 void gemm_accumulate(const float* a, std::int64_t rows, std::int64_t k, const float* b,
                      std::int64_t ldb, std::int64_t cols, float* out, std::int64_t ldo) {
   const ConstStridedMap am(a, rows, k, Eigen::OuterStride<>(k));
@@ -80,12 +25,34 @@ void gemm_accumulate(const float* a, std::int64_t rows, std::int64_t k, const fl
   om.noalias() += am * bm;
 }
 
+}  // namespace detail
+
+namespace {
+
+using detail::ceil_div;
+using detail::fill_bias;
+using detail::for_each_task;
+using detail::gemm_accumulate;
+using Geometry = detail::ConvGeometry;
+
+// The im2col workspace of one thread holds K x chunk floats; 1 MiB keeps it near L2 while a
+// chunk still has hundreds of columns for the GEMM at usual K (576 for 3x3 over 64 channels).
+constexpr std::int64_t kWorkspaceBytes = std::int64_t{1} << 20;
+// Narrower GEMMs waste the kernel's register blocking.
+constexpr std::int64_t kMinChunk = 64;
+// Winograd pays for its input/output transforms per channel and for its weight transform per
+// channel pair; measured on AVX2 it wins from 8 channels per group and about 24 tiles of 2x2
+// outputs per image (10x10 outputs), and loses at 7x7 outputs with 512 channels.
+constexpr std::int64_t kWinogradMinChannels = 8;
+constexpr std::int64_t kWinogradMinTiles = 24;
+
 // 1x1, stride 1, no padding: each group's output is weight_g [Cout_g, Cin_g] times the input
 // planes [Cin_g, H*W] themselves.
 void conv_pointwise(const Geometry& g, const float* in, const float* wt, const float* bias,
                     float* out) {
   const std::int64_t p = g.positions();
-  const std::int64_t chunk = chunk_size(p, std::int64_t{1} << 30, g.n * g.groups);
+  const std::int64_t chunk =
+      detail::chunk_size(p, std::int64_t{1} << 30, g.n * g.groups, kMinChunk, 16);
   const std::int64_t chunks = ceil_div(p, chunk);
   const std::int64_t tasks = g.n * g.groups * chunks;
   cvattn::detail::parallel_for(tasks, [&](std::int64_t t) {
@@ -188,7 +155,7 @@ void conv_im2col(const Geometry& g, const float* in, const float* wt, const floa
   const std::int64_t k = g.k();
   const std::int64_t p = g.positions();
   const std::int64_t cap = std::max(kMinChunk, kWorkspaceBytes / (4 * k));
-  const std::int64_t chunk = chunk_size(p, cap, g.n * g.groups);
+  const std::int64_t chunk = detail::chunk_size(p, cap, g.n * g.groups, kMinChunk, 16);
   const std::int64_t chunks = ceil_div(p, chunk);
   const std::int64_t tasks = g.n * g.groups * chunks;
   const std::int64_t slots = std::min<std::int64_t>(cvattn::detail::max_threads(), tasks);
@@ -276,6 +243,10 @@ Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias,
     conv_pointwise(g, input.data(), weight.data(), b, out.data());
   } else if (g.cin_g == 1) {
     conv_depthwise(g, input.data(), weight.data(), b, out.data());
+  } else if (g.kh == 3 && g.kw == 3 && g.sh == 1 && g.sw == 1 && g.dh == 1 && g.dw == 1 &&
+             g.cin_g >= kWinogradMinChannels && g.cout_g >= kWinogradMinChannels &&
+             ceil_div(g.ho, 2) * ceil_div(g.wo, 2) >= kWinogradMinTiles) {
+    detail::conv_winograd_3x3(g, input.data(), weight.data(), b, out.data());
   } else {
     conv_im2col(g, input.data(), weight.data(), b, out.data());
   }

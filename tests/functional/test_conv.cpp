@@ -97,8 +97,8 @@ struct RandomCase {
 };
 
 TEST(Conv2d, MatchesDirectEvaluationOnLargerShapes) {
-  // Sizes that split the im2col path into many chunks (K = 576 and 2304), wide rows, N > 1,
-  // and the fast paths at sizes where every thread gets work.
+  // Sizes that split the im2col and Winograd paths into many chunks (K = 576 and 2304), wide
+  // rows, N > 1, and the fast paths at sizes where every thread gets work.
   const std::vector<RandomCase> cases = {
       {{1, 64, 23, 29}, {16, 64, 3, 3}, 1, 1, 1, 1, true},
       {{2, 256, 9, 13}, {8, 256, 3, 3}, 1, 1, 1, 1, false},
@@ -107,6 +107,9 @@ TEST(Conv2d, MatchesDirectEvaluationOnLargerShapes) {
       {{1, 24, 31, 33}, {24, 1, 5, 5}, 1, 2, 1, 24, true},
       {{2, 32, 19, 21}, {48, 32, 1, 1}, 1, 0, 1, 1, true},
       {{1, 8, 64, 64}, {8, 8, 3, 3}, 1, 4, 4, 1, true},
+      // Winograd: several chunks of tile rows, odd sizes, groups, asymmetric padding.
+      {{2, 16, 37, 45}, {24, 16, 3, 3}, 1, 1, 1, 1, true},
+      {{1, 32, 30, 21}, {16, 8, 3, 3}, 1, {0, 2}, 1, 4, false},
   };
   std::uint64_t seed = 100;
   for (const auto& c : cases) {
