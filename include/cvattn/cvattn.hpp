@@ -9,6 +9,7 @@
 #include "cvattn/core/state_dict.hpp"
 #include "cvattn/core/tensor.hpp"
 #include "cvattn/functional/conv.hpp"
+#include "cvattn/functional/deform_conv.hpp"
 #include "cvattn/io/npy.hpp"
 #include "cvattn/io/safetensors.hpp"
 #include "cvattn/version.hpp"
