@@ -6,12 +6,12 @@
 // gathers. The taps (corner pixels and mask-scaled weights) of a chunk of output pixels are
 // computed once per (offset group, kernel tap) and reused for all of the group's channels; a
 // corner outside the image points at the zero pixel, so no per-channel test remains. Columns are
-// stored [pixel, (tap, channel)] and multiplied by the weight reordered to [Cout, tap, channel].
-// Each thread owns one column block of about kSlotBytes; all blocks together stay under
-// kDeformConvWorkspaceCap whatever the input.
+// stored [pixel, (tap, channel)]; a register-blocked kernel multiplies them by the weight packed in
+// panels of 16 output channels [panel, (tap, channel), 16], broadcasting one column entry per
+// pixel against two vectors of output channels. Each thread owns one column block of about
+// kSlotBytes; all blocks together stay under kDeformConvWorkspaceCap whatever the input.
 #include "cvattn/functional/deform_conv.hpp"
 
-#include <Eigen/Core>
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -24,22 +24,29 @@
 #include "functional/detail/tasks.hpp"
 #include "functional/detail/window.hpp"
 
+#if defined(__AVX2__) && defined(__FMA__)
+#include <immintrin.h>
+#define CVATTN_DEFORM_AVX2 1
+#else
+#define CVATTN_DEFORM_AVX2 0
+#endif
+
 namespace cvattn::functional {
 namespace {
 
 using detail::ceil_div;
-using RowMatrix = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
-using ConstStridedMap = Eigen::Map<const RowMatrix, 0, Eigen::OuterStride<>>;
-using StridedMap = Eigen::Map<RowMatrix, 0, Eigen::OuterStride<>>;
 
 constexpr const char* kWhere = "deform_conv2d";
 // Column block per thread: small enough to stay in L2 between being written and being packed by
 // the GEMM, large enough for a few hundred pixels at the usual 3x3x64 reduction.
-constexpr std::int64_t kSlotBytes = std::int64_t{512} << 10;
+constexpr std::int64_t kSlotBytes = std::int64_t{256} << 10;
 // Fewer pixels per GEMM waste its register blocking; a deeper reduction is split instead.
 constexpr std::int64_t kMinCols = 32;
 // Channels-last copies made at once: several small images share one parallel region.
 constexpr std::int64_t kRoundBytes = std::int64_t{16} << 20;
+// The GEMM kernel's register tile: kTileRows pixels x kPanel output channels.
+constexpr std::int64_t kPanel = 16;
+constexpr int kTileRows = 6;
 
 struct Geometry {
   std::int64_t n, cin, h, w;
@@ -89,8 +96,73 @@ struct TapBlock {
   float* weight[4];
 };
 
-void compute_taps(const Geometry& g, const float* offset, const float* mask, std::int64_t grp,
-                  std::int64_t k, std::int64_t p0, std::int64_t cols, const TapBlock& tb) {
+// The regular sampling grid before offsets, as torchvision computes it: the integer position
+// converted to float. y[i * Ho + oy] = oy*sh - ph + i*dh and x[j * Wo + ox] = ox*sw - pw + j*dw.
+struct BaseGrid {
+  std::vector<float> y, x;
+  explicit BaseGrid(const Geometry& g)
+      : y(static_cast<std::size_t>(g.kh * g.ho)), x(static_cast<std::size_t>(g.kw * g.wo)) {
+    for (std::int64_t i = 0; i < g.kh; ++i) {
+      for (std::int64_t oy = 0; oy < g.ho; ++oy) {
+        y[static_cast<std::size_t>(i * g.ho + oy)] =
+            static_cast<float>(oy * g.sh - g.ph + i * g.dh);
+      }
+    }
+    for (std::int64_t j = 0; j < g.kw; ++j) {
+      for (std::int64_t ox = 0; ox < g.wo; ++ox) {
+        x[static_cast<std::size_t>(j * g.wo + ox)] =
+            static_cast<float>(ox * g.sw - g.pw + j * g.dw);
+      }
+    }
+  }
+};
+
+// Taps of `count` consecutive output pixels of one row: base y `by`, base x bx[t], offsets
+// dy[t], dx[t] and (Masked) mask m[t]; written to tb at position `at`.
+template <bool Masked>
+void taps_of_row(float by, const float* __restrict bx, const float* __restrict dy,
+                 const float* __restrict dx, const float* __restrict m, std::int64_t count,
+                 std::int32_t h, std::int32_t w, const TapBlock& tb, std::int64_t at) {
+  const std::int32_t zero_pixel = h * w;
+  std::int32_t* __restrict i0 = tb.index[0] + at;
+  std::int32_t* __restrict i1 = tb.index[1] + at;
+  std::int32_t* __restrict i2 = tb.index[2] + at;
+  std::int32_t* __restrict i3 = tb.index[3] + at;
+  float* __restrict w0 = tb.weight[0] + at;
+  float* __restrict w1 = tb.weight[1] + at;
+  float* __restrict w2 = tb.weight[2] + at;
+  float* __restrict w3 = tb.weight[3] + at;
+  // Two passes over the same taps: GCC vectorises each, but not one loop storing all eight.
+  for (std::int64_t t = 0; t < count; ++t) {
+    const float py = by + dy[t];
+    const float px = bx[t] + dx[t];
+    const float scale = Masked ? m[t] : 1.0f;
+    const std::uint32_t ok = cvattn::detail::deform_sample_in_range(px, py, h, w);
+    const cvattn::detail::BilinearTaps s = cvattn::detail::bilinear_taps(px, py, h, w);
+    // torchvision: mask * (sum of weight * corner), a sample out of range being 0 (so a NaN mask
+    // still poisons it).
+    w0[t] = scale * (ok ? s.weight[0] : 0.0f);
+    w1[t] = scale * (ok ? s.weight[1] : 0.0f);
+    w2[t] = scale * (ok ? s.weight[2] : 0.0f);
+    w3[t] = scale * (ok ? s.weight[3] : 0.0f);
+  }
+  for (std::int64_t t = 0; t < count; ++t) {
+    const float py = by + dy[t];
+    const float px = bx[t] + dx[t];
+    const std::uint32_t ok = cvattn::detail::deform_sample_in_range(px, py, h, w);
+    const cvattn::detail::BilinearTaps s = cvattn::detail::bilinear_taps(px, py, h, w);
+    // A corner outside the image, or of a sample out of range, reads the zero pixel.
+    const std::uint32_t inside = ok ? s.inside : 0u;
+    i0[t] = (inside & 1u) ? s.offset[0] : zero_pixel;
+    i1[t] = (inside & 2u) ? s.offset[1] : zero_pixel;
+    i2[t] = (inside & 4u) ? s.offset[2] : zero_pixel;
+    i3[t] = (inside & 8u) ? s.offset[3] : zero_pixel;
+  }
+}
+
+void compute_taps(const Geometry& g, const BaseGrid& grid, const float* offset, const float* mask,
+                  std::int64_t grp, std::int64_t k, std::int64_t p0, std::int64_t cols,
+                  const TapBlock& tb) {
   const std::int64_t p_all = g.positions();
   const std::int64_t i = k / g.kw;
   const std::int64_t j = k % g.kw;
@@ -99,34 +171,20 @@ void compute_taps(const Geometry& g, const float* offset, const float* mask, std
   const float* m = g.masked ? mask + (grp * g.taps + k) * p_all : nullptr;
   const auto h = static_cast<std::int32_t>(g.h);
   const auto w = static_cast<std::int32_t>(g.w);
-  const auto zero_pixel = static_cast<std::int32_t>(g.h * g.w);
+  const float* bx = grid.x.data() + j * g.wo;
   std::int64_t p = p0;
   const std::int64_t end = p0 + cols;
   while (p < end) {  // one output row segment at a time, so the inner loop is straight
     const std::int64_t oy = p / g.wo;
     const std::int64_t ox0 = p - oy * g.wo;
-    const std::int64_t ox1 = std::min(g.wo, ox0 + (end - p));
-    // torchvision adds the integer grid position, converted to float, to the offset.
-    const auto base_y = static_cast<float>(oy * g.sh - g.ph + i * g.dh);
-    const std::int64_t base_x = j * g.dw - g.pw;
-    const std::int64_t t0 = p - p0 - ox0;  // tap index of column ox is t0 + ox
-    const std::int64_t row = oy * g.wo;
-    for (std::int64_t ox = ox0; ox < ox1; ++ox) {
-      const float py = base_y + dy[row + ox];
-      const float px = static_cast<float>(ox * g.sw + base_x) + dx[row + ox];
-      const float scale = m ? m[row + ox] : 1.0f;
-      const bool in_range = cvattn::detail::deform_sample_in_range(px, py, h, w);
-      const cvattn::detail::BilinearTaps t = cvattn::detail::bilinear_taps(px, py, h, w);
-      const std::uint32_t inside = in_range ? t.inside : 0u;
-      const std::int64_t at = t0 + ox;
-      for (int q = 0; q < 4; ++q) {
-        // torchvision: mask * (sum of weight * corner), a sample out of range being 0 (so a NaN
-        // mask still poisons it); a corner outside reads 0.
-        tb.weight[q][at] = scale * (in_range ? t.weight[q] : 0.0f);
-        tb.index[q][at] = ((inside >> q) & 1u) ? t.offset[q] : zero_pixel;
-      }
+    const std::int64_t count = std::min(g.wo - ox0, end - p);
+    const float by = grid.y[static_cast<std::size_t>(i * g.ho + oy)];
+    if (m) {
+      taps_of_row<true>(by, bx + ox0, dy + p, dx + p, m + p, count, h, w, tb, p - p0);
+    } else {
+      taps_of_row<false>(by, bx + ox0, dy + p, dx + p, nullptr, count, h, w, tb, p - p0);
     }
-    p += ox1 - ox0;
+    p += count;
   }
 }
 
@@ -149,33 +207,131 @@ void scatter_samples(const TapBlock& tb, std::int64_t cols, const float* image,
   }
 }
 
-// Channels-last copy of images [C, H*W] -> [H*W + 1, C], the last pixel zero. Tiles of pixels keep
-// the strided writes within L1.
+// Channels-last copy of images [C, H*W] -> [H*W + 1, C], the last pixel zero, in tiles of
+// kTile pixels (4x4 blocks transposed in SSE registers where available).
 void to_channels_last(const Geometry& g, const float* in, std::int64_t images, float* out) {
   constexpr std::int64_t kTile = 32;
   const std::int64_t hw = g.h * g.w;
+  const std::int64_t cin = g.cin;
   const std::int64_t tiles = ceil_div(hw + 1, kTile);
   cvattn::detail::parallel_for(images * tiles, [&](std::int64_t t) {
     const std::int64_t img = t / tiles;
     const std::int64_t p0 = (t % tiles) * kTile;
     const std::int64_t p1 = std::min(hw, p0 + kTile);
-    const float* src = in + img * g.cin * hw;
-    float* dst = out + img * (hw + 1) * g.cin;
-    for (std::int64_t c = 0; c < g.cin; ++c) {
+    const float* src = in + img * cin * hw;
+    float* dst = out + img * (hw + 1) * cin;
+    std::int64_t c = 0;
+#if CVATTN_DEFORM_AVX2
+    for (; c + 4 <= cin; c += 4) {
       const float* s = src + c * hw;
-      for (std::int64_t p = p0; p < p1; ++p) dst[p * g.cin + c] = s[p];
+      std::int64_t p = p0;
+      for (; p + 4 <= p1; p += 4) {
+        __m128 r0 = _mm_loadu_ps(s + p);
+        __m128 r1 = _mm_loadu_ps(s + hw + p);
+        __m128 r2 = _mm_loadu_ps(s + 2 * hw + p);
+        __m128 r3 = _mm_loadu_ps(s + 3 * hw + p);
+        _MM_TRANSPOSE4_PS(r0, r1, r2, r3);
+        _mm_storeu_ps(dst + p * cin + c, r0);
+        _mm_storeu_ps(dst + (p + 1) * cin + c, r1);
+        _mm_storeu_ps(dst + (p + 2) * cin + c, r2);
+        _mm_storeu_ps(dst + (p + 3) * cin + c, r3);
+      }
+      for (; p < p1; ++p) {
+        for (std::int64_t cc = 0; cc < 4; ++cc) dst[p * cin + c + cc] = s[cc * hw + p];
+      }
     }
-    if (p0 + kTile > hw) std::fill(dst + hw * g.cin, dst + (hw + 1) * g.cin, 0.0f);
+#endif
+    for (; c < cin; ++c) {
+      const float* s = src + c * hw;
+      for (std::int64_t p = p0; p < p1; ++p) dst[p * cin + c] = s[p];
+    }
+    if (p0 + kTile > hw) std::fill(dst + hw * cin, dst + (hw + 1) * cin, 0.0f);
   });
 }
 
-// out[rows, cols] (row stride ldo) += a[rows, k] (row stride lda) * b[cols, k]^T (dense).
-void gemm_abt(const float* a, std::int64_t rows, std::int64_t k, std::int64_t lda, const float* b,
-              std::int64_t cols, float* out, std::int64_t ldo) {
-  const ConstStridedMap am(a, rows, k, Eigen::OuterStride<>(lda));
-  const ConstStridedMap bm(b, cols, k, Eigen::OuterStride<>(k));
-  StridedMap om(out, rows, cols, Eigen::OuterStride<>(ldo));
-  om.noalias() += am * bm.transpose();
+// Weight [Cout, Cin_g, kh, kw] packed per weight group into panels of kPanel output channels:
+// packed[(gi * panels + q) * R * kPanel + r * kPanel + lane] = weight of output channel
+// gi*Cout_g + q*kPanel + lane (0 past Cout_g) at reduction index r = tap * Cin_g + channel.
+void pack_weight(const Geometry& g, const float* weight, std::int64_t panels, float* packed) {
+  const std::int64_t r_all = g.reduction();
+  for (std::int64_t gi = 0; gi < g.gw; ++gi) {
+    for (std::int64_t q = 0; q < panels; ++q) {
+      float* dst = packed + (gi * panels + q) * r_all * kPanel;
+      for (std::int64_t lane = 0; lane < kPanel; ++lane) {
+        const std::int64_t oc = q * kPanel + lane;
+        const float* src = weight + (gi * g.cout_g + oc) * g.cin_g * g.taps;
+        for (std::int64_t c = 0; c < g.cin_g; ++c) {
+          for (std::int64_t k = 0; k < g.taps; ++k) {
+            dst[(k * g.cin_g + c) * kPanel + lane] = oc < g.cout_g ? src[c * g.taps + k] : 0.0f;
+          }
+        }
+      }
+    }
+  }
+}
+
+// out[oc * ldo + i] += sum_r col[i * ldc + r] * panel[r * kPanel + oc] for MR pixels i and the
+// first `oc_valid` output channels oc of the panel.
+template <int MR>
+void tile_kernel(const float* col, std::int64_t ldc, const float* panel, std::int64_t depth,
+                 float* out, std::int64_t ldo, std::int64_t oc_valid) {
+  alignas(32) float acc[MR][kPanel];
+#if CVATTN_DEFORM_AVX2
+  __m256 lo[MR], hi[MR];
+  for (int i = 0; i < MR; ++i) lo[i] = _mm256_setzero_ps(), hi[i] = _mm256_setzero_ps();
+  for (std::int64_t r = 0; r < depth; ++r) {
+    const __m256 w0 = _mm256_loadu_ps(panel + r * kPanel);
+    const __m256 w1 = _mm256_loadu_ps(panel + r * kPanel + 8);
+    for (int i = 0; i < MR; ++i) {
+      const __m256 a = _mm256_broadcast_ss(col + i * ldc + r);
+      lo[i] = _mm256_fmadd_ps(a, w0, lo[i]);
+      hi[i] = _mm256_fmadd_ps(a, w1, hi[i]);
+    }
+  }
+  for (int i = 0; i < MR; ++i) {
+    _mm256_store_ps(acc[i], lo[i]);
+    _mm256_store_ps(acc[i] + 8, hi[i]);
+  }
+#else
+  for (int i = 0; i < MR; ++i) {
+    for (std::int64_t l = 0; l < kPanel; ++l) acc[i][l] = 0.0f;
+  }
+  for (std::int64_t r = 0; r < depth; ++r) {
+    const float* w = panel + r * kPanel;
+    for (int i = 0; i < MR; ++i) {
+      const float a = col[i * ldc + r];
+      for (std::int64_t l = 0; l < kPanel; ++l) acc[i][l] += a * w[l];
+    }
+  }
+#endif
+  for (std::int64_t oc = 0; oc < oc_valid; ++oc) {
+    float* o = out + oc * ldo;
+    for (int i = 0; i < MR; ++i) o[i] += acc[i][oc];
+  }
+}
+
+// out[oc, p] (row stride ldo) += sum_r col[p, r] * panels[q][r][oc] for pixels p < cols and the
+// cout_g output channels spread over the panels.
+void gemm_panels(const float* col, std::int64_t cols, std::int64_t depth, const float* panels,
+                 std::int64_t panel_stride, std::int64_t cout_g, float* out, std::int64_t ldo) {
+  for (std::int64_t q = 0; q * kPanel < cout_g; ++q) {
+    const float* panel = panels + q * panel_stride;
+    const std::int64_t oc_valid = std::min(kPanel, cout_g - q * kPanel);
+    float* o = out + q * kPanel * ldo;
+    std::int64_t p = 0;
+    for (; p + kTileRows <= cols; p += kTileRows) {
+      tile_kernel<kTileRows>(col + p * depth, depth, panel, depth, o + p, ldo, oc_valid);
+    }
+    const float* c = col + p * depth;
+    switch (cols - p) {
+      case 5: tile_kernel<5>(c, depth, panel, depth, o + p, ldo, oc_valid); break;
+      case 4: tile_kernel<4>(c, depth, panel, depth, o + p, ldo, oc_valid); break;
+      case 3: tile_kernel<3>(c, depth, panel, depth, o + p, ldo, oc_valid); break;
+      case 2: tile_kernel<2>(c, depth, panel, depth, o + p, ldo, oc_valid); break;
+      case 1: tile_kernel<1>(c, depth, panel, depth, o + p, ldo, oc_valid); break;
+      default: break;
+    }
+  }
 }
 
 Geometry validate(const Tensor& input, const Tensor& offset, const Tensor& weight,
@@ -257,18 +413,10 @@ Tensor deform_conv2d(const Tensor& input, const Tensor& offset, const Tensor& we
   const std::int64_t hw1 = g.h * g.w + 1;
 
   // Everything is allocated (and checked against the tensor cap) before any parallel region.
-  Tensor reordered = Tensor::empty({g.cout, r_all});  // [Cout, tap, channel-in-group]
-  {
-    const float* src = weight.data();
-    float* dst = reordered.data();
-    for (std::int64_t o = 0; o < g.cout; ++o) {
-      for (std::int64_t c = 0; c < g.cin_g; ++c) {
-        for (std::int64_t k = 0; k < g.taps; ++k) {
-          dst[(o * g.taps + k) * g.cin_g + c] = src[(o * g.cin_g + c) * g.taps + k];
-        }
-      }
-    }
-  }
+  const std::int64_t panels = ceil_div(g.cout_g, kPanel);
+  Tensor packed = Tensor::empty({g.gw, panels, r_all, kPanel});
+  pack_weight(g, weight.data(), panels, packed.data());
+  const BaseGrid grid(g);
   Tensor channels_last = Tensor::empty({plan.round, hw1, g.cin});
   const std::int64_t max_tasks = plan.round * chunks;
   const std::int64_t slots = detail::slot_count(max_tasks);
@@ -281,7 +429,7 @@ Tensor deform_conv2d(const Tensor& input, const Tensor& offset, const Tensor& we
   const float* off = offset.data();
   const float* msk = g.masked ? mask.data() : nullptr;
   const float* b = bias.defined() ? bias.data() : nullptr;
-  const float* wr = reordered.data();
+  const float* wp = packed.data();
   float* o = out.data();
   float* cl = channels_last.data();
 
@@ -318,15 +466,15 @@ Tensor deform_conv2d(const Tensor& input, const Tensor& offset, const Tensor& we
               const std::int64_t a = std::max(a_abs, grp * g.cin_o);
               const std::int64_t e = std::min(b_abs, (grp + 1) * g.cin_o);
               if (grp != have_grp || k != have_k) {
-                compute_taps(g, off_n, msk_n, grp, k, p0, cols, tb);
+                compute_taps(g, grid, off_n, msk_n, grp, k, p0, cols, tb);
                 have_grp = grp, have_k = k;
               }
               scatter_samples(tb, cols, image + a, g.cin, e - a,
                               col + (k * g.cin_g + (a - gi * g.cin_g) - r0), rl);
             }
           }
-          gemm_abt(wr + gi * g.cout_g * r_all + r0, g.cout_g, rl, r_all, col, cols,
-                   out_n + gi * g.cout_g * p_all + p0, p_all);
+          gemm_panels(col, cols, rl, wp + (gi * panels * r_all + r0) * kPanel, r_all * kPanel,
+                      g.cout_g, out_n + gi * g.cout_g * p_all + p0, p_all);
         }
       }
     });
