@@ -12,4 +12,5 @@
 #include "cvattn/functional/deform_conv.hpp"
 #include "cvattn/io/npy.hpp"
 #include "cvattn/io/safetensors.hpp"
+#include "cvattn/modules/deform_conv.hpp"
 #include "cvattn/version.hpp"
