@@ -8,6 +8,8 @@ namespace cvattn::cli {
 const std::vector<OpSpec>& all_ops() {
   static const std::vector<OpSpec> ops = {
       ops::conv2d(),
+      ops::deform_conv2d(),
+      ops::deform_conv(),
   };
   return ops;
 }

@@ -5,5 +5,7 @@
 namespace cvattn::cli::ops {
 
 OpSpec conv2d();
+OpSpec deform_conv2d();
+OpSpec deform_conv();
 
 }  // namespace cvattn::cli::ops
