@@ -335,6 +335,17 @@ TEST(DeformConv2d, EmptyBatchAndEmptyOutputChannels) {
   EXPECT_EQ(y1.shape(), (Shape{1, 0, 3, 3}));
 }
 
+TEST(DeformConv2d, EmptyImageReadsZeros) {
+  // H = 0 with padding: every sample lies outside the (empty) image, only the bias remains.
+  const Tensor off = test::random_tensor({1, 2, 2, 4}, 51, -1, 1);
+  const Tensor b = Tensor::from_vector({3}, {1, 2, 3});
+  const Tensor y = F::deform_conv2d(Tensor::zeros({1, 2, 0, 4}), off,
+                                    test::random_tensor({3, 2, 1, 1}, 52), b, {},
+                                    F::DeformConv2dOptions().padding({1, 0}));
+  ASSERT_EQ(y.shape(), (Shape{1, 3, 2, 4}));
+  for (std::int64_t i = 0; i < y.numel(); ++i) EXPECT_EQ(y[i], b[i / 8]) << i;
+}
+
 TEST(DeformConv2d, ConcurrentCallsAgree) {
   const Tensor x = test::random_tensor({1, 16, 12, 12}, 31);
   const Tensor w = test::random_tensor({8, 16, 3, 3}, 32);
