@@ -12,6 +12,8 @@ const std::vector<OpSpec>& all_ops() {
       ops::eca(),
       ops::cbam(),
       ops::sk(),
+      ops::deform_conv2d(),
+      ops::deform_conv(),
   };
   return ops;
 }

@@ -92,8 +92,11 @@ inline float bilinear_read(const float* plane, const BilinearTaps& t) {
 // torchvision deform_conv2d's range rule in pixel space: a sample with y <= -1, y >= h, x <= -1
 // or x >= w reads 0 without touching the plane. Non-finite coordinates fail it as well (mmcv's
 // behaviour; torchvision leaves NaN undefined).
-inline bool deform_sample_in_range(float x, float y, std::int32_t h, std::int32_t w) {
-  return x > -1.0f && x < static_cast<float>(w) && y > -1.0f && y < static_cast<float>(h);
+// 1 when in range, else 0: an integer from bitwise & (not a bool from &&), so that loops computing
+// a row of taps stay branch-free and vectorise.
+inline std::uint32_t deform_sample_in_range(float x, float y, std::int32_t h, std::int32_t w) {
+  return static_cast<std::uint32_t>((x > -1.0f) & (x < static_cast<float>(w)) & (y > -1.0f) &
+                                    (y < static_cast<float>(h)));
 }
 
 }  // namespace cvattn::detail

@@ -9,5 +9,7 @@ OpSpec conv2d();
 OpSpec eca();
 OpSpec se();
 OpSpec sk();
+OpSpec deform_conv2d();
+OpSpec deform_conv();
 
 }  // namespace cvattn::cli::ops
