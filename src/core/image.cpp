@@ -18,24 +18,18 @@ void check_image(const cv::Mat& image, const char* where) {
                ": expected 1, 3 or 4 channels, got ", cn);
 }
 
-// mean/std in the blob's channel order.
-cv::Scalar blob_order(cv::Scalar s, const ImageOptions& o) {
-  if (o.swap_rb()) std::swap(s[0], s[2]);
-  return s;
-}
-
 }  // namespace
 
 Tensor from_images(const std::vector<cv::Mat>& images, const ImageOptions& options) {
   CVATTN_CHECK(!images.empty(), ValueError, "from_images: no images");
   for (const auto& im : images) check_image(im, "from_images");
-  for (int c = 0; c < 4; ++c) {
+  for (int c = 0; c < images[0].channels(); ++c) {
     CVATTN_CHECK(options.std()[c] != 0.0, ValueError, "from_images: std[", c, "] is zero");
   }
   cv::Mat blob = cv::dnn::blobFromImages(images, options.scale(), options.size(), options.mean(),
                                          options.swap_rb(), options.crop(), CV_32F);
   Tensor t(blob);
-  const cv::Scalar stdv = blob_order(options.std(), options);
+  const cv::Scalar stdv = options.std();
   const auto s = t.nchw("from_images");
   for (std::int64_t n = 0; n < s.n; ++n) {
     for (std::int64_t c = 0; c < s.c; ++c) {
@@ -60,8 +54,11 @@ cv::Mat to_image(const Tensor& blob, std::int64_t n, const ImageOptions& options
   CVATTN_CHECK(0 <= n && n < s.n, ShapeError, "to_image: sample ", n, " out of range for shape ",
                to_string(blob.shape()));
   CVATTN_CHECK(options.scale() != 0.0, ValueError, "to_image: scale is zero");
-  const cv::Scalar mean = blob_order(options.mean(), options);
-  const cv::Scalar stdv = blob_order(options.std(), options);
+  for (int c = 0; c < static_cast<int>(s.c); ++c) {
+    CVATTN_CHECK(options.std()[c] != 0.0, ValueError, "to_image: std[", c, "] is zero");
+  }
+  const cv::Scalar mean = options.mean();
+  const cv::Scalar stdv = options.std();
   std::vector<cv::Mat> planes;
   for (std::int64_t c = 0; c < s.c; ++c) {
     const int ci = static_cast<int>(c);

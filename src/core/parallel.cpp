@@ -6,8 +6,8 @@
 namespace cvattn {
 
 void set_num_threads(int threads) {
-  CVATTN_CHECK(threads >= 1, ValueError, "set_num_threads: expected at least 1 thread, got ",
-               threads);
+  CVATTN_CHECK(threads >= 1 && threads <= kMaxThreads, ValueError,
+               "set_num_threads: expected 1 to ", kMaxThreads, " threads, got ", threads);
 #if CVATTN_HAS_OPENMP
   omp_set_num_threads(threads);
 #endif

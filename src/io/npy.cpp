@@ -176,7 +176,12 @@ Tensor parse_npy(const void* data, std::size_t size, const std::string& name) {
   CVATTN_CHECK(itemsize != 0, IoError, "read_npy: '", name, "': dtype '", descr,
                "' is not supported (expected '<f4' float32 or '<f8' float64)");
 
-  const std::int64_t numel = checked_numel(shape, "read_npy: '" + name + "'");
+  std::int64_t numel;
+  try {
+    numel = checked_numel(shape, "read_npy: '" + name + "'");
+  } catch (const Error& e) {
+    throw IoError(e.what());  // a file that claims an absurd size is a malformed file
+  }
   const std::size_t payload = size - data_start;
   CVATTN_CHECK(payload / static_cast<std::size_t>(itemsize) == static_cast<std::size_t>(numel) &&
                    payload % static_cast<std::size_t>(itemsize) == 0,

@@ -1,7 +1,8 @@
 #pragma once
 // Image <-> tensor conversion with cv::dnn::blobFromImage's semantics, plus a per-channel std:
 //   blob = ((resize(image) - mean) * scale) / std,   channels optionally swapped BGR -> RGB.
-// `mean` and `std` are given in the image's channel order (like blobFromImage's mean).
+// `mean` and `std` are given in the blob's channel order, as blobFromImage documents for its mean:
+// (R, G, B) for a BGR image with swap_rb.
 #include <vector>
 
 #include <opencv2/core.hpp>

@@ -5,6 +5,10 @@
 
 namespace cvattn {
 
+// More threads than this are refused: OpenMP runtimes abort or crash while creating them.
+inline constexpr int kMaxThreads = 1024;
+
+// ValueError unless 1 <= threads <= kMaxThreads.
 CVATTN_EXPORT void set_num_threads(int threads);
 [[nodiscard]] CVATTN_EXPORT int num_threads();
 

@@ -1,0 +1,48 @@
+// conv2d at the shapes of a ResNet stage: 3x3 64->64, 1x1 64->64 and depthwise 3x3 over
+// [1, 64, 56, 56]. Arg = threads (cvattn::set_num_threads).
+#include <benchmark/benchmark.h>
+
+#include "cvattn/core/parallel.hpp"
+#include "cvattn/functional/conv.hpp"
+#include "support/random.hpp"
+
+namespace F = cvattn::functional;
+using cvattn::Tensor;
+
+namespace {
+
+void run_conv(benchmark::State& state, const cvattn::Shape& in_shape, const cvattn::Shape& w_shape,
+              const F::Conv2dOptions& options) {
+  cvattn::set_num_threads(static_cast<int>(state.range(0)));
+  const Tensor x = cvattn::test::random_tensor(in_shape, 1);
+  const Tensor w = cvattn::test::random_tensor(w_shape, 2);
+  const Tensor b = cvattn::test::random_tensor({w_shape[0]}, 3);
+  for (auto _ : state) {
+    Tensor y = F::conv2d(x, w, b, options);
+    benchmark::DoNotOptimize(y.data());
+  }
+}
+
+void BM_Conv3x3_64(benchmark::State& state) {
+  run_conv(state, {1, 64, 56, 56}, {64, 64, 3, 3}, F::Conv2dOptions().padding(1));
+}
+void BM_Conv1x1_64(benchmark::State& state) {
+  run_conv(state, {1, 64, 56, 56}, {64, 64, 1, 1}, F::Conv2dOptions());
+}
+void BM_ConvDepthwise3x3_64(benchmark::State& state) {
+  run_conv(state, {1, 64, 56, 56}, {64, 1, 3, 3}, F::Conv2dOptions().padding(1).groups(64));
+}
+void BM_Conv3x3_64_Stride2(benchmark::State& state) {
+  run_conv(state, {1, 64, 56, 56}, {128, 64, 3, 3}, F::Conv2dOptions().padding(1).stride(2));
+}
+void BM_Conv7x7_Stem(benchmark::State& state) {
+  run_conv(state, {1, 3, 224, 224}, {64, 3, 7, 7}, F::Conv2dOptions().padding(3).stride(2));
+}
+
+}  // namespace
+
+BENCHMARK(BM_Conv3x3_64)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_Conv1x1_64)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_ConvDepthwise3x3_64)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_Conv3x3_64_Stride2)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_Conv7x7_Stem)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond);

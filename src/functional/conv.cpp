@@ -1,0 +1,256 @@
+#include "cvattn/functional/conv.hpp"
+
+#include <Eigen/Core>
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "core/parallel_for.hpp"
+#include "cvattn/core/error.hpp"
+#include "functional/detail/conv_kernels.hpp"
+#include "functional/detail/window.hpp"
+
+namespace cvattn::functional {
+namespace detail {
+
+using RowMatrix = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+using ConstStridedMap = Eigen::Map<const RowMatrix, 0, Eigen::OuterStride<>>;
+using StridedMap = Eigen::Map<RowMatrix, 0, Eigen::OuterStride<>>;
+
+void gemm_accumulate(const float* a, std::int64_t rows, std::int64_t k, const float* b,
+                     std::int64_t ldb, std::int64_t cols, float* out, std::int64_t ldo) {
+  const ConstStridedMap am(a, rows, k, Eigen::OuterStride<>(k));
+  const ConstStridedMap bm(b, k, cols, Eigen::OuterStride<>(ldb));
+  StridedMap om(out, rows, cols, Eigen::OuterStride<>(ldo));
+  om.noalias() += am * bm;
+}
+
+}  // namespace detail
+
+namespace {
+
+using detail::ceil_div;
+using detail::fill_bias;
+using detail::for_each_task;
+using detail::gemm_accumulate;
+using Geometry = detail::ConvGeometry;
+
+// The im2col workspace of one thread holds K x chunk floats; 1 MiB keeps it near L2 while a
+// chunk still has hundreds of columns for the GEMM at usual K (576 for 3x3 over 64 channels).
+constexpr std::int64_t kWorkspaceBytes = std::int64_t{1} << 20;
+// Narrower GEMMs waste the kernel's register blocking.
+constexpr std::int64_t kMinChunk = 64;
+// Winograd pays for its input/output transforms per channel and for its weight transform per
+// channel pair; measured on AVX2 it wins from 8 channels per group and about 24 tiles of 2x2
+// outputs per image (10x10 outputs), and loses at 7x7 outputs with 512 channels.
+constexpr std::int64_t kWinogradMinChannels = 8;
+constexpr std::int64_t kWinogradMinTiles = 24;
+
+// 1x1, stride 1, no padding: each group's output is weight_g [Cout_g, Cin_g] times the input
+// planes [Cin_g, H*W] themselves.
+void conv_pointwise(const Geometry& g, const float* in, const float* wt, const float* bias,
+                    float* out) {
+  const std::int64_t p = g.positions();
+  const std::int64_t chunk =
+      detail::chunk_size(p, std::int64_t{1} << 30, g.n * g.groups, kMinChunk, 16);
+  const std::int64_t chunks = ceil_div(p, chunk);
+  const std::int64_t tasks = g.n * g.groups * chunks;
+  cvattn::detail::parallel_for(tasks, [&](std::int64_t t) {
+    const std::int64_t c = t % chunks;
+    const std::int64_t ng = t / chunks;
+    const std::int64_t gi = ng % g.groups;
+    const std::int64_t ni = ng / g.groups;
+    const std::int64_t p0 = c * chunk;
+    const std::int64_t cols = std::min(chunk, p - p0);
+    float* o = out + (ni * g.cout + gi * g.cout_g) * p + p0;
+    fill_bias(o, g.cout_g, cols, p, bias ? bias + gi * g.cout_g : nullptr);
+    gemm_accumulate(wt + gi * g.cout_g * g.cin_g, g.cout_g, g.cin_g,
+                    in + (ni * g.cin + gi * g.cin_g) * p + p0, p, cols, o, p);
+  });
+}
+
+// groups == Cin: every output channel o reads one input plane (o / multiplier), so a direct
+// loop over taps beats a GEMM with K = kh*kw.
+void conv_depthwise(const Geometry& g, const float* in, const float* wt, const float* bias,
+                    float* out) {
+  std::vector<detail::ValidRange> ranges(static_cast<std::size_t>(g.kw));
+  for (std::int64_t v = 0; v < g.kw; ++v) {
+    ranges[static_cast<std::size_t>(v)] = detail::valid_range(g.w, g.wo, g.sw, v * g.dw - g.pw);
+  }
+  const std::int64_t multiplier = g.cout_g;
+  cvattn::detail::parallel_for(g.n * g.cout, [&](std::int64_t plane) {
+    const std::int64_t o = plane % g.cout;
+    const std::int64_t ni = plane / g.cout;
+    const float* src = in + (ni * g.cin + o / multiplier) * g.h * g.w;
+    const float* k = wt + o * g.kh * g.kw;
+    const float b = bias ? bias[o] : 0.0f;
+    float* dst = out + plane * g.ho * g.wo;
+    for (std::int64_t oy = 0; oy < g.ho; ++oy) {
+      float* orow = dst + oy * g.wo;
+      for (std::int64_t ox = 0; ox < g.wo; ++ox) orow[ox] = b;
+      for (std::int64_t u = 0; u < g.kh; ++u) {
+        const std::int64_t iy = oy * g.sh - g.ph + u * g.dh;
+        if (!(iy >= 0 && iy < g.h)) continue;
+        const float* irow = src + iy * g.w;
+        for (std::int64_t v = 0; v < g.kw; ++v) {
+          const float kv = k[u * g.kw + v];
+          const auto r = ranges[static_cast<std::size_t>(v)];
+          const std::int64_t off = v * g.dw - g.pw;
+          if (g.sw == 1 && r.hi > r.lo) {
+            const float* s = irow + (r.lo + off);  // s[i] is the tap of column r.lo + i
+            float* d = orow + r.lo;
+            const std::int64_t count = r.hi - r.lo;
+            for (std::int64_t i = 0; i < count; ++i) d[i] += kv * s[i];
+          } else {
+            for (std::int64_t ox = r.lo; ox < r.hi; ++ox) orow[ox] += kv * irow[ox * g.sw + off];
+          }
+        }
+      }
+    }
+  });
+}
+
+// Writes the im2col columns of output positions [p0, p0 + cols) of one group into
+// ws [K, cols]: row (c, u, v) holds the input tap (c, u, v) of every position, 0 in padding.
+void im2col(const Geometry& g, const float* planes, const std::vector<detail::ValidRange>& ranges,
+            std::int64_t p0, std::int64_t cols, float* ws) {
+  const std::int64_t oy_first = p0 / g.wo;
+  const std::int64_t oy_last = (p0 + cols - 1) / g.wo;
+  for (std::int64_t c = 0; c < g.cin_g; ++c) {
+    const float* plane = planes + c * g.h * g.w;
+    for (std::int64_t u = 0; u < g.kh; ++u) {
+      for (std::int64_t v = 0; v < g.kw; ++v) {
+        float* row = ws + ((c * g.kh + u) * g.kw + v) * cols;
+        const auto r = ranges[static_cast<std::size_t>(v)];
+        const std::int64_t off = v * g.dw - g.pw;
+        for (std::int64_t oy = oy_first; oy <= oy_last; ++oy) {
+          // Output columns [xb, xe) of row oy land at row[base + xb ...].
+          const std::int64_t xb = std::max(p0 - oy * g.wo, std::int64_t{0});
+          const std::int64_t xe = std::min(p0 + cols - oy * g.wo, g.wo);
+          float* d = row + (oy * g.wo + xb - p0);
+          const std::int64_t iy = oy * g.sh - g.ph + u * g.dh;
+          if (!(iy >= 0 && iy < g.h)) {
+            std::fill(d, d + (xe - xb), 0.0f);
+            continue;
+          }
+          const std::int64_t lo = std::clamp(r.lo, xb, xe);
+          const std::int64_t hi = std::clamp(r.hi, lo, xe);
+          std::fill(d, d + (lo - xb), 0.0f);
+          const float* irow = plane + iy * g.w;  // irow[ox * sw + off] is tap (u, v) of column ox
+          float* dl = d + (lo - xb);
+          if (g.sw == 1) {
+            if (hi > lo) std::copy(irow + (lo + off), irow + (hi + off), dl);
+          } else {
+            for (std::int64_t ox = lo; ox < hi; ++ox) dl[ox - lo] = irow[ox * g.sw + off];
+          }
+          std::fill(dl + (hi - lo), d + (xe - xb), 0.0f);
+        }
+      }
+    }
+  }
+}
+
+void conv_im2col(const Geometry& g, const float* in, const float* wt, const float* bias,
+                 float* out) {
+  const std::int64_t k = g.k();
+  const std::int64_t p = g.positions();
+  const std::int64_t cap = std::max(kMinChunk, kWorkspaceBytes / (4 * k));
+  const std::int64_t chunk = detail::chunk_size(p, cap, g.n * g.groups, kMinChunk, 16);
+  const std::int64_t chunks = ceil_div(p, chunk);
+  const std::int64_t tasks = g.n * g.groups * chunks;
+  const std::int64_t slots = std::min<std::int64_t>(cvattn::detail::max_threads(), tasks);
+  // Allocated (and size-checked against the cap) before the parallel region.
+  Tensor workspace = Tensor::empty({slots, k * chunk});
+  std::vector<detail::ValidRange> ranges(static_cast<std::size_t>(g.kw));
+  for (std::int64_t v = 0; v < g.kw; ++v) {
+    ranges[static_cast<std::size_t>(v)] = detail::valid_range(g.w, g.wo, g.sw, v * g.dw - g.pw);
+  }
+  float* ws_base = workspace.data();
+  for_each_task(tasks, slots, [&](std::int64_t t, std::int64_t slot) {
+    const std::int64_t c = t % chunks;
+    const std::int64_t ng = t / chunks;
+    const std::int64_t gi = ng % g.groups;
+    const std::int64_t ni = ng / g.groups;
+    const std::int64_t p0 = c * chunk;
+    const std::int64_t cols = std::min(chunk, p - p0);
+    float* ws = ws_base + slot * k * chunk;
+    im2col(g, in + (ni * g.cin + gi * g.cin_g) * g.h * g.w, ranges, p0, cols, ws);
+    float* o = out + (ni * g.cout + gi * g.cout_g) * p + p0;
+    fill_bias(o, g.cout_g, cols, p, bias ? bias + gi * g.cout_g : nullptr);
+    gemm_accumulate(wt + gi * g.cout_g * k, g.cout_g, k, ws, cols, cols, o, p);
+  });
+}
+
+Geometry validate(const Tensor& input, const Tensor& weight, const Tensor& bias,
+                  const Conv2dOptions& options) {
+  constexpr const char* kWhere = "conv2d";
+  check_rank(input, 4, "input", kWhere);
+  check_rank(weight, 4, "weight", kWhere);
+  detail::check_pair(options.stride(), 1, "stride", kWhere);
+  detail::check_pair(options.padding(), 0, "padding", kWhere);
+  detail::check_pair(options.dilation(), 1, "dilation", kWhere);
+  const std::int64_t groups = options.groups();
+  CVATTN_CHECK(groups >= 1, ValueError, kWhere, ": groups must be positive, got ", groups);
+  Geometry g{};
+  g.n = input.dim(0), g.cin = input.dim(1), g.h = input.dim(2), g.w = input.dim(3);
+  g.cout = weight.dim(0), g.kh = weight.dim(2), g.kw = weight.dim(3);
+  g.sh = options.stride().h, g.sw = options.stride().w;
+  g.ph = options.padding().h, g.pw = options.padding().w;
+  g.dh = options.dilation().h, g.dw = options.dilation().w;
+  g.groups = groups;
+  CVATTN_CHECK(g.kh > 0 && g.kw > 0, ShapeError, kWhere, ": tensor 'weight' ",
+               to_string(weight.shape()), " has an empty kernel");
+  CVATTN_CHECK(g.cout % groups == 0, ValueError, kWhere, ": groups (", groups,
+               ") must divide the output channels of 'weight' ", to_string(weight.shape()));
+  CVATTN_CHECK(weight.dim(1) * groups == g.cin, ShapeError, kWhere, ": tensor 'input' expected ",
+               weight.dim(1) * groups, " channels (weight ", to_string(weight.shape()),
+               " with groups ", groups, "), got ", to_string(input.shape()));
+  if (bias.defined()) check_shape(bias, {g.cout}, "bias", kWhere);
+  g.cin_g = g.cin / groups;
+  g.cout_g = g.cout / groups;
+  const std::int64_t eff_h = g.dh * (g.kh - 1) + 1;
+  const std::int64_t eff_w = g.dw * (g.kw - 1) + 1;
+  CVATTN_CHECK(eff_h <= g.h + 2 * g.ph && eff_w <= g.w + 2 * g.pw, ShapeError, kWhere, ": kernel (",
+               g.kh, ", ", g.kw, ") with dilation (", g.dh, ", ", g.dw, ") spans (", eff_h, ", ",
+               eff_w, "), larger than the padded input (", g.h + 2 * g.ph, ", ", g.w + 2 * g.pw,
+               ") of 'input' ", to_string(input.shape()));
+  g.ho = (g.h + 2 * g.ph - eff_h) / g.sh + 1;
+  g.wo = (g.w + 2 * g.pw - eff_w) / g.sw + 1;
+  return g;
+}
+
+}  // namespace
+
+Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias,
+              const Conv2dOptions& options) {
+  check_defined(input, "input", "conv2d");
+  if (input.rank() == 3) {  // unbatched, as PyTorch allows
+    const Tensor out =
+        conv2d(input.reshape({1, input.dim(0), input.dim(1), input.dim(2)}), weight, bias, options);
+    return out.reshape({out.dim(1), out.dim(2), out.dim(3)});
+  }
+  const Geometry g = validate(input, weight, bias, options);
+  Tensor out = Tensor::empty({g.n, g.cout, g.ho, g.wo});
+  if (out.numel() == 0) return out;
+  const float* b = bias.defined() ? bias.data() : nullptr;
+  if (g.k() == 0) {  // no input channels: only the bias remains
+    for (std::int64_t i = 0; i < g.n; ++i) {
+      fill_bias(out.data() + i * g.cout * g.positions(), g.cout, g.positions(), g.positions(), b);
+    }
+    return out;
+  }
+  if (g.kh == 1 && g.kw == 1 && g.sh == 1 && g.sw == 1 && g.ph == 0 && g.pw == 0) {
+    conv_pointwise(g, input.data(), weight.data(), b, out.data());
+  } else if (g.cin_g == 1) {
+    conv_depthwise(g, input.data(), weight.data(), b, out.data());
+  } else if (g.kh == 3 && g.kw == 3 && g.sh == 1 && g.sw == 1 && g.dh == 1 && g.dw == 1 &&
+             g.cin_g >= kWinogradMinChannels && g.cout_g >= kWinogradMinChannels &&
+             ceil_div(g.ho, 2) * ceil_div(g.wo, 2) >= kWinogradMinTiles) {
+    detail::conv_winograd_3x3(g, input.data(), weight.data(), b, out.data());
+  } else {
+    conv_im2col(g, input.data(), weight.data(), b, out.data());
+  }
+  return out;
+}
+
+}  // namespace cvattn::functional

@@ -1,0 +1,264 @@
+// conv2d for 3x3 kernels with stride 1 and dilation 1 by Winograd F(2x2, 3x3) (Lavin & Gray,
+// 2015): each 2x2 output tile costs 16 multiplies per (input, output) channel pair instead of
+// 36, so the GEMM work drops 2.25x. F(2x2, 3x3) only adds and halves, so its float32 error
+// stays at the level of the direct sum (F(4x4, 3x3) would exceed the 1e-4 bar on large
+// activations).
+//
+// Layout: the transformed weights U[16][Cout][Cin_g], and per task (image, group, run of tile
+// rows) the transformed input V[16][Cin_g][T] and the products M[16][Cout_g][T] for T tiles,
+// so each of the 16 tile positions is one GEMM M[xi] = U[xi] * V[xi].
+#include <vector>
+
+#include "cvattn/core/tensor.hpp"
+#include "functional/detail/conv_kernels.hpp"
+#include "functional/detail/window.hpp"
+
+namespace cvattn::functional::detail {
+namespace {
+
+constexpr std::int64_t kPositions = 16;  // a transformed tile is 4x4
+// Tiles per GEMM: enough columns for Eigen's kernel, while V and M of one task stay in L2/L3.
+constexpr std::int64_t kChunkTiles = 160;
+
+// U[xi][o][c] = (G k G^T)[xi] for the 3x3 kernel k of (o, c), with
+// G = [[1, 0, 0], [1/2, 1/2, 1/2], [1/2, -1/2, 1/2], [0, 0, 1]]. Blocks of channels are
+// transformed tile-major on the stack and then stored plane by plane: storing each kernel
+// straight into the 16 planes of u, 16 KiB apart at 64 channels, thrashes L1 sets.
+void transform_weights(const ConvGeometry& g, const float* wt, float* u) {
+  constexpr std::int64_t kBlock = 64;
+  const std::int64_t plane = g.cout * g.cin_g;
+  cvattn::detail::parallel_for(g.cout, [&](std::int64_t o) {
+    float block[kBlock * kPositions];
+    for (std::int64_t c0 = 0; c0 < g.cin_g; c0 += kBlock) {
+      const std::int64_t count = std::min(kBlock, g.cin_g - c0);
+      for (std::int64_t c = 0; c < count; ++c) {
+        const float* k = wt + (o * g.cin_g + c0 + c) * 9;
+        float t[4][3];  // G k
+        for (int j = 0; j < 3; ++j) {
+          t[0][j] = k[j];
+          t[1][j] = 0.5f * (k[j] + k[3 + j] + k[6 + j]);
+          t[2][j] = 0.5f * (k[j] - k[3 + j] + k[6 + j]);
+          t[3][j] = k[6 + j];
+        }
+        for (int i = 0; i < 4; ++i) {  // (G k) G^T, row i
+          block[(i * 4 + 0) * kBlock + c] = t[i][0];
+          block[(i * 4 + 1) * kBlock + c] = 0.5f * (t[i][0] + t[i][1] + t[i][2]);
+          block[(i * 4 + 2) * kBlock + c] = 0.5f * (t[i][0] - t[i][1] + t[i][2]);
+          block[(i * 4 + 3) * kBlock + c] = t[i][2];
+        }
+      }
+      for (std::int64_t xi = 0; xi < kPositions; ++xi) {
+        std::copy(block + xi * kBlock, block + xi * kBlock + count,
+                  u + xi * plane + o * g.cin_g + c0);
+      }
+    }
+  });
+}
+
+// GCC only vectorises these loops when it knows the arrays do not overlap.
+#define CVATTN_RESTRICT __restrict
+
+// (d0 - d2, d1 + d2, d2 - d1, d1 - d3) elementwise over n columns: B^T along y.
+void transform_columns(const float* CVATTN_RESTRICT d0, const float* CVATTN_RESTRICT d1,
+                       const float* CVATTN_RESTRICT d2, const float* CVATTN_RESTRICT d3,
+                       float* CVATTN_RESTRICT t0, float* CVATTN_RESTRICT t1,
+                       float* CVATTN_RESTRICT t2, float* CVATTN_RESTRICT t3, std::int64_t n) {
+  for (std::int64_t k = 0; k < n; ++k) {
+    t0[k] = d0[k] - d2[k];
+    t1[k] = d1[k] + d2[k];
+    t2[k] = d2[k] - d1[k];
+    t3[k] = d1[k] - d3[k];
+  }
+}
+
+// B^T along x for tile tx: (x0 - x2, x1 + x2, x2 - x1, x1 - x3) with x0 = even[tx],
+// x1 = odd[tx], x2 = even[tx + 1], x3 = odd[tx + 1].
+void transform_tiles(const float* CVATTN_RESTRICT even, const float* CVATTN_RESTRICT odd,
+                     float* CVATTN_RESTRICT v0, float* CVATTN_RESTRICT v1,
+                     float* CVATTN_RESTRICT v2, float* CVATTN_RESTRICT v3, std::int64_t tw) {
+  for (std::int64_t tx = 0; tx < tw; ++tx) {
+    v0[tx] = even[tx] - even[tx + 1];
+    v1[tx] = odd[tx] + even[tx + 1];
+    v2[tx] = even[tx + 1] - odd[tx];
+    v3[tx] = odd[tx] - odd[tx + 1];
+  }
+}
+
+// A^T M A for a row of tiles: m[xi] points at tile position xi of tile 0 (4x4 row-major),
+// y00..y11 receive the 2x2 outputs of each tile, A^T = [[1, 1, 1, 0], [0, 1, -1, -1]].
+void inverse_tiles(const float* const* m, float b, float* CVATTN_RESTRICT y00,
+                   float* CVATTN_RESTRICT y01, float* CVATTN_RESTRICT y10,
+                   float* CVATTN_RESTRICT y11, std::int64_t tw) {
+  const float* CVATTN_RESTRICT m0 = m[0];
+  const float* CVATTN_RESTRICT m1 = m[1];
+  const float* CVATTN_RESTRICT m2 = m[2];
+  const float* CVATTN_RESTRICT m3 = m[3];
+  const float* CVATTN_RESTRICT m4 = m[4];
+  const float* CVATTN_RESTRICT m5 = m[5];
+  const float* CVATTN_RESTRICT m6 = m[6];
+  const float* CVATTN_RESTRICT m7 = m[7];
+  const float* CVATTN_RESTRICT m8 = m[8];
+  const float* CVATTN_RESTRICT m9 = m[9];
+  const float* CVATTN_RESTRICT m10 = m[10];
+  const float* CVATTN_RESTRICT m11 = m[11];
+  const float* CVATTN_RESTRICT m12 = m[12];
+  const float* CVATTN_RESTRICT m13 = m[13];
+  const float* CVATTN_RESTRICT m14 = m[14];
+  const float* CVATTN_RESTRICT m15 = m[15];
+  for (std::int64_t tx = 0; tx < tw; ++tx) {
+    // Rows of A^T M: s0 = row0 + row1 + row2, s1 = row1 - row2 - row3.
+    const float s00 = m0[tx] + m4[tx] + m8[tx], s10 = m4[tx] - m8[tx] - m12[tx];
+    const float s01 = m1[tx] + m5[tx] + m9[tx], s11 = m5[tx] - m9[tx] - m13[tx];
+    const float s02 = m2[tx] + m6[tx] + m10[tx], s12 = m6[tx] - m10[tx] - m14[tx];
+    const float s03 = m3[tx] + m7[tx] + m11[tx], s13 = m7[tx] - m11[tx] - m15[tx];
+    y00[tx] = s00 + s01 + s02 + b;
+    y01[tx] = s01 - s02 - s03 + b;
+    y10[tx] = s10 + s11 + s12 + b;
+    y11[tx] = s11 - s12 - s13 + b;
+  }
+}
+
+// out[2k] = a[k], out[2k + 1] = b[k] for 2k (+1) < n.
+void interleave(const float* CVATTN_RESTRICT a, const float* CVATTN_RESTRICT b,
+                float* CVATTN_RESTRICT out, std::int64_t n) {
+  const std::int64_t pairs = n / 2;
+  for (std::int64_t k = 0; k < pairs; ++k) {
+    out[2 * k] = a[k];
+    out[2 * k + 1] = b[k];
+  }
+  if (n % 2) out[n - 1] = a[pairs];
+}
+
+struct Scratch {
+  float* v;     // [16][cin_g][tiles]
+  float* m;     // [16][cout_g][tiles]
+  float* rows;  // 16 rows of tw + 1: input rows split into even/odd columns, then transformed
+  float* out;   // 4 rows of tw
+};
+
+// Copies input row `iy` (zero outside the image) as even[k] = x[2k - pw], odd[k] = x[2k+1-pw]
+// for k in [0, tw + 1): the columns that tile tx reads are even[tx], odd[tx], even[tx + 1],
+// odd[tx + 1].
+void split_row(const ConvGeometry& g, const float* plane, std::int64_t iy, std::int64_t tw,
+               ValidRange even_range, ValidRange odd_range, float* even, float* odd) {
+  const std::int64_t len = tw + 1;
+  if (!(iy >= 0 && iy < g.h)) {
+    std::fill(even, even + len, 0.0f);
+    std::fill(odd, odd + len, 0.0f);
+    return;
+  }
+  const float* row = plane + iy * g.w;
+  std::fill(even, even + even_range.lo, 0.0f);
+  for (std::int64_t k = even_range.lo; k < even_range.hi; ++k) even[k] = row[2 * k - g.pw];
+  std::fill(even + even_range.hi, even + len, 0.0f);
+  std::fill(odd, odd + odd_range.lo, 0.0f);
+  for (std::int64_t k = odd_range.lo; k < odd_range.hi; ++k) odd[k] = row[2 * k + 1 - g.pw];
+  std::fill(odd + odd_range.hi, odd + len, 0.0f);
+}
+
+// V = B^T d B for every tile of tile rows [ty0, ty1) and every channel of one group, with
+// B^T = [[1, 0, -1, 0], [0, 1, 1, 0], [0, -1, 1, 0], [0, 1, 0, -1]]. Both passes run along
+// whole tile rows so that they vectorise.
+void transform_input(const ConvGeometry& g, const float* planes, std::int64_t ty0, std::int64_t ty1,
+                     std::int64_t tw, std::int64_t tiles, const Scratch& s) {
+  const std::int64_t len = tw + 1;
+  const ValidRange even_range = valid_range(g.w, len, 2, -g.pw);
+  const ValidRange odd_range = valid_range(g.w, len, 2, 1 - g.pw);
+  float* e[4];
+  float* o[4];
+  for (int r = 0; r < 4; ++r) {
+    e[r] = s.rows + (2 * r) * len;
+    o[r] = s.rows + (2 * r + 1) * len;
+  }
+  float* te[4];
+  float* to[4];
+  for (int i = 0; i < 4; ++i) {
+    te[i] = s.rows + (8 + 2 * i) * len;
+    to[i] = s.rows + (9 + 2 * i) * len;
+  }
+  for (std::int64_t c = 0; c < g.cin_g; ++c) {
+    const float* plane = planes + c * g.h * g.w;
+    for (std::int64_t ty = ty0; ty < ty1; ++ty) {
+      for (int r = 0; r < 4; ++r) {
+        split_row(g, plane, 2 * ty - g.ph + r, tw, even_range, odd_range, e[r], o[r]);
+      }
+      transform_columns(e[0], e[1], e[2], e[3], te[0], te[1], te[2], te[3], len);
+      transform_columns(o[0], o[1], o[2], o[3], to[0], to[1], to[2], to[3], len);
+      const std::int64_t base = c * tiles + (ty - ty0) * tw;
+      for (int i = 0; i < 4; ++i) {
+        float* v = s.v + (i * 4) * g.cin_g * tiles + base;
+        const std::int64_t step = g.cin_g * tiles;
+        transform_tiles(te[i], to[i], v, v + step, v + 2 * step, v + 3 * step, tw);
+      }
+    }
+  }
+}
+
+// Y = A^T M A + bias for every tile, A^T = [[1, 1, 1, 0], [0, 1, -1, -1]], written into the
+// output planes of one group, dropping the row and column past an odd output size.
+void transform_output(const ConvGeometry& g, const float* bias, std::int64_t ty0, std::int64_t ty1,
+                      std::int64_t tw, std::int64_t tiles, const Scratch& s, float* planes) {
+  float* y00 = s.out;
+  float* y01 = s.out + tw;
+  float* y10 = s.out + 2 * tw;
+  float* y11 = s.out + 3 * tw;
+  for (std::int64_t oc = 0; oc < g.cout_g; ++oc) {
+    const float b = bias ? bias[oc] : 0.0f;
+    float* plane = planes + oc * g.ho * g.wo;
+    for (std::int64_t ty = ty0; ty < ty1; ++ty) {
+      const float* m[kPositions];
+      for (std::int64_t xi = 0; xi < kPositions; ++xi) {
+        m[xi] = s.m + (xi * g.cout_g + oc) * tiles + (ty - ty0) * tw;
+      }
+      inverse_tiles(m, b, y00, y01, y10, y11, tw);
+      interleave(y00, y01, plane + 2 * ty * g.wo, g.wo);
+      if (2 * ty + 1 < g.ho) interleave(y10, y11, plane + (2 * ty + 1) * g.wo, g.wo);
+    }
+  }
+}
+
+}  // namespace
+
+void conv_winograd_3x3(const ConvGeometry& g, const float* in, const float* wt, const float* bias,
+                       float* out) {
+  const std::int64_t th = ceil_div(g.ho, 2);
+  const std::int64_t tw = ceil_div(g.wo, 2);
+  const std::int64_t rows_cap = std::max<std::int64_t>(1, kChunkTiles / tw);
+  const std::int64_t rows = chunk_size(th, rows_cap, g.n * g.groups, 1, 1);
+  const std::int64_t chunks = ceil_div(th, rows);
+  const std::int64_t tasks = g.n * g.groups * chunks;
+  const std::int64_t slots = std::min<std::int64_t>(cvattn::detail::max_threads(), tasks);
+  const std::int64_t tiles_cap = rows * tw;
+  const std::int64_t v_size = kPositions * g.cin_g * tiles_cap;
+  const std::int64_t m_size = kPositions * g.cout_g * tiles_cap;
+  const std::int64_t slot_size = v_size + m_size + 16 * (tw + 1) + 4 * tw;
+  // Allocated (and checked against the size cap) before any parallel region.
+  Tensor u = Tensor::empty({kPositions, g.cout, g.cin_g});
+  Tensor workspace = Tensor::empty({slots, slot_size});
+  transform_weights(g, wt, u.data());
+  const float* u_data = u.data();
+  float* ws = workspace.data();
+  for_each_task(tasks, slots, [&](std::int64_t t, std::int64_t slot) {
+    const std::int64_t chunk = t % chunks;
+    const std::int64_t ng = t / chunks;
+    const std::int64_t gi = ng % g.groups;
+    const std::int64_t ni = ng / g.groups;
+    const std::int64_t ty0 = chunk * rows;
+    const std::int64_t ty1 = std::min(th, ty0 + rows);
+    const std::int64_t tiles = (ty1 - ty0) * tw;
+    float* base = ws + slot * slot_size;
+    const Scratch s{base, base + v_size, base + v_size + m_size,
+                    base + v_size + m_size + 16 * (tw + 1)};
+    transform_input(g, in + (ni * g.cin + gi * g.cin_g) * g.h * g.w, ty0, ty1, tw, tiles, s);
+    for (std::int64_t xi = 0; xi < kPositions; ++xi) {
+      float* m = s.m + xi * g.cout_g * tiles;
+      fill_bias(m, g.cout_g, tiles, tiles, nullptr);
+      gemm_accumulate(u_data + (xi * g.cout + gi * g.cout_g) * g.cin_g, g.cout_g, g.cin_g,
+                      s.v + xi * g.cin_g * tiles, tiles, tiles, m, tiles);
+    }
+    transform_output(g, bias ? bias + gi * g.cout_g : nullptr, ty0, ty1, tw, tiles, s,
+                     out + (ni * g.cout + gi * g.cout_g) * g.ho * g.wo);
+  });
+}
+
+}  // namespace cvattn::functional::detail

@@ -1,0 +1,57 @@
+#pragma once
+// Private pieces shared by the conv2d kernels (conv.cpp, conv_winograd.cpp).
+#include <algorithm>
+#include <cstdint>
+
+#include "core/parallel_for.hpp"
+#include "functional/detail/tasks.hpp"
+
+namespace cvattn::functional::detail {
+
+// A validated conv2d call: sizes, hyper-parameters and the output size.
+struct ConvGeometry {
+  std::int64_t n, cin, h, w;
+  std::int64_t cout, kh, kw;
+  std::int64_t sh, sw, ph, pw, dh, dw;
+  std::int64_t groups, cin_g, cout_g;
+  std::int64_t ho, wo;
+  [[nodiscard]] std::int64_t k() const { return cin_g * kh * kw; }
+  [[nodiscard]] std::int64_t positions() const { return ho * wo; }
+};
+
+// Items per chunk when `count` independent jobs of `items` items each are cut into chunks of at
+// most `cap` items: smaller (down to `min_chunk`) when that is needed to give every thread
+// kTasksPerThread tasks, and a multiple of `align` unless it covers everything.
+inline std::int64_t chunk_size(std::int64_t items, std::int64_t cap, std::int64_t count,
+                               std::int64_t min_chunk, std::int64_t align) {
+  const std::int64_t threads = cvattn::detail::max_threads();
+  std::int64_t chunk = std::max<std::int64_t>(1, std::min(cap, items));
+  const std::int64_t wanted = kTasksPerThread * threads;
+  if (threads > 1 && count * ceil_div(items, chunk) < wanted) {
+    const std::int64_t per_job = ceil_div(wanted, std::max<std::int64_t>(count, 1));
+    chunk = std::max(std::min(chunk, min_chunk), ceil_div(items, per_job));
+  }
+  if (chunk < items) chunk = std::min(items, ceil_div(chunk, align) * align);
+  return chunk;
+}
+
+// out[r, 0:cols] = bias[r] (0 without bias) for rows r with row stride `stride`.
+inline void fill_bias(float* out, std::int64_t rows, std::int64_t cols, std::int64_t stride,
+                      const float* bias) {
+  for (std::int64_t r = 0; r < rows; ++r) {
+    float* o = out + r * stride;
+    const float b = bias ? bias[r] : 0.0f;
+    for (std::int64_t j = 0; j < cols; ++j) o[j] = b;
+  }
+}
+
+// out[rows, cols] (row stride ldo) += a[rows, k] (dense) * b[k, cols] (row stride ldb), by
+// Eigen's GEMM.
+void gemm_accumulate(const float* a, std::int64_t rows, std::int64_t k, const float* b,
+                     std::int64_t ldb, std::int64_t cols, float* out, std::int64_t ldo);
+
+// 3x3, stride 1, dilation 1 by Winograd F(2x2, 3x3) (conv_winograd.cpp).
+void conv_winograd_3x3(const ConvGeometry& g, const float* in, const float* wt, const float* bias,
+                       float* out);
+
+}  // namespace cvattn::functional::detail

@@ -1,0 +1,18 @@
+// Builds against the installed package and runs a conv2d on a blob made by OpenCV.
+#include <cmath>
+#include <cstdio>
+
+#include <opencv2/core.hpp>
+
+#include <cvattn/cvattn.hpp>
+
+int main() {
+  namespace F = cvattn::functional;
+  cv::Mat image(8, 8, CV_8UC3, cv::Scalar(10, 20, 30));
+  const cvattn::Tensor x = cvattn::from_image(image, cvattn::ImageOptions().scale(1.0 / 255));
+  const cvattn::Tensor w = cvattn::Tensor::full({1, 3, 1, 1}, 1.0f);
+  const cvattn::Tensor y = F::conv2d(x, w);
+  const float expected = 60.0f / 255.0f;
+  std::printf("consumer: cvattn %s, y[0] = %f (expected %f)\n", CVATTN_VERSION_STRING, y[0], expected);
+  return std::abs(y[0] - expected) < 1e-6f ? 0 : 1;
+}

@@ -1,0 +1,249 @@
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "cvattn/core/error.hpp"
+#include "cvattn/core/parallel.hpp"
+#include "cvattn/functional/conv.hpp"
+#include "support/fixtures.hpp"
+#include "support/random.hpp"
+#include "support/tensor_near.hpp"
+
+namespace cvattn {
+namespace {
+
+namespace F = functional;
+using ::testing::HasSubstr;
+using ::testing::ThrowsMessage;
+
+constexpr test::Tolerance kTol{1e-4, 1e-4};
+constexpr test::Tolerance kExact{0, 0};
+
+Pair2 pair(const nlohmann::json& j) {
+  return {j.at(0).get<std::int64_t>(), j.at(1).get<std::int64_t>()};
+}
+
+// Restores the thread count when a test ends.
+class ThreadScope {
+ public:
+  explicit ThreadScope(int threads) : saved_(num_threads()) { set_num_threads(threads); }
+  ~ThreadScope() { set_num_threads(saved_); }
+
+ private:
+  int saved_;
+};
+
+TEST(Conv2d, MatchesPyTorch) {
+  int cases = 0;
+  for (const auto& fx : test::fixtures_in("functional")) {
+    if (fx.name().rfind("conv2d_", 0) != 0) continue;
+    SCOPED_TRACE(fx.name());
+    const auto& p = fx.params();
+    const auto options = F::Conv2dOptions()
+                             .stride(pair(p["stride"]))
+                             .padding(pair(p["padding"]))
+                             .dilation(pair(p["dilation"]))
+                             .groups(p["groups"].get<std::int64_t>());
+    const Tensor bias = p["bias"].get<bool>() ? fx.tensor("bias") : Tensor();
+    for (int threads : {1, 2}) {
+      ThreadScope scope(threads);
+      const Tensor y = F::conv2d(fx.tensor("input"), fx.tensor("weight"), bias, options);
+      EXPECT_TENSOR_NEAR(y, fx.tensor("output"), kTol) << "threads " << threads;
+    }
+    ++cases;
+  }
+  EXPECT_GE(cases, 35) << "fixtures missing: run tests/fixtures/functional.py";
+}
+
+// Direct evaluation of the definition, for randomised shapes larger than the fixtures.
+Tensor naive_conv2d(const Tensor& x, const Tensor& w, const Tensor& b, Pair2 s, Pair2 p, Pair2 d,
+                    std::int64_t groups) {
+  const auto [n, cin, h, wd] = x.nchw();
+  const std::int64_t cout = w.dim(0), kh = w.dim(2), kw = w.dim(3);
+  const std::int64_t cin_g = cin / groups, cout_g = cout / groups;
+  const std::int64_t ho = (h + 2 * p.h - d.h * (kh - 1) - 1) / s.h + 1;
+  const std::int64_t wo = (wd + 2 * p.w - d.w * (kw - 1) - 1) / s.w + 1;
+  Tensor y = Tensor::zeros({n, cout, ho, wo});
+  for (std::int64_t ni = 0; ni < n; ++ni) {
+    for (std::int64_t o = 0; o < cout; ++o) {
+      const std::int64_t g = o / cout_g;
+      for (std::int64_t oy = 0; oy < ho; ++oy) {
+        for (std::int64_t ox = 0; ox < wo; ++ox) {
+          double acc = b.defined() ? b[o] : 0.0;
+          for (std::int64_t c = 0; c < cin_g; ++c) {
+            for (std::int64_t u = 0; u < kh; ++u) {
+              for (std::int64_t v = 0; v < kw; ++v) {
+                const std::int64_t iy = oy * s.h - p.h + u * d.h;
+                const std::int64_t ix = ox * s.w - p.w + v * d.w;
+                if (iy < 0 || iy >= h || ix < 0 || ix >= wd) continue;
+                acc += static_cast<double>(w[((o * cin_g + c) * kh + u) * kw + v]) *
+                       x.at(ni, g * cin_g + c, iy, ix);
+              }
+            }
+          }
+          y[((ni * cout + o) * ho + oy) * wo + ox] = static_cast<float>(acc);
+        }
+      }
+    }
+  }
+  return y;
+}
+
+struct RandomCase {
+  Shape input;
+  Shape weight;
+  Pair2 stride, padding, dilation;
+  std::int64_t groups;
+  bool bias;
+};
+
+TEST(Conv2d, MatchesDirectEvaluationOnLargerShapes) {
+  // Sizes that split the im2col and Winograd paths into many chunks (K = 576 and 2304), wide
+  // rows, N > 1, and the fast paths at sizes where every thread gets work.
+  const std::vector<RandomCase> cases = {
+      {{1, 64, 23, 29}, {16, 64, 3, 3}, 1, 1, 1, 1, true},
+      {{2, 256, 9, 13}, {8, 256, 3, 3}, 1, 1, 1, 1, false},
+      {{1, 32, 5, 300}, {4, 32, 3, 3}, {1, 2}, {1, 0}, 1, 1, true},
+      {{3, 16, 17, 15}, {24, 4, 3, 3}, 2, 1, 1, 4, true},
+      {{1, 24, 31, 33}, {24, 1, 5, 5}, 1, 2, 1, 24, true},
+      {{2, 32, 19, 21}, {48, 32, 1, 1}, 1, 0, 1, 1, true},
+      {{1, 8, 64, 64}, {8, 8, 3, 3}, 1, 4, 4, 1, true},
+      // Winograd: several chunks of tile rows, odd sizes, groups, asymmetric padding.
+      {{2, 16, 37, 45}, {24, 16, 3, 3}, 1, 1, 1, 1, true},
+      {{1, 32, 30, 21}, {16, 8, 3, 3}, 1, {0, 2}, 1, 4, false},
+  };
+  std::uint64_t seed = 100;
+  for (const auto& c : cases) {
+    SCOPED_TRACE(to_string(c.input) + " * " + to_string(c.weight));
+    const Tensor x = test::random_tensor(c.input, seed++);
+    const Tensor w = test::random_tensor(c.weight, seed++, -0.2f, 0.2f);
+    const Tensor b = c.bias ? test::random_tensor({c.weight[0]}, seed++) : Tensor();
+    const Tensor expected = naive_conv2d(x, w, b, c.stride, c.padding, c.dilation, c.groups);
+    for (int threads : {1, 2, 3}) {
+      ThreadScope scope(threads);
+      const auto options = F::Conv2dOptions()
+                               .stride(c.stride)
+                               .padding(c.padding)
+                               .dilation(c.dilation)
+                               .groups(c.groups);
+      EXPECT_TENSOR_NEAR(F::conv2d(x, w, b, options), expected, kTol) << "threads " << threads;
+    }
+  }
+}
+
+TEST(Conv2d, OnesKernelCountsNeighbours) {
+  // 3x3 ones over a 3x3 ones image with padding 1: corners see 4 pixels, edges 6, centre 9.
+  const Tensor x = Tensor::full({1, 1, 3, 3}, 1.0f);
+  const Tensor w = Tensor::full({1, 1, 3, 3}, 1.0f);
+  const Tensor y = F::conv2d(x, w, Tensor::from_vector({1}, {0.5f}), F::Conv2dOptions().padding(1));
+  EXPECT_TENSOR_NEAR(
+      y, Tensor::from_vector({1, 1, 3, 3}, {4.5f, 6.5f, 4.5f, 6.5f, 9.5f, 6.5f, 4.5f, 6.5f, 4.5f}),
+      kExact);
+}
+
+TEST(Conv2d, IsCrossCorrelationNotConvolution) {
+  // A kernel with a single 1 at (0, 0) shifts the image down-right by one pixel (no flip).
+  const Tensor x = Tensor::from_vector({1, 1, 2, 2}, {1, 2, 3, 4});
+  Tensor w = Tensor::zeros({1, 1, 3, 3});
+  w[0] = 1.0f;
+  const Tensor y = F::conv2d(x, w, {}, F::Conv2dOptions().padding(1));
+  EXPECT_TENSOR_NEAR(y, Tensor::from_vector({1, 1, 2, 2}, {0, 0, 0, 1}), kExact);
+}
+
+TEST(Conv2d, UnbatchedInputKeepsRank3) {
+  const Tensor x = test::random_tensor({3, 5, 6}, 7);
+  const Tensor w = test::random_tensor({2, 3, 3, 3}, 8);
+  const Tensor y = F::conv2d(x, w);
+  EXPECT_EQ(y.shape(), (Shape{2, 3, 4}));
+}
+
+TEST(Conv2d, EmptyBatchGivesEmptyOutput) {
+  const Tensor y = F::conv2d(Tensor::zeros({0, 3, 8, 8}), Tensor::zeros({4, 3, 3, 3}));
+  EXPECT_EQ(y.shape(), (Shape{0, 4, 6, 6}));
+}
+
+TEST(Conv2d, RejectsWrongChannelCount) {
+  const Tensor x = Tensor::zeros({1, 4, 8, 8});
+  const Tensor w = Tensor::zeros({6, 3, 3, 3});
+  EXPECT_THAT([&] { (void)F::conv2d(x, w); },
+              ThrowsMessage<ShapeError>(HasSubstr(
+                  "conv2d: tensor 'input' expected 3 channels (weight [6, 3, 3, 3] with groups "
+                  "1), got [1, 4, 8, 8]")));
+  EXPECT_THAT(
+      [&] {
+        (void)F::conv2d(x, Tensor::zeros({6, 1, 3, 3}), {}, F::Conv2dOptions().groups(2));
+      },
+      ThrowsMessage<ShapeError>(HasSubstr("expected 2 channels")));
+}
+
+TEST(Conv2d, RejectsGroupsNotDividingChannels) {
+  EXPECT_THAT(
+      [&] {
+        (void)F::conv2d(Tensor::zeros({1, 4, 8, 8}), Tensor::zeros({6, 1, 3, 3}), {},
+                        F::Conv2dOptions().groups(4));
+      },
+      ThrowsMessage<ValueError>(HasSubstr(
+          "conv2d: groups (4) must divide the output channels of 'weight' [6, 1, 3, 3]")));
+  EXPECT_THAT(
+      [&] {
+        (void)F::conv2d(Tensor::zeros({1, 4, 8, 8}), Tensor::zeros({4, 4, 3, 3}), {},
+                        F::Conv2dOptions().groups(0));
+      },
+      ThrowsMessage<ValueError>(HasSubstr("conv2d: groups must be positive, got 0")));
+}
+
+TEST(Conv2d, RejectsKernelLargerThanPaddedInput) {
+  EXPECT_THAT(
+      [&] {
+        (void)F::conv2d(Tensor::zeros({1, 2, 4, 9}), Tensor::zeros({3, 2, 5, 3}));
+      },
+      ThrowsMessage<ShapeError>(HasSubstr(
+          "conv2d: kernel (5, 3) with dilation (1, 1) spans (5, 3), larger than the padded "
+          "input (4, 9)")));
+  EXPECT_THAT(
+      [&] {
+        (void)F::conv2d(Tensor::zeros({1, 2, 6, 6}), Tensor::zeros({3, 2, 3, 3}), {},
+                        F::Conv2dOptions().dilation(3));
+      },
+      ThrowsMessage<ShapeError>(HasSubstr("spans (7, 7), larger than the padded input (6, 6)")));
+}
+
+TEST(Conv2d, RejectsBadBiasShape) {
+  EXPECT_THAT(
+      [&] {
+        (void)F::conv2d(Tensor::zeros({1, 2, 6, 6}), Tensor::zeros({3, 2, 3, 3}),
+                        Tensor::zeros({4}));
+      },
+      ThrowsMessage<ShapeError>(HasSubstr("conv2d: tensor 'bias' expected shape [3], got [4]")));
+}
+
+TEST(Conv2d, RejectsBadOptionsAndRanks) {
+  const Tensor x = Tensor::zeros({1, 2, 6, 6});
+  const Tensor w = Tensor::zeros({3, 2, 3, 3});
+  EXPECT_THAT(
+      [&] {
+        (void)F::conv2d(x, w, {}, F::Conv2dOptions().stride({1, 0}));
+      },
+      ThrowsMessage<ValueError>(HasSubstr("conv2d: stride must be positive, got (1, 0)")));
+  EXPECT_THAT(
+      [&] { (void)F::conv2d(x, w, {}, F::Conv2dOptions().padding(-1)); },
+      ThrowsMessage<ValueError>(HasSubstr("conv2d: padding must be non-negative, got (-1, -1)")));
+  EXPECT_THAT([&] { (void)F::conv2d(x, w, {}, F::Conv2dOptions().dilation(0)); },
+              ThrowsMessage<ValueError>(HasSubstr("conv2d: dilation must be positive")));
+  EXPECT_THAT([&] { (void)F::conv2d(x, w, {}, F::Conv2dOptions().padding(std::int64_t{1} << 40)); },
+              ThrowsMessage<ValueError>(HasSubstr("conv2d: padding must be at most")));
+  EXPECT_THAT(
+      [&] {
+        (void)F::conv2d(Tensor::zeros({2, 6, 6}).reshape({72}), w);
+      },
+      ThrowsMessage<ShapeError>(HasSubstr("conv2d: tensor 'input' expected rank 4")));
+  EXPECT_THAT(
+      [&] {
+        (void)F::conv2d(x, Tensor::zeros({3, 2, 3}));
+      },
+      ThrowsMessage<ShapeError>(HasSubstr("conv2d: tensor 'weight' expected rank 4")));
+  EXPECT_THAT([&] { (void)F::conv2d(Tensor(), w); },
+              ThrowsMessage<ShapeError>(HasSubstr("conv2d: tensor 'input' is undefined")));
+}
+
+}  // namespace
+}  // namespace cvattn

@@ -1,0 +1,15 @@
+// The explicit table of ops (no static self-registration, which a static library can drop).
+// Adding an op is one line here plus its file in ops/.
+#include "op.hpp"
+#include "ops/ops.hpp"
+
+namespace cvattn::cli {
+
+const std::vector<OpSpec>& all_ops() {
+  static const std::vector<OpSpec> ops = {
+      ops::conv2d(),
+  };
+  return ops;
+}
+
+}  // namespace cvattn::cli
