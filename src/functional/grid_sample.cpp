@@ -18,11 +18,17 @@
 #include "cvattn/functional/sampling.hpp"
 #include "functional/detail/bilinear_taps.hpp"
 
-#if defined(__SSE2__)
-#include <immintrin.h>
+// The interior bilinear loop has an SSE version (x86-64 always has SSE2); defining
+// CVATTN_SAMPLING_SSE=0 forces the portable loop, which the tests also cover.
+#ifndef CVATTN_SAMPLING_SSE
+#if defined(__SSE2__) || defined(_M_X64)
 #define CVATTN_SAMPLING_SSE 1
 #else
 #define CVATTN_SAMPLING_SSE 0
+#endif
+#endif
+#if CVATTN_SAMPLING_SSE
+#include <immintrin.h>
 #endif
 
 namespace cvattn::functional {
@@ -161,6 +167,24 @@ class Axis {
 // An integral float (or NaN/inf) as an index in [-2, 2^30]; see detail::clamp_floor_index.
 inline std::int32_t to_index(float v) { return detail::clamp_floor_index(v); }
 
+// Software prefetch (a hint; compiled out where the compiler has no builtin). The kernels
+// prefetch the planes the next channel (group) will read at the offsets of the current one: the
+// hardware prefetcher cannot follow that many short strided streams.
+inline void prefetch_read(const float* p) {
+#if defined(__GNUC__)
+  __builtin_prefetch(p, 0, 3);
+#else
+  (void)p;
+#endif
+}
+inline void prefetch_write(float* p) {
+#if defined(__GNUC__)
+  __builtin_prefetch(p, 1, 3);
+#else
+  (void)p;
+#endif
+}
+
 // Keys cubic convolution weights (A = -0.75) for taps at -1, 0, +1, +2 from a fraction t.
 inline void cubic_weights(float t, float w[4]) {
   constexpr float A = -0.75f;
@@ -196,6 +220,7 @@ struct CubicTaps {
   std::uint32_t row_in;  // bit j: row j inside
   float wx[4], wy[4];
   float tx, ty;
+  bool dense;  // all 16 taps inside and the columns consecutive: rows are 4 contiguous floats
 };
 
 template <PaddingMode P, bool AC>
@@ -222,6 +247,8 @@ inline void cubic_taps(const Axis<P, AC>& ax, const Axis<P, AC>& ay, float gx, f
     t.col_in |= static_cast<std::uint32_t>(xok) << i;
     t.row_in |= static_cast<std::uint32_t>(yok) << i;
   }
+  t.dense = t.col_in == 15u && t.row_in == 15u && t.col[1] == t.col[0] + 1 &&
+            t.col[2] == t.col[0] + 2 && t.col[3] == t.col[0] + 3;
 }
 
 // One bicubic sample of one plane: rows of four taps weighted by wx, then the rows by wy, in
@@ -336,7 +363,7 @@ void bilinear_block(const Geometry& g, const Axis<P, AC>& ax, const Axis<P, AC>&
   if (interior > 0) {
     for (std::int64_t c0 = 0; c0 < g.c; c0 += kGroup) {
       const std::int64_t group = std::min(kGroup, g.c - c0);
-      const std::int64_t ahead = std::min(kGroup, g.c - c0 - group);  // planes to prefetch
+      [[maybe_unused]] const std::int64_t ahead = std::min(kGroup, g.c - c0 - group);
       const float* s = in + c0 * in_plane;
       float* d = out + c0 * out_plane;
       std::int64_t p = 0;
@@ -345,19 +372,17 @@ void bilinear_block(const Geometry& g, const Axis<P, AC>& ax, const Axis<P, AC>&
         const std::int32_t* o = b.nw + p;
         const __m128 wt[4] = {_mm_load_ps(b.w[0] + p), _mm_load_ps(b.w[1] + p),
                               _mm_load_ps(b.w[2] + p), _mm_load_ps(b.w[3] + p)};
-        // The next group reads the same offsets in the next planes: fetch them now, the
-        // hardware prefetcher cannot follow this many short streams.
         for (std::int64_t k = 0; k < ahead; ++k) {
           const float* next = s + (group + k) * in_plane + o[0];
-          _mm_prefetch(reinterpret_cast<const char*>(next), _MM_HINT_T0);
-          _mm_prefetch(reinterpret_cast<const char*>(next + w), _MM_HINT_T0);
+          prefetch_read(next);
+          prefetch_read(next + w);
         }
         // The last group has nothing after it: fetch this group's planes a little ahead.
         if (ahead == 0 && p + kLookahead < count) {
           for (std::int64_t k = 0; k < group; ++k) {
             const float* next = s + k * in_plane + b.nw[p + kLookahead];
-            _mm_prefetch(reinterpret_cast<const char*>(next), _MM_HINT_T0);
-            _mm_prefetch(reinterpret_cast<const char*>(next + w), _MM_HINT_T0);
+            prefetch_read(next);
+            prefetch_read(next + w);
           }
         }
         for (std::int64_t k = 0; k < group; ++k) {
@@ -412,21 +437,15 @@ void nearest_block(const Geometry& g, const Axis<P, AC>& ax, const Axis<P, AC>& 
     for (std::int64_t p = 0; p < count; ++p) {
       const std::int32_t o = off[p];
       const bool inside = ok[p] != 0;
-#if CVATTN_SAMPLING_SSE
-      // As in bilinear_block: the next group reads the same offsets in the next planes.
       if ((p & 3) == 0) {
-        for (std::int64_t k = 0; k < ahead; ++k) {
-          _mm_prefetch(reinterpret_cast<const char*>(s + (group + k) * in_plane + o), _MM_HINT_T0);
-        }
+        for (std::int64_t k = 0; k < ahead; ++k) prefetch_read(s + (group + k) * in_plane + o);
         // The last group has nothing after it: fetch this group's planes a little ahead.
         if (ahead == 0 && p + kLookahead < count) {
           for (std::int64_t k = 0; k < group; ++k) {
-            _mm_prefetch(reinterpret_cast<const char*>(s + k * in_plane + off[p + kLookahead]),
-                         _MM_HINT_T0);
+            prefetch_read(s + k * in_plane + off[p + kLookahead]);
           }
         }
       }
-#endif
       for (std::int64_t k = 0; k < group; ++k) {
         const float v = s[k * in_plane + o];  // offset 0 when outside: always a valid read
         d[k * out_plane + p] = inside ? v : 0.0f;
@@ -445,7 +464,25 @@ void bicubic_block(const Geometry& g, const Axis<P, AC>& ax, const Axis<P, AC>& 
   for (std::int64_t c = 0; c < g.c; ++c) {
     const float* src = in + c * in_plane;
     float* dst = out + c * out_plane;
-    for (std::int64_t p = 0; p < count; ++p) dst[p] = bicubic_read(src, taps[p]);
+    for (std::int64_t p = 0; p < count; ++p) {
+      const CubicTaps& t = taps[p];
+#if CVATTN_SAMPLING_SSE
+      if (t.dense) {
+        // Four 16-byte row loads instead of 16 scalar ones; rows are combined with wy first,
+        // then with wx (a different summation order than PyTorch's, within rounding).
+        __m128 acc = _mm_mul_ps(_mm_set1_ps(t.wy[0]), _mm_loadu_ps(src + t.row[0] + t.col[0]));
+        for (int j = 1; j < 4; ++j) {
+          acc = fmadd4(_mm_set1_ps(t.wy[j]), _mm_loadu_ps(src + t.row[j] + t.col[0]), acc);
+        }
+        __m128 v = _mm_mul_ps(acc, _mm_loadu_ps(t.wx));
+        v = _mm_add_ps(v, _mm_movehl_ps(v, v));
+        v = _mm_add_ss(v, _mm_shuffle_ps(v, v, 1));
+        dst[p] = _mm_cvtss_f32(v);
+        continue;
+      }
+#endif
+      dst[p] = bicubic_read(src, t);
+    }
   }
 }
 
@@ -484,10 +521,10 @@ void bilinear_backward_block(const Geometry& g, const Axis<P, AC>& ax, const Axi
         const std::int64_t plane = ahead ? in_plane : 0;
         const BilinearTaps* f = ahead ? &t : (c == 0 && p + kLookahead < count ? &taps[p + kLookahead] : nullptr);
         if (f != nullptr) {
-          __builtin_prefetch(src + plane + f->offset[0], 0, 3);
-          __builtin_prefetch(src + plane + f->offset[2], 0, 3);
-          __builtin_prefetch(gi + plane + f->offset[0], 1, 3);
-          __builtin_prefetch(gi + plane + f->offset[2], 1, 3);
+          prefetch_read(src + plane + f->offset[0]);
+          prefetch_read(src + plane + f->offset[2]);
+          prefetch_write(gi + plane + f->offset[0]);
+          prefetch_write(gi + plane + f->offset[2]);
         }
       }
       const float d = go[p];
@@ -544,9 +581,9 @@ void nearest_backward_block(const Geometry& g, const Axis<P, AC>& ax, const Axis
     for (std::int64_t p = 0; p < count; ++p) {
       // The next channel scatters to the same offsets of the next plane: fetch them for write.
       if ((p & 3) == 0) {
-        if (ahead) __builtin_prefetch(gi + in_plane + off[p], 1, 3);
+        if (ahead) prefetch_write(gi + in_plane + off[p]);
         // Nothing fetched the first plane: run a little ahead in it.
-        if (c == 0 && p + kLookahead < count) __builtin_prefetch(gi + off[p + kLookahead], 1, 3);
+        if (c == 0 && p + kLookahead < count) prefetch_write(gi + off[p + kLookahead]);
       }
       if (ok[p]) gi[off[p]] += go[p];
     }

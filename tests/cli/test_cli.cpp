@@ -4,19 +4,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <cstdlib>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 #include <string>
 
 #include "cvattn/io/npy.hpp"
+#include "support/cli.hpp"
 #include "support/fixtures.hpp"
 #include "support/tensor_near.hpp"
-
-#ifndef CVATTN_TOOL
-#error "CVATTN_TOOL must name the cvattn binary"
-#endif
 
 namespace cvattn {
 namespace {
@@ -62,13 +56,11 @@ class Cli : public ::testing::Test {
     r.out = slurp(dir_ / "stdout");
     r.err = slurp(dir_ / "stderr");
     return r;
-  }
   std::string path(const std::string& name) const { return (dir_ / name).string(); }
   // Writes raw bytes to a file in the test folder and returns its path.
   std::string write(const std::string& name, const std::string& bytes) {
     std::ofstream(path(name), std::ios::binary) << bytes;
     return path(name);
-  }
   void expect_input_error(const Result& r, const std::string& message) {
     EXPECT_FALSE(r.signalled);
     EXPECT_EQ(r.exit_code, 2) << r.err;
@@ -76,10 +68,11 @@ class Cli : public ::testing::Test {
     EXPECT_THAT(r.err, HasSubstr(message));
     EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
     EXPECT_EQ(r.out, "");
-  }
 
   fs::path dir_;
-};
+using test::slurp;
+using Result = test::CliResult;
+using Cli = test::CliTest;
 
 std::string pair_arg(const nlohmann::json& v) {
   return std::to_string(v[0].get<int>()) + "," + std::to_string(v[1].get<int>());

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <limits>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "cvattn/core/error.hpp"
@@ -363,6 +364,21 @@ TEST(GridSampleBackward, MultithreadedEqualsSerial) {
   set_num_threads(1);
   EXPECT_TENSOR_NEAR(parallel.grad_input, serial.grad_input, (Tolerance{1e-6, 1e-6}));
   EXPECT_TENSOR_NEAR(parallel.grad_grid, serial.grad_grid, (Tolerance{0, 0}));
+}
+
+TEST(GridSample, ConcurrentCallsFromUserThreadsAgree) {
+  // Pure functions: any number of user threads may call them at once.
+  const Tensor input = test::random_tensor({2, 5, 13, 11}, 71);
+  const Tensor grid = test::random_tensor({2, 9, 7, 2}, 72, -1.3f, 1.3f);
+  const auto opt = F::GridSampleOptions().mode(F::Interpolation::bicubic);
+  const Tensor expected = F::grid_sample(input, grid, opt);
+  std::vector<Tensor> results(8);
+  std::vector<std::thread> threads;
+  for (std::size_t i = 0; i < results.size(); ++i) {
+    threads.emplace_back([&, i] { results[i] = F::grid_sample(input, grid, opt); });
+  }
+  for (auto& t : threads) t.join();
+  for (const Tensor& r : results) EXPECT_TENSOR_NEAR(r, expected, (Tolerance{0, 0}));
 }
 
 TEST(AffineGridBackward, IsAdjointOfAffineGrid) {

@@ -8,6 +8,9 @@ namespace cvattn::cli {
 const std::vector<OpSpec>& all_ops() {
   static const std::vector<OpSpec> ops = {
       ops::conv2d(),
+      ops::se(),
+      ops::eca(),
+      ops::cbam(),
   };
   return ops;
 }

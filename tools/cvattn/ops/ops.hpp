@@ -4,6 +4,9 @@
 
 namespace cvattn::cli::ops {
 
+OpSpec cbam();
 OpSpec conv2d();
+OpSpec eca();
+OpSpec se();
 
 }  // namespace cvattn::cli::ops

@@ -1,0 +1,350 @@
+#include "functional/detail/sdpa_kernel.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <limits>
+#include <type_traits>
+
+#include <Eigen/Core>
+
+#include "core/parallel_for.hpp"
+#include "cvattn/core/tensor.hpp"
+#include "functional/detail/softmax.hpp"
+
+namespace cvattn::detail {
+namespace {
+
+std::int64_t round_up(std::int64_t x, std::int64_t m) { return (x + m - 1) / m * m; }
+
+// Query rows per task, balanced so the last block is not a sliver.
+std::int64_t block_rows(std::int64_t L, std::int64_t target, std::int64_t multiple) {
+  const std::int64_t blocks = (L + target - 1) / target;
+  return round_up((L + blocks - 1) / blocks, multiple);
+}
+
+#if CVATTN_SOFTMAX_AVX2
+// ---------------------------------------------------------------------------------------------
+// AVX2 path: per head, K and V are packed once into 16-wide column panels (zero padded), then
+// strips of up to 6 query rows run QK^T -> softmax -> PV while the strip's scores sit in L1.
+// The 6x16 register tiles (12 accumulators) keep both FMA pipes busy; nothing is repacked per
+// block and nothing is zero-filled, unlike a general GEMM called per block.
+
+constexpr std::int64_t kTileRows = 6;
+constexpr std::int64_t kPanel = 16;
+
+// 8x8 transpose of rows src[i*stride .. +8) into dst[t*dst_stride + i].
+inline void transpose8x8(const float* src, std::int64_t stride, float* dst,
+                         std::int64_t dst_stride) {
+  __m256 r[8];
+  for (int i = 0; i < 8; ++i) r[i] = _mm256_loadu_ps(src + i * stride);
+  __m256 t[8];
+  for (int i = 0; i < 4; ++i) {
+    t[2 * i] = _mm256_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+    t[2 * i + 1] = _mm256_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+  }
+  __m256 u[8];
+  for (int i = 0; i < 2; ++i) {
+    u[4 * i + 0] = _mm256_shuffle_ps(t[4 * i], t[4 * i + 2], _MM_SHUFFLE(1, 0, 1, 0));
+    u[4 * i + 1] = _mm256_shuffle_ps(t[4 * i], t[4 * i + 2], _MM_SHUFFLE(3, 2, 3, 2));
+    u[4 * i + 2] = _mm256_shuffle_ps(t[4 * i + 1], t[4 * i + 3], _MM_SHUFFLE(1, 0, 1, 0));
+    u[4 * i + 3] = _mm256_shuffle_ps(t[4 * i + 1], t[4 * i + 3], _MM_SHUFFLE(3, 2, 3, 2));
+  }
+  for (int i = 0; i < 4; ++i) {
+    _mm256_storeu_ps(dst + i * dst_stride, _mm256_permute2f128_ps(u[i], u[i + 4], 0x20));
+    _mm256_storeu_ps(dst + (i + 4) * dst_stride, _mm256_permute2f128_ps(u[i], u[i + 4], 0x31));
+  }
+}
+
+// Kp[jp][e][0..16) = K[jp*16 + jj][e] (0 past S).
+void pack_k(const float* k, std::int64_t k_rs, std::int64_t S, std::int64_t E, float* kp) {
+  for (std::int64_t j0 = 0; j0 < S; j0 += kPanel) {
+    float* dst = kp + j0 * E;
+    const std::int64_t n = std::min(kPanel, S - j0);
+    std::int64_t e0 = 0;
+    if (n == kPanel) {  // full panels: 8x8 register transposes
+      for (; e0 + 8 <= E; e0 += 8) {
+        transpose8x8(k + j0 * k_rs + e0, k_rs, dst + e0 * kPanel, kPanel);
+        transpose8x8(k + (j0 + 8) * k_rs + e0, k_rs, dst + e0 * kPanel + 8, kPanel);
+      }
+    }
+    for (std::int64_t e = e0; e < E; ++e) {
+      for (std::int64_t jj = 0; jj < n; ++jj) dst[e * kPanel + jj] = k[(j0 + jj) * k_rs + e];
+      for (std::int64_t jj = n; jj < kPanel; ++jj) dst[e * kPanel + jj] = 0.0f;
+    }
+  }
+}
+
+// Vp[cp][k][0..16) = V[k][cp*16 + cc] (0 past Ev).
+void pack_v(const float* v, std::int64_t v_rs, std::int64_t S, std::int64_t Ev, float* vp) {
+  for (std::int64_t c0 = 0; c0 < Ev; c0 += kPanel) {
+    float* dst = vp + c0 * S;
+    const std::int64_t n = std::min(kPanel, Ev - c0);
+    for (std::int64_t k = 0; k < S; ++k) {
+      const float* src = v + k * v_rs + c0;
+      for (std::int64_t cc = 0; cc < n; ++cc) dst[k * kPanel + cc] = src[cc];
+      for (std::int64_t cc = n; cc < kPanel; ++cc) dst[k * kPanel + cc] = 0.0f;
+    }
+  }
+}
+
+// c[r][0..16) = sum_e a[r][e] * bp[e][0..16) for r < R. With vmax, also folds the first
+// `valid` columns into the running per-lane row maxima vmax[r][0..8) (the softmax then needs
+// no separate max pass).
+template <int R>
+void tile_qk(const float* a, std::int64_t lda, const float* bp, std::int64_t E, float* c,
+             std::int64_t ldc, float* vmax, std::int64_t valid) {
+  __m256 acc[R][2];
+  for (int r = 0; r < R; ++r) acc[r][0] = acc[r][1] = _mm256_setzero_ps();
+  for (std::int64_t e = 0; e < E; ++e) {
+    const __m256 b0 = _mm256_loadu_ps(bp + e * kPanel);
+    const __m256 b1 = _mm256_loadu_ps(bp + e * kPanel + 8);
+    for (int r = 0; r < R; ++r) {
+      const __m256 x = _mm256_broadcast_ss(a + r * lda + e);
+      acc[r][0] = _mm256_fmadd_ps(x, b0, acc[r][0]);
+      acc[r][1] = _mm256_fmadd_ps(x, b1, acc[r][1]);
+    }
+  }
+  for (int r = 0; r < R; ++r) {
+    _mm256_storeu_ps(c + r * ldc, acc[r][0]);
+    _mm256_storeu_ps(c + r * ldc + 8, acc[r][1]);
+  }
+  if (vmax == nullptr) return;
+  const __m256 lowest = _mm256_set1_ps(-std::numeric_limits<float>::infinity());
+  for (int r = 0; r < R; ++r) {
+    __m256 m0 = acc[r][0], m1 = acc[r][1];
+    if (valid < kPanel) {  // zero-padded keys past S must not raise the maximum
+      m0 = valid >= 8 ? m0 : _mm256_blendv_ps(lowest, m0, _mm256_castsi256_ps(tail_lanes(valid)));
+      m1 = valid <= 8 ? lowest
+                      : _mm256_blendv_ps(lowest, m1, _mm256_castsi256_ps(tail_lanes(valid - 8)));
+    }
+    float* vm = vmax + r * 8;
+    _mm256_storeu_ps(vm, _mm256_max_ps(_mm256_loadu_ps(vm), _mm256_max_ps(m0, m1)));
+  }
+}
+
+// out[r][0..cols) = scale[r] * sum_{k<K} p[r][k] * vp[k][0..cols) for r < R.
+template <int R>
+void tile_pv(const float* p, std::int64_t ldp, const float* vp, std::int64_t K, float* out,
+             std::int64_t ldo, std::int64_t cols, const float* scale) {
+  __m256 acc[R][2];
+  for (int r = 0; r < R; ++r) acc[r][0] = acc[r][1] = _mm256_setzero_ps();
+  for (std::int64_t k = 0; k < K; ++k) {
+    const __m256 b0 = _mm256_loadu_ps(vp + k * kPanel);
+    const __m256 b1 = _mm256_loadu_ps(vp + k * kPanel + 8);
+    for (int r = 0; r < R; ++r) {
+      const __m256 x = _mm256_broadcast_ss(p + r * ldp + k);
+      acc[r][0] = _mm256_fmadd_ps(x, b0, acc[r][0]);
+      acc[r][1] = _mm256_fmadd_ps(x, b1, acc[r][1]);
+    }
+  }
+  for (int r = 0; r < R; ++r) {
+    const __m256 s = _mm256_set1_ps(scale[r]);
+    const __m256 o0 = _mm256_mul_ps(acc[r][0], s), o1 = _mm256_mul_ps(acc[r][1], s);
+    float* dst = out + r * ldo;
+    if (cols == kPanel) {
+      _mm256_storeu_ps(dst, o0);
+      _mm256_storeu_ps(dst + 8, o1);
+    } else {
+      alignas(32) float tmp[kPanel];
+      _mm256_store_ps(tmp, o0);
+      _mm256_store_ps(tmp + 8, o1);
+      std::memcpy(dst, tmp, static_cast<std::size_t>(cols) * 4);
+    }
+  }
+}
+
+// Scratch floats one thread needs.
+std::int64_t scratch_size(const SdpaPlan& p, std::int64_t block) {
+  const std::int64_t Sp = round_up(p.S, kPanel);
+  return Sp * p.E + round_up(p.Ev, kPanel) * p.S + block * (p.E + Sp + 8 + 1);
+}
+
+template <int R>
+void qk_strip(const SdpaPlan& p, const float* qrow, const float* kp, std::int64_t kmax,
+              std::int64_t Sp, float* scores, float* vmax) {
+  for (std::int64_t j0 = 0; j0 < kmax; j0 += kPanel) {
+    tile_qk<R>(qrow, p.E, kp + j0 * p.E, p.E, scores + j0, Sp, vmax, p.S - j0);
+  }
+}
+
+template <int R>
+void pv_strip(const SdpaPlan& p, const float* probs, std::int64_t ldp, const float* vp,
+              std::int64_t kmax, float* out, const float* inv) {
+  for (std::int64_t c0 = 0; c0 < p.Ev; c0 += kPanel) {
+    tile_pv<R>(probs, ldp, vp + c0 * p.S, kmax, out + c0, p.out_rs, std::min(kPanel, p.Ev - c0),
+               inv);
+  }
+}
+
+// Calls f.template operator()<R>() for the strip height R in [1, 6] (tiles are templates).
+template <class F>
+void with_rows(std::int64_t R, F&& f) {
+  switch (R) {
+    case 6: f(std::integral_constant<int, 6>()); break;
+    case 5: f(std::integral_constant<int, 5>()); break;
+    case 4: f(std::integral_constant<int, 4>()); break;
+    case 3: f(std::integral_constant<int, 3>()); break;
+    case 2: f(std::integral_constant<int, 2>()); break;
+    default: f(std::integral_constant<int, 1>()); break;
+  }
+}
+
+// One block of query rows of head h, in three phases so that each phase's operand stays in L1:
+// all QK tiles (packed K), then the softmax rows, then all PV tiles (packed V).
+void run_block(const SdpaPlan& p, std::int64_t h, std::int64_t r0, std::int64_t rows,
+               std::int64_t block, float* scratch, bool pack) {
+  const std::int64_t Sp = round_up(p.S, kPanel);
+  float* kp = scratch;
+  float* vp = kp + Sp * p.E;
+  float* qs = vp + round_up(p.Ev, kPanel) * p.S;
+  float* scores = qs + block * p.E;
+  float* vmax = scores + block * Sp;
+  float* inv = vmax + block * 8;
+  if (pack) {
+    pack_k(p.k + p.k_off[h], p.k_rs, p.S, p.E, kp);
+    pack_v(p.v + p.v_off[h], p.v_rs, p.S, p.Ev, vp);
+  }
+  // Folding scale*log2(e) into the queries (rows*E multiplies) leaves the softmax a bare exp2
+  // of score - max; PyTorch's math path pre-scales q as well.
+  const float c = p.scale * kLog2e;
+  const float* q = p.q + p.q_off[h] + r0 * p.q_rs;
+  for (std::int64_t r = 0; r < rows; ++r) {
+    for (std::int64_t e = 0; e < p.E; ++e) qs[r * p.E + e] = q[r * p.q_rs + e] * c;
+  }
+  // Row maxima come out of the QK tiles unless a per-key mask or the causal limit changes
+  // which scores count.
+  const bool fused_max = !p.causal && (p.mask == nullptr || p.mask_cs == 0);
+  if (fused_max) {
+    for (std::int64_t i = 0; i < rows * 8; ++i) vmax[i] = -std::numeric_limits<float>::infinity();
+  }
+  // Causal rows never look past their own index: those keys are skipped in both products.
+  const auto kmax_of = [&](std::int64_t s0, std::int64_t R) {
+    return p.causal ? std::min(p.S, r0 + s0 + R) : p.S;
+  };
+  for (std::int64_t s0 = 0; s0 < rows; s0 += kTileRows) {
+    const std::int64_t R = std::min(kTileRows, rows - s0);
+    with_rows(R, [&](auto n) {
+      qk_strip<decltype(n)::value>(p, qs + s0 * p.E, kp, kmax_of(s0, R), Sp, scores + s0 * Sp,
+                                   fused_max ? vmax + s0 * 8 : nullptr);
+    });
+  }
+  // Softmax. With weights the normalised row goes straight to the output tensor, which then
+  // feeds P V; without, the numerators stay in scratch and the output rows are scaled instead.
+  float* probs = p.weights ? p.weights + (h * p.L + r0) * p.S : scores;
+  const std::int64_t ldp = p.weights ? p.S : Sp;
+  for (std::int64_t r = 0; r < rows; ++r) {
+    const std::int64_t i = r0 + r;
+    const std::int64_t kmax = kmax_of(r - r % kTileRows, std::min(kTileRows, rows - (r - r % kTileRows)));
+    const float* mask = p.mask ? p.mask + p.mask_off[h] + i * p.mask_rs : nullptr;
+    float* row = scores + r * Sp;
+    float row_max = 0.0f;
+    if (fused_max) {
+      row_max = vmax[r * 8];
+      for (int l = 1; l < 8; ++l) row_max = std::max(row_max, vmax[r * 8 + l]);
+    }
+    inv[r] = softmax2_numerator(row, kmax, mask, p.mask_cs, p.causal ? i + 1 : p.S,
+                                fused_max ? &row_max : nullptr);
+    if (p.weights) {
+      float* w = probs + r * ldp;
+      const float a = inv[r];
+      if (a != 0.0f) {
+        for (std::int64_t j = 0; j < kmax; ++j) w[j] = row[j] * a;
+      } else {
+        for (std::int64_t j = 0; j < kmax; ++j) w[j] = row[j];  // all 0 (or NaN) already
+      }
+      zero_row(w + kmax, p.S - kmax);
+      inv[r] = 1.0f;
+    }
+  }
+  float* out = p.out + p.out_off[h] + r0 * p.out_rs;
+  for (std::int64_t s0 = 0; s0 < rows; s0 += kTileRows) {
+    const std::int64_t R = std::min(kTileRows, rows - s0);
+    with_rows(R, [&](auto n) {
+      pv_strip<decltype(n)::value>(p, probs + s0 * ldp, ldp, vp, kmax_of(s0, R),
+                                   out + s0 * p.out_rs, inv + s0);
+    });
+  }
+}
+
+constexpr std::int64_t kBlockTarget = 48;
+constexpr std::int64_t kBlockMultiple = kTileRows;
+
+#else
+// ---------------------------------------------------------------------------------------------
+// Portable path: Eigen GEMMs per block of query rows.
+
+using RowMat = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+using ConstMap = Eigen::Map<const RowMat, Eigen::Unaligned, Eigen::OuterStride<>>;
+using MutMap = Eigen::Map<RowMat, Eigen::Unaligned, Eigen::OuterStride<>>;
+
+constexpr std::int64_t kBlockTarget = 64;
+constexpr std::int64_t kBlockMultiple = 1;
+
+std::int64_t scratch_size(const SdpaPlan& p, std::int64_t block) {
+  return block * (p.E + 1) + (p.weights ? 0 : block * p.S);
+}
+
+void run_block(const SdpaPlan& p, std::int64_t h, std::int64_t r0, std::int64_t rows,
+               std::int64_t /*block*/, float* scratch, bool /*pack*/) {
+  const float c = p.scale * kLog2e;
+  float* qs = scratch;
+  float* inv = qs + rows * p.E;
+  const float* q = p.q + p.q_off[h] + r0 * p.q_rs;
+  for (std::int64_t r = 0; r < rows; ++r) {
+    for (std::int64_t e = 0; e < p.E; ++e) qs[r * p.E + e] = q[r * p.q_rs + e] * c;
+  }
+  float* scores = p.weights ? p.weights + (h * p.L + r0) * p.S : inv + rows;
+  const ConstMap qm(qs, rows, p.E, Eigen::OuterStride<>(p.E));
+  const ConstMap k(p.k + p.k_off[h], p.S, p.E, Eigen::OuterStride<>(p.k_rs));
+  const ConstMap v(p.v + p.v_off[h], p.S, p.Ev, Eigen::OuterStride<>(p.v_rs));
+  MutMap s(scores, rows, p.S, Eigen::OuterStride<>(p.S));
+  s.noalias() = qm * k.transpose();
+  for (std::int64_t r = 0; r < rows; ++r) {
+    const std::int64_t i = r0 + r;
+    const float* mask = p.mask ? p.mask + p.mask_off[h] + i * p.mask_rs : nullptr;
+    float* row = scores + r * p.S;
+    inv[r] = softmax2_numerator(row, p.S, mask, p.mask_cs, p.causal ? i + 1 : p.S);
+    if (p.weights) scale_row(row, p.S, inv[r]);
+  }
+  MutMap o(p.out + p.out_off[h] + r0 * p.out_rs, rows, p.Ev, Eigen::OuterStride<>(p.out_rs));
+  o.noalias() = s * v;
+  if (!p.weights) {
+    for (std::int64_t r = 0; r < rows; ++r) scale_row(o.data() + r * p.out_rs, p.Ev, inv[r]);
+  }
+}
+#endif
+
+}  // namespace
+
+void run_sdpa(const SdpaPlan& p) {
+  if (p.heads == 0 || p.L == 0) return;
+  if (p.S == 0) {  // nothing to attend: zero output (weights are empty)
+    for (std::int64_t h = 0; h < p.heads; ++h) {
+      for (std::int64_t i = 0; i < p.L; ++i) zero_row(p.out + p.out_off[h] + i * p.out_rs, p.Ev);
+    }
+    return;
+  }
+  const std::int64_t block = block_rows(p.L, kBlockTarget, kBlockMultiple);
+  const std::int64_t nblocks = (p.L + block - 1) / block;
+  const std::int64_t tasks = p.heads * nblocks;
+  const std::int64_t threads =
+      std::max<std::int64_t>(1, std::min<std::int64_t>(max_threads(), tasks));
+  const std::int64_t per_thread = scratch_size(p, block);
+  const Tensor scratch = Tensor::empty({threads, per_thread});
+  float* const scratch_data = const_cast<float*>(scratch.data());
+  // Each thread takes a contiguous range of (head, block) tasks, so a head's packed K/V are
+  // reused by all of its blocks on that thread.
+  parallel_for(threads, [&](std::int64_t t) {
+    const std::int64_t begin = tasks * t / threads, end = tasks * (t + 1) / threads;
+    std::int64_t packed = -1;
+    for (std::int64_t task = begin; task < end; ++task) {
+      const std::int64_t h = task / nblocks;
+      const std::int64_t r0 = (task % nblocks) * block;
+      run_block(p, h, r0, std::min(block, p.L - r0), block, scratch_data + t * per_thread,
+                h != packed);
+      packed = h;
+    }
+  });
+}
+
+}  // namespace cvattn::detail

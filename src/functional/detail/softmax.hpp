@@ -1,0 +1,268 @@
+#pragma once
+// Vectorised row primitives shared by the attention kernels: a fast exp2 and a numerically
+// stable softmax of one row. Private to cvattn.
+//
+// softmax(s*scale + mask) is evaluated as 2^(y - max y) with y = s*(scale*log2 e) +
+// mask*log2 e, which saves exp's ln2 range reduction; the attention kernels fold
+// scale*log2 e into the query rows before the score GEMM, so no extra pass is needed.
+//
+// 2^y: with h = y - 1/2 (folded into the bias), n = round(h), f = h - n in [-1/2, 1/2], and a
+// degree-5 polynomial for 2^(f + 1/2) (relative error 3e-7 in float32), times 2^n built in the
+// exponent field. Because 2^(f + 1/2) >= 1, every result with n >= -126 is a normal float;
+// h is clamped at -127, where the exponent field is 0 and the product is exactly +0: masked
+// (-inf) keys get weight 0, tiny ones (y < -126.5, weight < 1e-38 of the row maximum) too, and
+// no denormal (microcode-assisted, ~100x slower) value is ever produced. NaN stays NaN.
+// Folding log2 e into the scale rounds once more: a weight's relative error grows by about
+// |y - max y| * 6e-8, far inside the 1e-4 bar.
+#include <cmath>
+#include <cstdint>
+#include <limits>
+
+#if defined(__AVX2__) && defined(__FMA__)
+#include <immintrin.h>
+#define CVATTN_SOFTMAX_AVX2 1
+#endif
+
+namespace cvattn::detail {
+
+inline constexpr float kLog2e = 1.44269504088896341f;
+
+inline float exp2_scalar(float y) { return y < -126.5f ? 0.0f : std::exp2(y); }
+
+#if CVATTN_SOFTMAX_AVX2
+// v[u] <- 2^(v[u] + 1/2) for U vectors, interleaved so the FMA latency chains overlap (Horner is
+// fewer ops than Estrin, and with U independent chains latency is hidden anyway).
+template <int U>
+inline void exp2_half_shifted(__m256* v) {
+  const __m256 lo = _mm256_set1_ps(-127.0f), magic = _mm256_set1_ps(12582912.0f);  // 1.5*2^23
+  __m256 t[U], f[U], p[U];
+  for (int u = 0; u < U; ++u) {
+    // Operand order keeps NaN: max returns its second operand when either is NaN.
+    v[u] = _mm256_max_ps(lo, v[u]);
+    t[u] = _mm256_add_ps(v[u], magic);  // low mantissa bits of t hold round(v)
+  }
+  for (int u = 0; u < U; ++u) f[u] = _mm256_sub_ps(v[u], _mm256_sub_ps(t[u], magic));
+  for (int u = 0; u < U; ++u) {
+    p[u] = _mm256_fmadd_ps(_mm256_set1_ps(0.0018775755306705832f), f[u],
+                           _mm256_set1_ps(0.01368328183889389f));
+  }
+  for (int u = 0; u < U; ++u) {
+    p[u] = _mm256_fmadd_ps(p[u], f[u], _mm256_set1_ps(0.07849893718957901f));
+  }
+  for (int u = 0; u < U; ++u) {
+    p[u] = _mm256_fmadd_ps(p[u], f[u], _mm256_set1_ps(0.339724063873291f));
+  }
+  for (int u = 0; u < U; ++u) {
+    p[u] = _mm256_fmadd_ps(p[u], f[u], _mm256_set1_ps(0.9802578687667847f));
+  }
+  for (int u = 0; u < U; ++u) {
+    p[u] = _mm256_fmadd_ps(p[u], f[u], _mm256_set1_ps(1.4142136573791504f));
+  }
+  for (int u = 0; u < U; ++u) {
+    // bits(t) = bits(magic) + n and the low 9 bits of bits(magic) are zero, so shifting
+    // bits(t) + 127 left by 23 leaves exactly n + 127 in the exponent field.
+    const __m256i e = _mm256_slli_epi32(
+        _mm256_add_epi32(_mm256_castps_si256(t[u]), _mm256_set1_epi32(127)), 23);
+    v[u] = _mm256_mul_ps(p[u], _mm256_castsi256_ps(e));
+  }
+}
+
+inline float hmax256(__m256 v) {
+  __m128 m = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  m = _mm_max_ps(m, _mm_movehl_ps(m, m));
+  m = _mm_max_ss(m, _mm_movehdup_ps(m));
+  return _mm_cvtss_f32(m);
+}
+
+inline float hsum256(__m256 v) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+
+// Lanes [0, count) set, for the masked tail of a row (0 < count < 8).
+inline __m256i tail_lanes(std::int64_t count) {
+  return _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(count)),
+                            _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+#endif
+
+// Softmax numerator of one row of scores already in log2 units (s * scale * log2 e):
+// x[j] <- 2^(x[j] + mask[j*mask_step]*log2 e - max) for j < allowed, 0 for allowed <= j < n.
+// Returns 1/sum, or 0 when every allowed entry is -inf (or allowed == 0); the row is then all
+// zeros (PyTorch >= 2.5's "safe softmax"). mask (natural-log units, additive) may be null;
+// mask_step is 0 (one value for the whole row) or 1. known_max, when given, is max_j x[j]
+// over j < allowed (computed by the caller while producing x) and saves the max pass; it is
+// only valid without a per-key mask.
+inline float softmax2_numerator(float* x, std::int64_t n, const float* mask,
+                                std::int64_t mask_step, std::int64_t allowed,
+                                const float* known_max = nullptr) {
+  const std::int64_t a = allowed < n ? allowed : n;
+  const bool row_mask = mask != nullptr && mask_step == 1;
+  const float m0 = mask != nullptr && mask_step == 0 ? mask[0] * kLog2e : 0.0f;
+  // Pass 1: maximum of y.
+  float m = -std::numeric_limits<float>::infinity();
+  std::int64_t j = 0;
+#if CVATTN_SOFTMAX_AVX2
+  const __m256 vl = _mm256_set1_ps(kLog2e);
+  __m256 vmax0 = _mm256_set1_ps(m), vmax1 = vmax0;
+  if (known_max != nullptr && !row_mask) {
+    j = a;
+    vmax0 = _mm256_set1_ps(*known_max);
+  } else if (row_mask) {
+    for (; j + 8 <= a; j += 8) {
+      vmax0 = _mm256_max_ps(
+          vmax0, _mm256_fmadd_ps(_mm256_loadu_ps(mask + j), vl, _mm256_loadu_ps(x + j)));
+    }
+  } else {
+    for (; j + 16 <= a; j += 16) {
+      vmax0 = _mm256_max_ps(vmax0, _mm256_loadu_ps(x + j));
+      vmax1 = _mm256_max_ps(vmax1, _mm256_loadu_ps(x + j + 8));
+    }
+    for (; j + 8 <= a; j += 8) vmax0 = _mm256_max_ps(vmax0, _mm256_loadu_ps(x + j));
+  }
+  m = hmax256(_mm256_max_ps(vmax0, vmax1));
+#endif
+  if (known_max != nullptr && !row_mask) {
+    j = a;
+    m = *known_max;
+  }
+  for (; j < a; ++j) {
+    const float y = row_mask ? mask[j] * kLog2e + x[j] : x[j];
+    m = y > m ? y : m;
+  }
+  m += m0;
+  if (m == -std::numeric_limits<float>::infinity()) {
+    // Every score -inf (fully masked: zeros), unless NaN hid from the max: then NaN, as the
+    // plain softmax gives.
+    bool nan = false;
+    for (std::int64_t i = 0; i < a; ++i) {
+      nan = nan || std::isnan(x[i]) || (row_mask && std::isnan(mask[i]));
+    }
+    const float fill = nan ? std::numeric_limits<float>::quiet_NaN() : 0.0f;
+    for (std::int64_t i = 0; i < n; ++i) x[i] = i < a ? fill : 0.0f;
+    return nan ? fill : 0.0f;
+  }
+  // Pass 2: x = 2^(y - max), summed. The bias carries -max, the shared mask value and the -1/2
+  // that exp2_half_shifted adds back.
+  const float bias = m0 - m - 0.5f;
+  float s = 0.0f;
+  j = 0;
+#if CVATTN_SOFTMAX_AVX2
+  const __m256 vbias = _mm256_set1_ps(bias);
+  __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+  if (row_mask) {
+    for (; j + 16 <= a; j += 16) {
+      __m256 v[2] = {
+          _mm256_add_ps(_mm256_fmadd_ps(_mm256_loadu_ps(mask + j), vl, vbias),
+                        _mm256_loadu_ps(x + j)),
+          _mm256_add_ps(_mm256_fmadd_ps(_mm256_loadu_ps(mask + j + 8), vl, vbias),
+                        _mm256_loadu_ps(x + j + 8))};
+      exp2_half_shifted<2>(v);
+      _mm256_storeu_ps(x + j, v[0]);
+      _mm256_storeu_ps(x + j + 8, v[1]);
+      acc0 = _mm256_add_ps(acc0, v[0]);
+      acc1 = _mm256_add_ps(acc1, v[1]);
+    }
+  } else {
+    for (; j + 32 <= a; j += 32) {
+      __m256 v[4] = {_mm256_add_ps(_mm256_loadu_ps(x + j), vbias),
+                     _mm256_add_ps(_mm256_loadu_ps(x + j + 8), vbias),
+                     _mm256_add_ps(_mm256_loadu_ps(x + j + 16), vbias),
+                     _mm256_add_ps(_mm256_loadu_ps(x + j + 24), vbias)};
+      exp2_half_shifted<4>(v);
+      for (int u = 0; u < 4; ++u) _mm256_storeu_ps(x + j + 8 * u, v[u]);
+      acc0 = _mm256_add_ps(acc0, _mm256_add_ps(v[0], v[2]));
+      acc1 = _mm256_add_ps(acc1, _mm256_add_ps(v[1], v[3]));
+    }
+  }
+  // Remaining full vectors and the masked tail (a libm call per element would cost more).
+  for (; j < a; j += 8) {
+    const __m256i lanes = j + 8 <= a ? _mm256_set1_epi32(-1) : tail_lanes(a - j);
+    __m256 y = _mm256_add_ps(_mm256_maskload_ps(x + j, lanes), vbias);
+    if (row_mask) {
+      y = _mm256_fmadd_ps(_mm256_maskload_ps(mask + j, lanes), vl, y);
+    }
+    exp2_half_shifted<1>(&y);
+    y = _mm256_and_ps(y, _mm256_castsi256_ps(lanes));
+    _mm256_maskstore_ps(x + j, lanes, y);
+    acc0 = _mm256_add_ps(acc0, y);
+  }
+  s = hsum256(_mm256_add_ps(acc0, acc1));
+#else
+  for (; j < a; ++j) {
+    const float e = exp2_scalar(x[j] + (row_mask ? mask[j] * kLog2e : 0.0f) + bias + 0.5f);
+    x[j] = e;
+    s += e;
+  }
+#endif
+  for (std::int64_t i = a; i < n; ++i) x[i] = 0.0f;
+  return 1.0f / s;
+}
+
+// sum_a v[a] * tanh(x[a] + y[a]) (Bahdanau's additive score). tanh(t) = (e - 1) / (e + 1) with
+// e = 2^(2t log2 e) from the exp2 above, saturated to +-1 for |t| > 9 where float tanh is +-1
+// anyway; absolute error ~1e-7 (small |t| loses relative, not absolute, accuracy).
+inline float additive_score(const float* x, const float* y, const float* v, std::int64_t n) {
+  std::int64_t a = 0;
+  float s = 0.0f;
+#if CVATTN_SOFTMAX_AVX2
+  const __m256 two_log2e = _mm256_set1_ps(2.0f * kLog2e), half = _mm256_set1_ps(0.5f);
+  const __m256 one = _mm256_set1_ps(1.0f), lim = _mm256_set1_ps(9.0f);
+  const __m256 sign = _mm256_set1_ps(-0.0f);
+  __m256 acc = _mm256_setzero_ps();
+  for (; a < n; a += 8) {
+    const __m256i lanes = a + 8 <= n ? _mm256_set1_epi32(-1) : tail_lanes(n - a);
+    const __m256 t = _mm256_add_ps(_mm256_maskload_ps(x + a, lanes), _mm256_maskload_ps(y + a, lanes));
+    // tanh is odd: evaluate on -|t| (e <= 1, no overflow) and restore the sign.
+    const __m256 neg = _mm256_or_ps(t, sign);
+    __m256 e = _mm256_fmsub_ps(_mm256_max_ps(neg, _mm256_sub_ps(_mm256_setzero_ps(), lim)),
+                               two_log2e, half);
+    exp2_half_shifted<1>(&e);
+    const __m256 th = _mm256_div_ps(_mm256_sub_ps(one, e), _mm256_add_ps(one, e));  // tanh|t|
+    const __m256 r = _mm256_or_ps(th, _mm256_and_ps(t, sign));
+    acc = _mm256_fmadd_ps(_mm256_maskload_ps(v + a, lanes), r, acc);
+  }
+  s = hsum256(acc);
+#else
+  for (; a < n; ++a) s += v[a] * std::tanh(x[a] + y[a]);
+#endif
+  return s;
+}
+
+// Maximum of x[0..n) (-inf when n == 0); NaN entries may or may not be ignored.
+inline float row_max(const float* x, std::int64_t n) {
+  float m = -std::numeric_limits<float>::infinity();
+  std::int64_t j = 0;
+#if CVATTN_SOFTMAX_AVX2
+  __m256 v0 = _mm256_set1_ps(m), v1 = v0;
+  for (; j + 16 <= n; j += 16) {
+    v0 = _mm256_max_ps(v0, _mm256_loadu_ps(x + j));
+    v1 = _mm256_max_ps(v1, _mm256_loadu_ps(x + j + 8));
+  }
+  m = hmax256(_mm256_max_ps(v0, v1));
+#endif
+  for (; j < n; ++j) m = x[j] > m ? x[j] : m;
+  return m;
+}
+
+inline void scale_row(float* x, std::int64_t n, float a) {
+  for (std::int64_t j = 0; j < n; ++j) x[j] *= a;
+}
+
+inline void zero_row(float* x, std::int64_t n) {
+  for (std::int64_t j = 0; j < n; ++j) x[j] = 0.0f;
+}
+
+// In-place softmax of x*scale + mask over x[0..n), entries j >= allowed masked out; for callers
+// whose scores are not pre-scaled.
+inline void softmax_row(float* x, std::int64_t n, float scale, const float* mask,
+                        std::int64_t mask_step, std::int64_t allowed) {
+  const std::int64_t a = allowed < n ? allowed : n;
+  scale_row(x, a, scale * kLog2e);
+  const float inv = softmax2_numerator(x, n, mask, mask_step, a);
+  if (inv != 0.0f) scale_row(x, a, inv);
+}
+
+}  // namespace cvattn::detail

@@ -1,0 +1,193 @@
+#include "cvattn/modules/eca.hpp"
+
+#include <cmath>
+#include <sstream>
+
+#include "core/parallel_for.hpp"
+#include "cvattn/core/error.hpp"
+#include "cvattn/core/make_divisible.hpp"
+#include "modules/detail/channel_kernels.hpp"
+#include "modules/detail/state_dict_shapes.hpp"
+
+namespace cvattn {
+namespace {
+constexpr const char* kWhere = "Eca::forward";
+}  // namespace
+
+EcaOptions EcaOptions::from_state_dict(const StateDict& dict) {
+  const char* where = "EcaOptions::from_state_dict";
+  if (dict.contains("conv2.weight")) {
+    const Shape& w2 = detail::require_shape(dict, "conv2.weight", {1, kAny, kAny}, where);
+    CVATTN_CHECK(w2[1] >= 1 && w2[2] >= 1, ValueError, where,
+                 ": 'conv2.weight' expected [1, R, k] with R, k >= 1, got ", to_string(w2));
+    detail::require_shape(dict, "conv.weight", {w2[1], 1, 1}, where);
+    return EcaOptions().use_mlp(true).rd_channels(w2[1]).kernel_size(w2[2]);
+  }
+  const Shape& w = detail::require_shape(dict, "conv.weight", {1, 1, kAny}, where);
+  return EcaOptions().kernel_size(w[2]);
+}
+
+std::int64_t EcaOptions::effective_kernel_size() const {
+  CVATTN_CHECK(channels_ >= 0, ValueError,
+               "EcaOptions: channels must be >= 0 (0: any, kernel_size as given), got ", channels_);
+  if (channels_ == 0) {
+    CVATTN_CHECK(kernel_size_ >= 1 && kernel_size_ % 2 == 1 && kernel_size_ <= (1 << 24),
+                 ValueError,
+                 "EcaOptions: kernel_size must be odd and in [1, 2^24] (padding (k-1)/2 keeps the "
+                 "length C), got ",
+                 kernel_size_);
+    return kernel_size_;
+  }
+  CVATTN_CHECK(std::isfinite(gamma_) && gamma_ != 0.0 && std::isfinite(beta_), ValueError,
+               "EcaOptions: gamma must be finite and non-zero and beta finite, got gamma=", gamma_,
+               ", beta=", beta_);
+  // Python: int(abs(math.log(channels, 2) + beta) / gamma); math.log(x, 2) is log(x) / log(2).
+  const double t = std::abs(std::log(static_cast<double>(channels_)) / std::log(2.0) + beta_) /
+                   gamma_;
+  CVATTN_CHECK(std::abs(t) <= (1 << 24), ValueError, "EcaOptions: kernel size |log2(",
+               channels_, ") + ", beta_, "| / ", gamma_, " is too large");
+  std::int64_t k = static_cast<std::int64_t>(t);  // truncation toward zero, as int()
+  if (k % 2 == 0) k += 1;
+  return k < 3 ? 3 : k;
+}
+
+std::int64_t EcaOptions::reduced_channels() const {
+  CVATTN_CHECK(rd_channels_ >= 0, ValueError,
+               "EcaOptions: rd_channels must be >= 0 (0: from rd_ratio), got ", rd_channels_);
+  if (rd_channels_ > 0) return rd_channels_;
+  CVATTN_CHECK(channels_ >= 1, ValueError,
+               "EcaOptions: use_mlp needs channels or rd_channels to size the hidden layer");
+  CVATTN_CHECK(std::isfinite(rd_ratio_) && rd_ratio_ > 0, ValueError,
+               "EcaOptions: rd_ratio must be positive and finite, got ", rd_ratio_);
+  return make_divisible(static_cast<double>(channels_) * rd_ratio_, rd_divisor_);
+}
+
+Eca::Eca(const EcaOptions& options)
+    : options_(options), k_(options.effective_kernel_size()) {
+  if (options_.use_mlp()) {
+    rd_ = options_.reduced_channels();
+    conv_weight_ = register_parameter("conv.weight", {rd_, 1, 1});
+    conv_bias_ = register_parameter("conv.bias", {rd_});
+    conv2_weight_ = register_parameter("conv2.weight", {1, rd_, k_});
+    conv2_bias_ = register_parameter("conv2.bias", {1});
+  } else {
+    conv_weight_ = register_parameter("conv.weight", {1, 1, k_});
+  }
+}
+
+std::string Eca::describe() const {
+  std::ostringstream out;
+  out << "Eca(channels=";
+  if (options_.channels() == 0) {
+    out << "None";
+  } else {
+    out << options_.channels();
+  }
+  out << ", kernel_size=" << k_;
+  if (options_.use_mlp()) out << ", use_mlp=true, rd_channels=" << rd_;
+  out << ", gate_layer=" << to_string(options_.gate_layer()) << ")";
+  return out.str();
+}
+
+Tensor Eca::forward(const Tensor& x) const { return run(x, false).output; }
+
+Attended Eca::forward_with_maps(const Tensor& x) const { return run(x, true); }
+
+Attended Eca::run(const Tensor& x, bool keep_maps) const {
+  const std::int64_t want = options_.channels() == 0 ? kAny : options_.channels();
+  check_shape(x, {kAny, want, kAny, kAny}, "x", kWhere);
+  const Tensor::Nchw s = x.nchw("x");
+  CVATTN_CHECK(s.h >= 1 && s.w >= 1, ShapeError, kWhere,
+               ": tensor 'x' expected H, W >= 1 (the gate averages over them), got ",
+               to_string(x.shape()));
+  const std::int64_t channels = s.c;
+  const std::int64_t hw = s.h * s.w;
+  const std::int64_t k = k_;
+  const std::int64_t pad = (k - 1) / 2;
+  const std::int64_t rd = rd_;
+
+  Tensor y = Tensor::empty(x.shape());
+  Tensor gate = Tensor::empty({s.n, channels});
+  Tensor pooled = Tensor::empty({s.n, channels});
+
+  const float* xp = x.data();
+  float* yp = y.data();
+  float* gp = gate.data();
+  const bool use_mlp = options_.use_mlp();
+  const float* w = use_mlp ? conv2_weight_.data() : conv_weight_.data();  // [rd or 1, k]
+  const float* w1 = use_mlp ? conv_weight_.data() : nullptr;
+  const float* b1 = use_mlp ? conv_bias_.data() : nullptr;
+  const float b2 = use_mlp ? conv2_bias_[0] : 0.0f;
+  const GateLayer gate_layer = options_.gate_layer();
+  const bool stream = y.nbytes() >= detail::kStreamingBytes;
+
+  auto pool = [&](std::int64_t n, std::int64_t c0, std::int64_t c1) {
+    for (std::int64_t c = c0; c < c1; ++c) {
+      pooled[n * channels + c] =
+          detail::plane_mean(xp + (n * channels + c) * hw, hw);
+    }
+  };
+  auto excite = [&](std::int64_t n) {
+    const float* v = pooled.data() + n * channels;
+    float* g = gp + n * channels;
+    for (std::int64_t c = 0; c < channels; ++c) {
+      // Taps t with c + t - pad inside [0, C); the rest read the zero padding.
+      const std::int64_t t0 = pad - c > 0 ? pad - c : 0;
+      const std::int64_t t1 = channels + pad - c < k ? channels + pad - c : k;
+      double acc = b2;
+      if (!use_mlp) {
+        for (std::int64_t t = t0; t < t1; ++t) {
+          acc += static_cast<double>(w[t]) * v[c + t - pad];
+        }
+      } else {
+        // conv (1 -> R, k=1) and ReLU recomputed per tap: cheaper than a [R, C] scratch.
+        for (std::int64_t r = 0; r < rd; ++r) {
+          const float* wr = w + r * k;
+          for (std::int64_t t = t0; t < t1; ++t) {
+            float h = w1[r] * v[c + t - pad] + b1[r];
+            h = h > 0.0f ? h : (h == h ? 0.0f : h);  // ReLU keeps NaN, as torch does
+            acc += static_cast<double>(wr[t]) * h;
+          }
+        }
+      }
+      g[c] = static_cast<float>(acc);
+    }
+    detail::apply_gate(gate_layer, g, channels);
+  };
+  auto scale = [&](std::int64_t n, std::int64_t c0, std::int64_t c1) {
+    for (std::int64_t c = c0; c < c1; ++c) {
+      const std::int64_t off = (n * channels + c) * hw;
+      detail::scale_plane(xp + off, yp + off, gp[n * channels + c], hw, stream);
+    }
+  };
+  detail::for_samples(
+      s.n, x.numel(),
+      [&](std::int64_t begin, std::int64_t end) {
+        // Software pipeline over the thread's samples: scaling sample n (streaming writes)
+        // and pooling sample n + 1 (reads) share one sweep, so reads and writes overlap as in
+        // a memcpy instead of alternating.
+        pool(begin, 0, channels);
+        for (std::int64_t n = begin; n < end; ++n) {
+          excite(n);
+          for (std::int64_t c = 0; c < channels; ++c) {
+            scale(n, c, c + 1);
+            if (n + 1 < end) pool(n + 1, c, c + 1);
+          }
+        }
+        detail::store_fence();
+      },
+      [&](std::int64_t n) {
+        detail::parallel_chunks(channels, [&](std::int64_t b, std::int64_t e) { pool(n, b, e); });
+        excite(n);
+        detail::parallel_chunks(channels, [&](std::int64_t b, std::int64_t e) {
+          scale(n, b, e);
+          detail::store_fence();
+        });
+      });
+
+  Attended result{y, {}};
+  if (keep_maps) result.maps.add(maps::kAttention, gate);
+  return result;
+}
+
+}  // namespace cvattn

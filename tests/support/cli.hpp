@@ -1,0 +1,86 @@
+#pragma once
+// Running the cvattn binary from end-to-end tests (shared/spec/CLI.md): a GoogleTest fixture
+// with a private scratch folder, run(args) capturing exit status, stdout and stderr, and the
+// contract's check for input errors (exit 2, one stderr line "cvattn: error: ...", no stdout).
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#ifndef CVATTN_TOOL
+#error "CVATTN_TOOL must name the cvattn binary"
+#endif
+
+namespace cvattn::test {
+
+struct CliResult {
+  int exit_code = -1;
+  bool signalled = false;
+  std::string out, err;
+};
+
+inline std::string slurp(const std::filesystem::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+class CliTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+    dir_ = std::filesystem::temp_directory_path() /
+           ("cvattn_cli_" + std::string(info->test_suite_name()) + "_" + info->name() + "_" +
+            std::to_string(::getpid()));
+    std::filesystem::remove_all(dir_);
+    std::filesystem::create_directories(dir_);
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+
+  CliResult run(const std::string& args) {
+    const std::string cmd = std::string("'") + CVATTN_TOOL + "' " + args + " > '" +
+                            (dir_ / "stdout").string() + "' 2> '" + (dir_ / "stderr").string() +
+                            "' < /dev/null";
+    const int status = std::system(cmd.c_str());
+    CliResult r;
+    if (WIFEXITED(status)) r.exit_code = WEXITSTATUS(status);
+    r.signalled = WIFSIGNALED(status);
+    r.out = slurp(dir_ / "stdout");
+    r.err = slurp(dir_ / "stderr");
+    return r;
+  }
+  std::string path(const std::string& name) const { return (dir_ / name).string(); }
+  // Writes raw bytes to a file in the test folder and returns its path.
+  std::string write(const std::string& name, const std::string& bytes) {
+    std::ofstream(path(name), std::ios::binary) << bytes;
+    return path(name);
+  }
+  void expect_input_error(const CliResult& r, const std::string& message) {
+    SCOPED_TRACE("expecting '" + message + "'");
+    EXPECT_FALSE(r.signalled);
+    EXPECT_EQ(r.exit_code, 2) << r.err;
+    EXPECT_THAT(r.err, ::testing::StartsWith("cvattn: error: "));
+    EXPECT_THAT(r.err, ::testing::HasSubstr(message));
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+    EXPECT_EQ(r.out, "");
+  }
+  // True if the folder holds no leftover temporary file of an aborted write.
+  bool no_temporary_files() const {
+    for (const auto& e : std::filesystem::directory_iterator(dir_)) {
+      if (e.path().string().find(".tmp") != std::string::npos) return false;
+    }
+    return true;
+  }
+
+  std::filesystem::path dir_;
+};
+
+}  // namespace cvattn::test
