@@ -11,6 +11,9 @@ const std::vector<OpSpec>& all_ops() {
       ops::se(),
       ops::eca(),
       ops::cbam(),
+      ops::affine_grid(),
+      ops::grid_sample(),
+      ops::grid_sample_backward(),
   };
   return ops;
 }

@@ -4,9 +4,13 @@
 
 namespace cvattn::cli::ops {
 
+OpSpec affine_grid();
 OpSpec cbam();
 OpSpec conv2d();
 OpSpec eca();
+OpSpec grid_sample();
+OpSpec grid_sample_backward();
 OpSpec se();
+OpSpec stn();
 
 }  // namespace cvattn::cli::ops
