@@ -1,5 +1,5 @@
-// End-to-end tests of `cvattn run affine_grid|grid_sample|grid_sample_backward` (shared/spec/CLI.md)
-// against the PyTorch fixtures in tests/fixtures/sampling.
+// End-to-end tests of `cvattn run affine_grid|grid_sample|grid_sample_backward|stn`
+// (shared/spec/CLI.md) against the PyTorch fixtures in tests/fixtures/sampling and .../stn.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "cvattn/io/npy.hpp"
+#include "cvattn/io/safetensors.hpp"
 #include "support/cli.hpp"
 #include "support/fixtures.hpp"
 #include "support/tensor_near.hpp"
@@ -133,6 +134,64 @@ TEST_F(CliSampling, GridSampleBackwardInputErrors) {
   expect_input_error(run("run grid_sample_backward" + ins + " --in grad_output=" +
                          fx.path("input.npy") + outs),
                      "grad_output");
+}
+
+TEST_F(CliSampling, StnWholeNetMatchesTutorial) {
+  for (const char* name : {"stn/net_n3_28_ac0", "stn/identity_n2_28"}) {
+    const auto fx = test::fixture(name);
+    std::string args = "run stn --in input=" + fx.path("input.npy") + " --weights " +
+                       fx.path("weights.safetensors");
+    for (const char* o : {"output", "theta", "grid", "logits"}) {
+      args += std::string(" --out ") + o + "=" + path(std::string(o) + ".npy");
+    }
+    expect_ok(run(args), name);
+    for (const char* o : {"output", "theta", "grid", "logits"}) {
+      EXPECT_TENSOR_NEAR(io::read_npy(path(std::string(o) + ".npy")), fx.tensor(o),
+                         test::Tolerance{})
+          << name << " " << o;
+    }
+  }
+}
+
+TEST_F(CliSampling, StnOnlyWeightsMatchTutorial) {
+  // 27 x 27 input: the transformer alone accepts 26..29.
+  const auto fx = test::fixture("stn/stn_n2_27_ac0");
+  const auto r = run("run stn --in input=" + fx.path("input.npy") + " --weights " +
+                     fx.path("weights.safetensors") + " --out output=" + path("o.npy") +
+                     " --out theta=" + path("t.npy") + " --out grid=" + path("g.npy"));
+  expect_ok(r, fx.name());
+  EXPECT_TENSOR_NEAR(io::read_npy(path("o.npy")), fx.tensor("output"), test::Tolerance{});
+  EXPECT_TENSOR_NEAR(io::read_npy(path("t.npy")), fx.tensor("theta"), test::Tolerance{});
+  EXPECT_TENSOR_NEAR(io::read_npy(path("g.npy")), fx.tensor("grid"), test::Tolerance{});
+}
+
+TEST_F(CliSampling, StnInputErrors) {
+  const auto stn_only = test::fixture("stn/stn_n2_27_ac0");
+  const auto net = test::fixture("stn/net_n3_28_ac0");
+  // logits need the classifier keys.
+  expect_input_error(run("run stn --in input=" + stn_only.path("input.npy") + " --weights " +
+                         stn_only.path("weights.safetensors") + " --out logits=" +
+                         path("l.npy")),
+                     "logits");
+  // The whole Net cannot classify a 27 x 27 image.
+  expect_input_error(run("run stn --in input=" + stn_only.path("input.npy") + " --weights " +
+                         net.path("weights.safetensors") + " --out output=" + path("o.npy")),
+                     "must have H and W in 28..29");
+  // A theta is no image.
+  expect_input_error(run("run stn --in input=" + net.path("theta.npy") + " --weights " +
+                         net.path("weights.safetensors") + " --out output=" + path("o.npy")),
+                     "input");
+  // Weights are required, and a truncated Net is reported.
+  expect_input_error(run("run stn --in input=" + net.path("input.npy") + " --out output=" +
+                         path("o.npy")),
+                     "weights");
+  StateDict d = io::load_safetensors(net.path("weights.safetensors"));
+  d.erase("fc2.bias");
+  io::save_safetensors(path("cut.safetensors"), d);
+  expect_input_error(run("run stn --in input=" + net.path("input.npy") + " --weights " +
+                         path("cut.safetensors") + " --out output=" + path("o.npy")),
+                     "fc2.bias");
+  EXPECT_TRUE(no_temporary_files());
 }
 
 }  // namespace

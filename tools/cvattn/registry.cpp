@@ -14,6 +14,7 @@ const std::vector<OpSpec>& all_ops() {
       ops::affine_grid(),
       ops::grid_sample(),
       ops::grid_sample_backward(),
+      ops::stn(),
   };
   return ops;
 }
