@@ -28,6 +28,8 @@ void check_input(const Tensor& x, const char* who, std::int64_t lo, std::int64_t
   check_defined(x, "input", who);
   check_shape(x, {kAny, 1, kAny, kAny}, "input", who);
   const std::int64_t h = x.dim(2), w = x.dim(3);
+  CVATTN_CHECK(x.dim(0) >= 1, ShapeError, who, ": tensor 'input' ", shape_text(x.shape()),
+               " is an empty batch");
   CVATTN_CHECK(h >= lo && h <= hi && w >= lo && w <= hi, ShapeError, who, ": tensor 'input' ",
                shape_text(x.shape()), " must have H and W in ", lo, "..", hi, " (", why, ")");
 }

@@ -104,6 +104,7 @@ TEST(SpatialTransformer, RejectsBadInputs) {
   EXPECT_THAT(message({2, 1, 28, 25}), HasSubstr("must have H and W in 26..29"));
   EXPECT_THAT(message({2, 3, 28, 28}), HasSubstr("SpatialTransformer: tensor 'input'"));
   EXPECT_THAT(message({1, 28, 28}), HasSubstr("SpatialTransformer: tensor 'input'"));
+  EXPECT_THAT(message({0, 1, 28, 28}), HasSubstr("is an empty batch"));
   EXPECT_THROW((void)stn.forward(Tensor()), Error);
 
   StnClassifier net;
