@@ -14,6 +14,10 @@ const std::vector<OpSpec>& all_ops() {
       ops::sk(),
       ops::deform_conv2d(),
       ops::deform_conv(),
+      ops::affine_grid(),
+      ops::grid_sample(),
+      ops::grid_sample_backward(),
+      ops::stn(),
   };
   return ops;
 }

@@ -4,12 +4,16 @@
 
 namespace cvattn::cli::ops {
 
+OpSpec affine_grid();
 OpSpec cbam();
 OpSpec conv2d();
 OpSpec eca();
+OpSpec grid_sample();
+OpSpec grid_sample_backward();
 OpSpec se();
 OpSpec sk();
 OpSpec deform_conv2d();
 OpSpec deform_conv();
+OpSpec stn();
 
 }  // namespace cvattn::cli::ops

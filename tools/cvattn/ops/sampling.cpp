@@ -1,0 +1,82 @@
+// affine_grid, grid_sample and grid_sample_backward (MODULES.md §7-8) over the functional kernels.
+#include "cvattn/functional/sampling.hpp"
+#include "ops/ops.hpp"
+
+namespace cvattn::cli::ops {
+
+namespace F = cvattn::functional;
+
+namespace {
+
+// The grid_sample settings shared by the forward and backward ops.
+std::vector<SettingSpec> grid_sample_settings() {
+  return {{"mode", SettingType::word, "bilinear", "interpolation", {"bilinear", "nearest", "bicubic"}},
+          {"padding_mode", SettingType::word, "zeros", "what samples outside the input read",
+           {"zeros", "border", "reflection"}},
+          {"align_corners", SettingType::boolean, "false", "-1/+1 name the corner pixel centres"}};
+}
+
+F::GridSampleOptions grid_sample_options(const Settings& s) {
+  return F::GridSampleOptions()
+      .mode(F::parse_interpolation(s.word("mode")))
+      .padding_mode(F::parse_padding_mode(s.word("padding_mode")))
+      .align_corners(s.boolean("align_corners"));
+}
+
+}  // namespace
+
+OpSpec affine_grid() {
+  return {
+      "affine_grid",
+      "torch.nn.functional.affine_grid",
+      {{"theta", "[N,2,3]"}},
+      false,
+      {{"size", SettingType::shape, "", "output size N,C,H,W"},
+       {"align_corners", SettingType::boolean, "false", "-1/+1 name the corner pixel centres"}},
+      {{"output", "[N,H,W,2]"}},
+      [](const Invocation& inv) -> Computation {
+        const Shape size = inv.settings.shape("size");
+        const bool align_corners = inv.settings.boolean("align_corners");
+        const Tensor theta = inv.input("theta");
+        return [=] { return Outputs{{"output", F::affine_grid(theta, size, align_corners)}}; };
+      },
+  };
+}
+
+OpSpec grid_sample() {
+  return {
+      "grid_sample",
+      "torch.nn.functional.grid_sample",
+      {{"input", "[N,C,H,W]"}, {"grid", "[N,Ho,Wo,2]"}},
+      false,
+      grid_sample_settings(),
+      {{"output", "[N,C,Ho,Wo]"}},
+      [](const Invocation& inv) -> Computation {
+        const auto options = grid_sample_options(inv.settings);
+        const Tensor input = inv.input("input"), grid = inv.input("grid");
+        return [=] { return Outputs{{"output", F::grid_sample(input, grid, options)}}; };
+      },
+  };
+}
+
+OpSpec grid_sample_backward() {
+  return {
+      "grid_sample_backward",
+      "autograd of torch.nn.functional.grid_sample",
+      {{"input", "[N,C,H,W]"}, {"grid", "[N,Ho,Wo,2]"}, {"grad_output", "[N,C,Ho,Wo]"}},
+      false,
+      grid_sample_settings(),
+      {{"grad_input", "[N,C,H,W]"}, {"grad_grid", "[N,Ho,Wo,2]"}},
+      [](const Invocation& inv) -> Computation {
+        const auto options = grid_sample_options(inv.settings);
+        const Tensor input = inv.input("input"), grid = inv.input("grid"),
+                     grad_output = inv.input("grad_output");
+        return [=] {
+          F::GridSampleGrads g = F::grid_sample_backward(input, grid, grad_output, options);
+          return Outputs{{"grad_input", g.grad_input}, {"grad_grid", g.grad_grid}};
+        };
+      },
+  };
+}
+
+}  // namespace cvattn::cli::ops
