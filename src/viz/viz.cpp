@@ -100,6 +100,10 @@ cv::Mat to_bgr(const cv::Mat& m, const char* where) {
 
 cv::Mat to_bgr(cv::InputArray image, const char* where) {
   CVATTN_CHECK(!image.empty(), ValueError, where, ": the image is empty");
+  // Only single images: a vector of Mats and the like would make getMat() throw cv::Exception.
+  CVATTN_CHECK(image.isMat() || image.isUMat() || image.kind() == cv::_InputArray::MATX ||
+                   image.kind() == cv::_InputArray::EXPR,
+               ValueError, where, ": expected a single image (cv::Mat or cv::UMat)");
   return to_bgr(image.getMat(), where);
 }
 

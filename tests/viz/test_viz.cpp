@@ -150,7 +150,7 @@ TEST(Heatmap, FixedRangeComparesHonestly) {
 
 TEST(Heatmap, PercentilesClipOutliers) {
   // Values 0..99 plus one huge outlier: min-max crushes 0..99 into the lowest colours, the
-  // [0, 99] percentile range (numpy: 0 and 99.99) keeps value 50 near the middle.
+  // [0, 99] percentile range keeps value 50 near the middle.
   std::vector<float> v(101);
   for (int i = 0; i < 100; ++i) v[static_cast<std::size_t>(i)] = static_cast<float>(i);
   v[100] = 1e6f;
@@ -158,8 +158,8 @@ TEST(Heatmap, PercentilesClipOutliers) {
   const cv::Mat mm = heatmap(map);
   EXPECT_EQ(mm.at<cv::Vec3b>(0, 50), kTurbo0);
   const cv::Mat pc = heatmap(map, {}, HeatmapOptions().percentiles(0, 99));
-  // numpy.percentile(v, 99) = 99 + 0.0 * ... = v[99] + (1e6 - 99) * 0.0 = 99.0 exactly
-  // (position 0.99 * 100 = 99), so 50 maps to 50/99 -> round(128.79) = 129.
+  // numpy.percentile(v, 99) with 101 values sits at position 0.99 * 100 = 99: exactly the sorted
+  // value 99; percentile 0 is 0. So 50 maps to 50/99 * 255 = 128.79 -> 129.
   EXPECT_EQ(pc.at<cv::Vec3b>(0, 50), colormap_colour(cv::COLORMAP_TURBO, 129));
   EXPECT_EQ(pc.at<cv::Vec3b>(0, 100), kTurbo255);
   EXPECT_EQ(pc.at<cv::Vec3b>(0, 0), kTurbo0);
@@ -204,9 +204,10 @@ TEST(Heatmap, RejectsBadMapsAndOptions) {
   EXPECT_THAT(
       [] {
         (void)heatmap(Tensor::zeros({3, 3}), {},
-                      HeatmapOptions().colormap(static_cast<cv::ColormapTypes>(99)));
+                      // 30 is representable in the enum (its values need 5 bits) but names no map.
+                      HeatmapOptions().colormap(static_cast<cv::ColormapTypes>(30)));
       },
-      ThrowsMessage<ValueError>(HasSubstr("colormap 99 is not a cv::ColormapTypes value")));
+      ThrowsMessage<ValueError>(HasSubstr("colormap 30 is not a cv::ColormapTypes value")));
   EXPECT_THAT([] { (void)heatmap(cv::Mat()); },
               ThrowsMessage<ValueError>(HasSubstr("heatmap: the map is empty")));
   EXPECT_THAT([] { (void)heatmap(cv::Mat(3, 3, CV_8UC3)); },
@@ -282,6 +283,9 @@ TEST(Overlay, RejectsBadInput) {
               ThrowsMessage<ValueError>(HasSubstr("overlay: the image is empty")));
   EXPECT_THAT([] { (void)overlay(cv::Mat(4, 4, CV_32FC3), hot_pixel_map(2, 2, 0, 0)); },
               ThrowsMessage<ValueError>(HasSubstr("expected an 8-bit image")));
+  const std::vector<cv::Mat> several = {cv::Mat(4, 4, CV_8UC3), cv::Mat(4, 4, CV_8UC3)};
+  EXPECT_THAT([&] { (void)overlay(several, hot_pixel_map(2, 2, 0, 0)); },
+              ThrowsMessage<ValueError>(HasSubstr("expected a single image")));
   EXPECT_THAT([] { (void)overlay(cv::Mat(4, 4, CV_8UC2), hot_pixel_map(2, 2, 0, 0)); },
               ThrowsMessage<ValueError>(HasSubstr("expected 1, 3 or 4 channels, got 2")));
   const cv::Mat img = uniform_bgr(4, 4, {0, 0, 0});
