@@ -152,3 +152,23 @@ TEST(SpatialTransformer, Describe) {
 
 }  // namespace
 }  // namespace cvattn
+
+namespace cvattn {
+namespace {
+
+// The shipped demo model (tools/train/stn_digits.py) through cvattn's own modules reproduces the
+// logits and thetas PyTorch stored beside the weights.
+TEST(StnClassifier, ShippedDemoWeightsReproduceTorchLogits) {
+  const std::string dir = std::string(CVATTN_ASSETS_DIR) + "/weights/";
+  const StateDict dict = io::load_safetensors(dir + "stn_digits.safetensors");
+  const auto net = StnClassifier::from_state_dict(dict);
+  const Tensor input = io::read_npy(dir + "stn_digits_check/input.npy");
+  const Attended r = net->forward_with_maps(input);
+  EXPECT_TENSOR_NEAR(r.maps.at(maps::kLogits), io::read_npy(dir + "stn_digits_check/logits.npy"),
+                     test::Tolerance{});
+  EXPECT_TENSOR_NEAR(r.maps.at(maps::kTheta), io::read_npy(dir + "stn_digits_check/theta.npy"),
+                     test::Tolerance{});
+}
+
+}  // namespace
+}  // namespace cvattn
