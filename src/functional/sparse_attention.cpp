@@ -218,7 +218,8 @@ KeySearch parse_key_search(std::string_view word) {
 AttentionResult local_attention(const Tensor& q, const Tensor& k, const Tensor& v,
                                 std::int64_t radius, std::optional<double> scale) {
   const char* where = "local_attention";
-  const auto [N, C, H, W] = q.nchw("q");
+  const auto shape = q.nchw("q");  // no structured binding: clang-14 cannot capture those
+  const std::int64_t N = shape.n, C = shape.c, H = shape.h, W = shape.w;
   check_shape(k, {N, C, H, W}, "k", where);
   (void)v.nchw("v");
   check_shape(v, {N, kAny, H, W}, "v", where);
