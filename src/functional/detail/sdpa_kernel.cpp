@@ -310,8 +310,8 @@ void run_sdpa(const SdpaPlan& p) {
   const std::int64_t threads =
       std::max<std::int64_t>(1, std::min<std::int64_t>(max_threads(), tasks));
   const std::int64_t per_thread = scratch_size(p, block);
-  const Tensor scratch = Tensor::empty({threads, per_thread});
-  float* const scratch_data = const_cast<float*>(scratch.data());
+  Tensor scratch = Tensor::empty({threads, per_thread});
+  float* const scratch_data = scratch.data();
   // Each thread takes a contiguous range of (head, block) tasks, so a head's packed K/V are
   // reused by all of its blocks on that thread.
   parallel_for(threads, [&](std::int64_t t) {
