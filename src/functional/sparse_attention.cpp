@@ -239,8 +239,8 @@ AttentionResult local_attention(const Tensor& q, const Tensor& k, const Tensor& 
   // Per thread: scores [K2][W] and the transposed per-pixel rows [W][K2].
   const std::int64_t rows = N * H;
   const std::int64_t per_thread = 2 * K2 * W;
-  const Tensor scratch = Tensor::empty({thread_slots(rows), per_thread});
-  float* const scratch_data = const_cast<float*>(scratch.data());
+  Tensor scratch = Tensor::empty({thread_slots(rows), per_thread});
+  float* const scratch_data = scratch.data();
   const float* qd = q.data();
   const float* kd = k.data();
   const float* vd = v.data();

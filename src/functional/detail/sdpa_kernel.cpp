@@ -23,12 +23,13 @@ std::int64_t block_rows(std::int64_t L, std::int64_t target, std::int64_t multip
   return round_up((L + blocks - 1) / blocks, multiple);
 }
 
-#if CVATTN_SOFTMAX_AVX2
+#if CVATTN_DETAIL_AVX2
 // ---------------------------------------------------------------------------------------------
-// AVX2 path: per head, K and V are packed once into 16-wide column panels (zero padded), then
-// strips of up to 6 query rows run QK^T -> softmax -> PV while the strip's scores sit in L1.
-// The 6x16 register tiles (12 accumulators) keep both FMA pipes busy; nothing is repacked per
-// block and nothing is zero-filled, unlike a general GEMM called per block.
+// AVX2 path: per head, K and V are packed once into 16-wide panels (zero padded; K transposed);
+// each block of query rows then runs all QK^T tiles, the softmax rows and all PV tiles, so the
+// packed operand of each phase stays in L1. The 6x16 register tiles (12 accumulators) keep both
+// FMA pipes busy; nothing is repacked per block and nothing is zero-filled, unlike a general
+// GEMM called per block.
 
 constexpr std::int64_t kTileRows = 6;
 constexpr std::int64_t kPanel = 16;
@@ -212,7 +213,8 @@ void run_block(const SdpaPlan& p, std::int64_t h, std::int64_t r0, std::int64_t 
   const std::int64_t ldp = p.weights ? p.S : Sp;
   for (std::int64_t r = 0; r < rows; ++r) {
     const std::int64_t i = r0 + r;
-    const std::int64_t kmax = kmax_of(r - r % kTileRows, std::min(kTileRows, rows - (r - r % kTileRows)));
+    const std::int64_t s0 = r - r % kTileRows;  // the strip this row belongs to
+    const std::int64_t kmax = kmax_of(s0, std::min(kTileRows, rows - s0));
     const float* mask = p.mask ? p.mask + p.mask_off[h] + i * p.mask_rs : nullptr;
     float* row = scores + r * Sp;
     float row_max = 0.0f;
@@ -308,8 +310,8 @@ void run_sdpa(const SdpaPlan& p) {
   const std::int64_t threads =
       std::max<std::int64_t>(1, std::min<std::int64_t>(max_threads(), tasks));
   const std::int64_t per_thread = scratch_size(p, block);
-  const Tensor scratch = Tensor::empty({threads, per_thread});
-  float* const scratch_data = const_cast<float*>(scratch.data());
+  Tensor scratch = Tensor::empty({threads, per_thread});
+  float* const scratch_data = scratch.data();
   // Each thread takes a contiguous range of (head, block) tasks, so a head's packed K/V are
   // reused by all of its blocks on that thread.
   parallel_for(threads, [&](std::int64_t t) {

@@ -1,6 +1,8 @@
 #pragma once
-// Vectorised row primitives shared by the attention kernels: a fast exp2 and a numerically
-// stable softmax of one row. Private to cvattn.
+// Vectorised row primitives shared by the attention kernels: a fast exp2, a numerically stable
+// softmax of one row, the additive (tanh) score and a row maximum. Private to cvattn.
+// CVATTN_DETAIL_AVX2 selects the AVX2+FMA code paths (set by -march=native on such CPUs); every
+// function has a portable scalar path.
 //
 // softmax(s*scale + mask) is evaluated as 2^(y - max y) with y = s*(scale*log2 e) +
 // mask*log2 e, which saves exp's ln2 range reduction; the attention kernels fold
@@ -20,7 +22,7 @@
 
 #if defined(__AVX2__) && defined(__FMA__)
 #include <immintrin.h>
-#define CVATTN_SOFTMAX_AVX2 1
+#define CVATTN_DETAIL_AVX2 1
 #endif
 
 namespace cvattn::detail {
@@ -29,7 +31,7 @@ inline constexpr float kLog2e = 1.44269504088896341f;
 
 inline float exp2_scalar(float y) { return y < -126.5f ? 0.0f : std::exp2(y); }
 
-#if CVATTN_SOFTMAX_AVX2
+#if CVATTN_DETAIL_AVX2
 // v[u] <- 2^(v[u] + 1/2) for U vectors, interleaved so the FMA latency chains overlap (Horner is
 // fewer ops than Estrin, and with U independent chains latency is hidden anyway).
 template <int U>
@@ -104,7 +106,7 @@ inline float softmax2_numerator(float* x, std::int64_t n, const float* mask,
   // Pass 1: maximum of y.
   float m = -std::numeric_limits<float>::infinity();
   std::int64_t j = 0;
-#if CVATTN_SOFTMAX_AVX2
+#if CVATTN_DETAIL_AVX2
   const __m256 vl = _mm256_set1_ps(kLog2e);
   __m256 vmax0 = _mm256_set1_ps(m), vmax1 = vmax0;
   if (known_max != nullptr && !row_mask) {
@@ -149,7 +151,7 @@ inline float softmax2_numerator(float* x, std::int64_t n, const float* mask,
   const float bias = m0 - m - 0.5f;
   float s = 0.0f;
   j = 0;
-#if CVATTN_SOFTMAX_AVX2
+#if CVATTN_DETAIL_AVX2
   const __m256 vbias = _mm256_set1_ps(bias);
   __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
   if (row_mask) {
@@ -207,7 +209,7 @@ inline float softmax2_numerator(float* x, std::int64_t n, const float* mask,
 inline float additive_score(const float* x, const float* y, const float* v, std::int64_t n) {
   std::int64_t a = 0;
   float s = 0.0f;
-#if CVATTN_SOFTMAX_AVX2
+#if CVATTN_DETAIL_AVX2
   const __m256 two_log2e = _mm256_set1_ps(2.0f * kLog2e), half = _mm256_set1_ps(0.5f);
   const __m256 one = _mm256_set1_ps(1.0f), lim = _mm256_set1_ps(9.0f);
   const __m256 sign = _mm256_set1_ps(-0.0f);
@@ -235,7 +237,7 @@ inline float additive_score(const float* x, const float* y, const float* v, std:
 inline float row_max(const float* x, std::int64_t n) {
   float m = -std::numeric_limits<float>::infinity();
   std::int64_t j = 0;
-#if CVATTN_SOFTMAX_AVX2
+#if CVATTN_DETAIL_AVX2
   __m256 v0 = _mm256_set1_ps(m), v1 = v0;
   for (; j + 16 <= n; j += 16) {
     v0 = _mm256_max_ps(v0, _mm256_loadu_ps(x + j));
