@@ -254,16 +254,20 @@ void to_channels_last(const Geometry& g, const float* in, std::int64_t images, f
 // gi*Cout_g + q*kPanel + lane (0 past Cout_g) at reduction index r = tap * Cin_g + channel.
 void pack_weight(const Geometry& g, const float* weight, std::int64_t panels, float* packed) {
   const std::int64_t r_all = g.reduction();
+  const std::int64_t per_oc = g.cin_g * g.taps;  // weight floats per output channel
+  // Writes in order; reads 16 rows (one per lane) that advance together.
   for (std::int64_t gi = 0; gi < g.gw; ++gi) {
     for (std::int64_t q = 0; q < panels; ++q) {
       float* dst = packed + (gi * panels + q) * r_all * kPanel;
-      for (std::int64_t lane = 0; lane < kPanel; ++lane) {
-        const std::int64_t oc = q * kPanel + lane;
-        const float* src = weight + (gi * g.cout_g + oc) * g.cin_g * g.taps;
+      const std::int64_t oc0 = q * kPanel;
+      const std::int64_t lanes = std::min(kPanel, g.cout_g - oc0);
+      const float* src = weight + (gi * g.cout_g + oc0) * per_oc;
+      for (std::int64_t k = 0; k < g.taps; ++k) {
         for (std::int64_t c = 0; c < g.cin_g; ++c) {
-          for (std::int64_t k = 0; k < g.taps; ++k) {
-            dst[(k * g.cin_g + c) * kPanel + lane] = oc < g.cout_g ? src[c * g.taps + k] : 0.0f;
-          }
+          float* d = dst + (k * g.cin_g + c) * kPanel;
+          const float* s = src + c * g.taps + k;
+          for (std::int64_t lane = 0; lane < lanes; ++lane) d[lane] = s[lane * per_oc];
+          for (std::int64_t lane = lanes; lane < kPanel; ++lane) d[lane] = 0.0f;
         }
       }
     }
