@@ -37,8 +37,8 @@ namespace {
 using detail::ceil_div;
 
 constexpr const char* kWhere = "deform_conv2d";
-// Column block per thread: small enough to stay in L2 between being written and being packed by
-// the GEMM, large enough for a few hundred pixels at the usual 3x3x64 reduction.
+// Column block per thread: small enough to stay in L2 between being written and being read by the
+// GEMM, large enough for about a hundred pixels at the usual 3x3x64 reduction.
 constexpr std::int64_t kSlotBytes = std::int64_t{256} << 10;
 // Fewer pixels per GEMM waste its register blocking; a deeper reduction is split instead.
 constexpr std::int64_t kMinCols = 32;
@@ -254,16 +254,20 @@ void to_channels_last(const Geometry& g, const float* in, std::int64_t images, f
 // gi*Cout_g + q*kPanel + lane (0 past Cout_g) at reduction index r = tap * Cin_g + channel.
 void pack_weight(const Geometry& g, const float* weight, std::int64_t panels, float* packed) {
   const std::int64_t r_all = g.reduction();
+  const std::int64_t per_oc = g.cin_g * g.taps;  // weight floats per output channel
+  // Writes in order; reads 16 rows (one per lane) that advance together.
   for (std::int64_t gi = 0; gi < g.gw; ++gi) {
     for (std::int64_t q = 0; q < panels; ++q) {
       float* dst = packed + (gi * panels + q) * r_all * kPanel;
-      for (std::int64_t lane = 0; lane < kPanel; ++lane) {
-        const std::int64_t oc = q * kPanel + lane;
-        const float* src = weight + (gi * g.cout_g + oc) * g.cin_g * g.taps;
+      const std::int64_t oc0 = q * kPanel;
+      const std::int64_t lanes = std::min(kPanel, g.cout_g - oc0);
+      const float* src = weight + (gi * g.cout_g + oc0) * per_oc;
+      for (std::int64_t k = 0; k < g.taps; ++k) {
         for (std::int64_t c = 0; c < g.cin_g; ++c) {
-          for (std::int64_t k = 0; k < g.taps; ++k) {
-            dst[(k * g.cin_g + c) * kPanel + lane] = oc < g.cout_g ? src[c * g.taps + k] : 0.0f;
-          }
+          float* d = dst + (k * g.cin_g + c) * kPanel;
+          const float* s = src + c * g.taps + k;
+          for (std::int64_t lane = 0; lane < lanes; ++lane) d[lane] = s[lane * per_oc];
+          for (std::int64_t lane = lanes; lane < kPanel; ++lane) d[lane] = 0.0f;
         }
       }
     }
@@ -353,8 +357,12 @@ Geometry validate(const Tensor& input, const Tensor& offset, const Tensor& weigh
   const std::string w_shape = to_string(weight.shape());
   CVATTN_CHECK(g.kh > 0 && g.kw > 0, ShapeError, kWhere, ": tensor 'weight' ", w_shape,
                " has an empty kernel");
+  CVATTN_CHECK(g.taps <= (std::int64_t{1} << 31), ShapeError, kWhere, ": tensor 'weight' ",
+               w_shape, " has more kernel taps than an offset tensor can describe");
   CVATTN_CHECK(weight.dim(1) > 0, ShapeError, kWhere, ": tensor 'weight' expected at least one "
                "input channel per group, got ", w_shape);
+  CVATTN_CHECK(g.cin > 0, ShapeError, kWhere, ": tensor 'input' expected at least one channel, "
+               "got ", in_shape);
   CVATTN_CHECK(g.cin % weight.dim(1) == 0, ShapeError, kWhere, ": tensor 'input' expected a "
                "multiple of ", weight.dim(1), " channels (weight ", w_shape, "), got ", in_shape);
   g.gw = g.cin / weight.dim(1);
@@ -492,8 +500,8 @@ Tensor sampling_positions(const Tensor& offset, Pair2 kernel_size,
   detail::check_pair(options.padding(), 0, "padding", kFn);
   detail::check_pair(options.dilation(), 1, "dilation", kFn);
   const std::int64_t kh = kernel_size.h, kw = kernel_size.w;
-  CVATTN_CHECK(kh * kw <= (std::int64_t{1} << 20), ValueError, kFn, ": kernel_size (", kh, ", ",
-               kw, ") is too large");
+  CVATTN_CHECK(kh * kw <= (std::int64_t{1} << 31), ValueError, kFn, ": kernel_size (", kh, ", ",
+               kw, ") has more taps than an offset tensor can describe");
   const std::int64_t taps = kh * kw;
   const std::int64_t n = offset.dim(0), ho = offset.dim(2), wo = offset.dim(3);
   CVATTN_CHECK(offset.dim(1) > 0 && offset.dim(1) % (2 * taps) == 0, ShapeError, kFn,

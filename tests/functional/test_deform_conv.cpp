@@ -396,6 +396,11 @@ TEST(DeformConv2d, RejectsInconsistentShapes) {
               ThrowsMessage<ShapeError>(HasSubstr("5 output channels, not a multiple of its 2 groups")));
   EXPECT_THAT(call(x, off, Tensor::zeros({6, 0, 3, 3})),
               ThrowsMessage<ShapeError>(HasSubstr("at least one input channel")));
+  EXPECT_THAT(call(Tensor::zeros({2, 0, 7, 7}), off, Tensor::zeros({6, 1, 3, 3})),
+              ThrowsMessage<ShapeError>(HasSubstr(
+                  "tensor 'input' expected at least one channel, got [2, 0, 7, 7]")));
+  EXPECT_THAT(call(x, off, Tensor::zeros({0, 4, std::int64_t{1} << 20, std::int64_t{1} << 20})),
+              ThrowsMessage<ShapeError>(HasSubstr("more kernel taps than an offset tensor")));
   EXPECT_THAT(call(x, off, Tensor::zeros({6, 4, 0, 3})),
               ThrowsMessage<ShapeError>(HasSubstr("has an empty kernel")));
   EXPECT_THAT(call(x, off, w, {}, Tensor::zeros({2, 18, 5, 5})),

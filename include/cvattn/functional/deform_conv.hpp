@@ -39,7 +39,7 @@ inline constexpr std::int64_t kDeformConvWorkspaceCap = std::int64_t{64} << 20; 
 //
 // Memory: besides the output, one call allocates a channels-last copy of one input image
 // (Cin*H*W floats), the reordered weight, and at most kDeformConvWorkspaceCap bytes of column
-// workspace (in practice about 1 MiB per thread).
+// workspace (in practice 256 KiB per thread).
 [[nodiscard]] CVATTN_EXPORT Tensor deform_conv2d(const Tensor& input, const Tensor& offset,
                                                  const Tensor& weight, const Tensor& bias = {},
                                                  const Tensor& mask = {},
