@@ -83,6 +83,8 @@ struct Row {
   Expect expect;
   std::variant<Api, Tool> action;
 };
+// What GoogleTest prints for a row (instead of its bytes).
+void PrintTo(const Row& row, std::ostream* os) { *os << '"' << row.what << '"'; }
 
 // ---------------------------------------------------------------------------------------------
 // Helpers for building hostile bytes.
@@ -121,7 +123,9 @@ std::string st_len(std::uint64_t claimed_len, const std::string& rest) {
   return out + rest;
 }
 
-Tensor parse_npy(const std::string& bytes) { return io::parse_npy(bytes.data(), bytes.size(), "h.npy"); }
+Tensor parse_npy(const std::string& bytes) {
+  return io::parse_npy(bytes.data(), bytes.size(), "h.npy");
+}
 StateDict parse_st(const std::string& bytes) {
   return io::parse_safetensors(bytes.data(), bytes.size(), "h.safetensors");
 }

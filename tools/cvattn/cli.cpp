@@ -79,7 +79,9 @@ std::string op_help(const OpSpec& op) {
         << "  " << s.help << "\n";
   }
   out << "  outputs:\n";
-  for (const auto& o : op.outputs) out << "    --out " << o.name << "=FILE.npy  " << o.shape << "\n";
+  for (const auto& o : op.outputs) {
+    out << "    --out " << o.name << "=FILE.npy  " << o.shape << "\n";
+  }
   return out.str();
 }
 
