@@ -55,7 +55,7 @@ void conv_pointwise(const Geometry& g, const float* in, const float* wt, const f
       detail::chunk_size(p, std::int64_t{1} << 30, g.n * g.groups, kMinChunk, 16);
   const std::int64_t chunks = ceil_div(p, chunk);
   const std::int64_t tasks = g.n * g.groups * chunks;
-  cvattn::detail::parallel_for(tasks, [&](std::int64_t t) {
+  detail::guarded_parallel_for(tasks, [&](std::int64_t t) {
     const std::int64_t c = t % chunks;
     const std::int64_t ng = t / chunks;
     const std::int64_t gi = ng % g.groups;
@@ -73,17 +73,15 @@ void conv_pointwise(const Geometry& g, const float* in, const float* wt, const f
 // nine taps in one pass. kDense (stride 1, dilation 1) gives GCC constant offsets to vectorise.
 template <bool kDense>
 void depthwise_row_3x3(const float* __restrict r0, const float* __restrict r1,
-                       const float* __restrict r2, const float* k, float b,
-                       float* __restrict out, std::int64_t wo, std::int64_t sw,
-                       std::int64_t dw) {
+                       const float* __restrict r2, const float* k, float b, float* __restrict out,
+                       std::int64_t wo, std::int64_t sw, std::int64_t dw) {
   const float k0 = k[0], k1 = k[1], k2 = k[2], k3 = k[3], k4 = k[4], k5 = k[5], k6 = k[6],
               k7 = k[7], k8 = k[8];
   const std::int64_t d = kDense ? 1 : dw;
   for (std::int64_t ox = 0; ox < wo; ++ox) {
     const std::int64_t x = kDense ? ox : ox * sw;
-    out[ox] = b + k0 * r0[x] + k1 * r0[x + d] + k2 * r0[x + 2 * d] + k3 * r1[x] +
-              k4 * r1[x + d] + k5 * r1[x + 2 * d] + k6 * r2[x] + k7 * r2[x + d] +
-              k8 * r2[x + 2 * d];
+    out[ox] = b + k0 * r0[x] + k1 * r0[x + d] + k2 * r0[x + 2 * d] + k3 * r1[x] + k4 * r1[x + d] +
+              k5 * r1[x + 2 * d] + k6 * r2[x] + k7 * r2[x + d] + k8 * r2[x + 2 * d];
   }
 }
 
@@ -96,7 +94,8 @@ void conv_depthwise(const Geometry& g, const float* in, const float* wt, const f
   const std::int64_t wp = g.w + 2 * g.pw;
   const std::int64_t planes = g.n * g.cout;
   const std::int64_t slots = detail::slot_count(planes);
-  Tensor scratch = Tensor::empty({slots, hp * wp});  // checked against the size cap
+  const std::int64_t stride = detail::slot_stride(hp * wp);
+  Tensor scratch = Tensor::empty({slots, stride});  // checked against the size cap
   float* scratch_data = scratch.data();
   const std::int64_t multiplier = g.cout_g;
   const bool fused = g.kh == 3 && g.kw == 3;
@@ -105,7 +104,7 @@ void conv_depthwise(const Geometry& g, const float* in, const float* wt, const f
     const std::int64_t o = plane % g.cout;
     const std::int64_t ni = plane / g.cout;
     const float* src = in + (ni * g.cin + o / multiplier) * g.h * g.w;
-    float* padded = scratch_data + slot * hp * wp;
+    float* padded = scratch_data + slot * stride;
     std::fill(padded, padded + g.ph * wp, 0.0f);
     for (std::int64_t y = 0; y < g.h; ++y) {
       float* row = padded + (g.ph + y) * wp;
@@ -197,7 +196,8 @@ void conv_im2col(const Geometry& g, const float* in, const float* wt, const floa
   const std::int64_t tasks = g.n * g.groups * chunks;
   const std::int64_t slots = std::min<std::int64_t>(cvattn::detail::max_threads(), tasks);
   // Allocated (and size-checked against the cap) before the parallel region.
-  Tensor workspace = Tensor::empty({slots, k * chunk});
+  const std::int64_t stride = detail::slot_stride(k * chunk);
+  Tensor workspace = Tensor::empty({slots, stride});
   std::vector<detail::ValidRange> ranges(static_cast<std::size_t>(g.kw));
   for (std::int64_t v = 0; v < g.kw; ++v) {
     ranges[static_cast<std::size_t>(v)] = detail::valid_range(g.w, g.wo, g.sw, v * g.dw - g.pw);
@@ -210,7 +210,7 @@ void conv_im2col(const Geometry& g, const float* in, const float* wt, const floa
     const std::int64_t ni = ng / g.groups;
     const std::int64_t p0 = c * chunk;
     const std::int64_t cols = std::min(chunk, p - p0);
-    float* ws = ws_base + slot * k * chunk;
+    float* ws = ws_base + slot * stride;
     im2col(g, in + (ni * g.cin + gi * g.cin_g) * g.h * g.w, ranges, p0, cols, ws);
     float* o = out + (ni * g.cout + gi * g.cout_g) * p + p0;
     fill_bias(o, g.cout_g, cols, p, bias ? bias + gi * g.cout_g : nullptr);
