@@ -94,7 +94,8 @@ void conv_depthwise(const Geometry& g, const float* in, const float* wt, const f
   const std::int64_t wp = g.w + 2 * g.pw;
   const std::int64_t planes = g.n * g.cout;
   const std::int64_t slots = detail::slot_count(planes);
-  const std::int64_t stride = detail::slot_stride(hp * wp);
+  // checked_numel: with paddings near their limit hp * wp would overflow int64.
+  const std::int64_t stride = detail::slot_stride(checked_numel({hp, wp}, "conv2d"));
   Tensor scratch = Tensor::empty({slots, stride});  // checked against the size cap
   float* scratch_data = scratch.data();
   const std::int64_t multiplier = g.cout_g;
