@@ -86,14 +86,15 @@ Tensor softmax_impl(const Tensor& x, int dim, const char* where) {
   const std::int64_t chunks = detail::ceil_div(a.inner, col_chunk);
   const std::int64_t tasks = a.outer * chunks;
   const std::int64_t slots = detail::slot_count(tasks);
-  Tensor scratch = Tensor::empty({slots, 2 * col_chunk});
+  const std::int64_t stride = detail::slot_stride(2 * col_chunk);
+  Tensor scratch = Tensor::empty({slots, stride});
   float* scratch_data = scratch.data();
   detail::for_each_task(tasks, slots, [&](std::int64_t t, std::int64_t slot) {
     const std::int64_t o = t / chunks;
     const std::int64_t c0 = (t % chunks) * col_chunk;
     const std::int64_t cols = std::min(col_chunk, a.inner - c0);
-    ArrayMap m(scratch_data + slot * 2 * col_chunk, cols);
-    ArrayMap s(scratch_data + slot * 2 * col_chunk + col_chunk, cols);
+    ArrayMap m(scratch_data + slot * stride, cols);
+    ArrayMap s(scratch_data + slot * stride + col_chunk, cols);
     const float* in = src + o * a.size * a.inner + c0;
     float* out = dst + o * a.size * a.inner + c0;
     m = ConstArrayMap(in, cols);
@@ -124,8 +125,10 @@ Tensor softmax_impl(const Tensor& x, int dim, const char* where) {
 
 Tensor relu(const Tensor& x) {
   return elementwise(x, "relu", [](ConstArrayMap in, ArrayMap out) {
+    const float* __restrict src = in.data();
+    float* __restrict dst = out.data();
     // (v < 0) ? 0 : v keeps NaN (std::max(0, NaN) would not).
-    out = (in < 0.0f).select(0.0f, in);
+    for (Eigen::Index i = 0; i < in.size(); ++i) dst[i] = src[i] < 0.0f ? 0.0f : src[i];
   });
 }
 

@@ -55,7 +55,7 @@ void conv_pointwise(const Geometry& g, const float* in, const float* wt, const f
       detail::chunk_size(p, std::int64_t{1} << 30, g.n * g.groups, kMinChunk, 16);
   const std::int64_t chunks = ceil_div(p, chunk);
   const std::int64_t tasks = g.n * g.groups * chunks;
-  cvattn::detail::parallel_for(tasks, [&](std::int64_t t) {
+  detail::guarded_parallel_for(tasks, [&](std::int64_t t) {
     const std::int64_t c = t % chunks;
     const std::int64_t ng = t / chunks;
     const std::int64_t gi = ng % g.groups;
@@ -69,40 +69,77 @@ void conv_pointwise(const Geometry& g, const float* in, const float* wt, const f
   });
 }
 
+// One output row of a 3x3 depthwise conv from the three zero-padded input rows it reads, all
+// nine taps in one pass. kDense (stride 1, dilation 1) gives GCC constant offsets to vectorise.
+template <bool kDense>
+void depthwise_row_3x3(const float* __restrict r0, const float* __restrict r1,
+                       const float* __restrict r2, const float* k, float b, float* __restrict out,
+                       std::int64_t wo, std::int64_t sw, std::int64_t dw) {
+  const float k0 = k[0], k1 = k[1], k2 = k[2], k3 = k[3], k4 = k[4], k5 = k[5], k6 = k[6],
+              k7 = k[7], k8 = k[8];
+  const std::int64_t d = kDense ? 1 : dw;
+  for (std::int64_t ox = 0; ox < wo; ++ox) {
+    const std::int64_t x = kDense ? ox : ox * sw;
+    out[ox] = b + k0 * r0[x] + k1 * r0[x + d] + k2 * r0[x + 2 * d] + k3 * r1[x] + k4 * r1[x + d] +
+              k5 * r1[x + 2 * d] + k6 * r2[x] + k7 * r2[x + d] + k8 * r2[x + 2 * d];
+  }
+}
+
 // groups == Cin: every output channel o reads one input plane (o / multiplier), so a direct
-// loop over taps beats a GEMM with K = kh*kw.
+// loop over taps beats a GEMM with K = kh*kw. The plane is first copied into a zero-padded
+// scratch so that no tap needs a bounds test.
 void conv_depthwise(const Geometry& g, const float* in, const float* wt, const float* bias,
                     float* out) {
-  std::vector<detail::ValidRange> ranges(static_cast<std::size_t>(g.kw));
-  for (std::int64_t v = 0; v < g.kw; ++v) {
-    ranges[static_cast<std::size_t>(v)] = detail::valid_range(g.w, g.wo, g.sw, v * g.dw - g.pw);
-  }
+  const std::int64_t hp = g.h + 2 * g.ph;
+  const std::int64_t wp = g.w + 2 * g.pw;
+  const std::int64_t planes = g.n * g.cout;
+  const std::int64_t slots = detail::slot_count(planes);
+  // checked_numel: with paddings near their limit hp * wp would overflow int64.
+  const std::int64_t stride = detail::slot_stride(checked_numel({hp, wp}, "conv2d"));
+  Tensor scratch = Tensor::empty({slots, stride});  // checked against the size cap
+  float* scratch_data = scratch.data();
   const std::int64_t multiplier = g.cout_g;
-  cvattn::detail::parallel_for(g.n * g.cout, [&](std::int64_t plane) {
+  const bool fused = g.kh == 3 && g.kw == 3;
+  const bool dense = g.sw == 1 && g.dw == 1;
+  for_each_task(planes, slots, [&](std::int64_t plane, std::int64_t slot) {
     const std::int64_t o = plane % g.cout;
     const std::int64_t ni = plane / g.cout;
     const float* src = in + (ni * g.cin + o / multiplier) * g.h * g.w;
+    float* padded = scratch_data + slot * stride;
+    std::fill(padded, padded + g.ph * wp, 0.0f);
+    for (std::int64_t y = 0; y < g.h; ++y) {
+      float* row = padded + (g.ph + y) * wp;
+      std::fill(row, row + g.pw, 0.0f);
+      std::copy(src + y * g.w, src + (y + 1) * g.w, row + g.pw);
+      std::fill(row + g.pw + g.w, row + wp, 0.0f);
+    }
+    std::fill(padded + (g.ph + g.h) * wp, padded + hp * wp, 0.0f);
     const float* k = wt + o * g.kh * g.kw;
     const float b = bias ? bias[o] : 0.0f;
     float* dst = out + plane * g.ho * g.wo;
     for (std::int64_t oy = 0; oy < g.ho; ++oy) {
       float* orow = dst + oy * g.wo;
+      const float* top = padded + oy * g.sh * wp;  // kernel row u reads top + u * dh * wp
+      if (fused) {
+        const float* r1 = top + g.dh * wp;
+        const float* r2 = top + 2 * g.dh * wp;
+        if (dense) {
+          depthwise_row_3x3<true>(top, r1, r2, k, b, orow, g.wo, 1, 1);
+        } else {
+          depthwise_row_3x3<false>(top, r1, r2, k, b, orow, g.wo, g.sw, g.dw);
+        }
+        continue;
+      }
       for (std::int64_t ox = 0; ox < g.wo; ++ox) orow[ox] = b;
       for (std::int64_t u = 0; u < g.kh; ++u) {
-        const std::int64_t iy = oy * g.sh - g.ph + u * g.dh;
-        if (!(iy >= 0 && iy < g.h)) continue;
-        const float* irow = src + iy * g.w;
+        const float* prow = top + u * g.dh * wp;
         for (std::int64_t v = 0; v < g.kw; ++v) {
           const float kv = k[u * g.kw + v];
-          const auto r = ranges[static_cast<std::size_t>(v)];
-          const std::int64_t off = v * g.dw - g.pw;
-          if (g.sw == 1 && r.hi > r.lo) {
-            const float* s = irow + (r.lo + off);  // s[i] is the tap of column r.lo + i
-            float* d = orow + r.lo;
-            const std::int64_t count = r.hi - r.lo;
-            for (std::int64_t i = 0; i < count; ++i) d[i] += kv * s[i];
+          const float* s = prow + v * g.dw;
+          if (g.sw == 1) {
+            for (std::int64_t ox = 0; ox < g.wo; ++ox) orow[ox] += kv * s[ox];
           } else {
-            for (std::int64_t ox = r.lo; ox < r.hi; ++ox) orow[ox] += kv * irow[ox * g.sw + off];
+            for (std::int64_t ox = 0; ox < g.wo; ++ox) orow[ox] += kv * s[ox * g.sw];
           }
         }
       }
@@ -160,7 +197,8 @@ void conv_im2col(const Geometry& g, const float* in, const float* wt, const floa
   const std::int64_t tasks = g.n * g.groups * chunks;
   const std::int64_t slots = std::min<std::int64_t>(cvattn::detail::max_threads(), tasks);
   // Allocated (and size-checked against the cap) before the parallel region.
-  Tensor workspace = Tensor::empty({slots, k * chunk});
+  const std::int64_t stride = detail::slot_stride(k * chunk);
+  Tensor workspace = Tensor::empty({slots, stride});
   std::vector<detail::ValidRange> ranges(static_cast<std::size_t>(g.kw));
   for (std::int64_t v = 0; v < g.kw; ++v) {
     ranges[static_cast<std::size_t>(v)] = detail::valid_range(g.w, g.wo, g.sw, v * g.dw - g.pw);
@@ -173,7 +211,7 @@ void conv_im2col(const Geometry& g, const float* in, const float* wt, const floa
     const std::int64_t ni = ng / g.groups;
     const std::int64_t p0 = c * chunk;
     const std::int64_t cols = std::min(chunk, p - p0);
-    float* ws = ws_base + slot * k * chunk;
+    float* ws = ws_base + slot * stride;
     im2col(g, in + (ni * g.cin + gi * g.cin_g) * g.h * g.w, ranges, p0, cols, ws);
     float* o = out + (ni * g.cout + gi * g.cout_g) * p + p0;
     fill_bias(o, g.cout_g, cols, p, bias ? bias + gi * g.cout_g : nullptr);

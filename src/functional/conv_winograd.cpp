@@ -231,7 +231,7 @@ void conv_winograd_3x3(const ConvGeometry& g, const float* in, const float* wt, 
   const std::int64_t tiles_cap = rows * tw;
   const std::int64_t v_size = kPositions * g.cin_g * tiles_cap;
   const std::int64_t m_size = kPositions * g.cout_g * tiles_cap;
-  const std::int64_t slot_size = v_size + m_size + 16 * (tw + 1) + 4 * tw;
+  const std::int64_t slot_size = detail::slot_stride(v_size + m_size + 16 * (tw + 1) + 4 * tw);
   // Allocated (and checked against the size cap) before any parallel region.
   Tensor u = Tensor::empty({kPositions, g.cout, g.cin_g});
   Tensor workspace = Tensor::empty({slots, slot_size});

@@ -47,7 +47,7 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
   const std::int64_t extent = split_rows ? rows : out_features;
   const std::int64_t tasks =
       parallel ? std::min(threads, std::max<std::int64_t>(1, extent / kMinBlock)) : 1;
-  cvattn::detail::parallel_for(tasks, [&](std::int64_t t) {
+  detail::guarded_parallel_for(tasks, [&](std::int64_t t) {
     const std::int64_t begin = extent * t / tasks, end = extent * (t + 1) / tasks;
     const std::int64_t r0 = split_rows ? begin : 0, r1 = split_rows ? end : rows;
     const std::int64_t o0 = split_rows ? 0 : begin, o1 = split_rows ? out_features : end;

@@ -87,14 +87,15 @@ Tensor run_max_pool(const Tensor& input, const Window& win) {
   const std::int64_t planes = p.n * p.c;
   if (planes == 0) return out;
   const std::int64_t slots = detail::slot_count(planes);
-  Tensor scratch = Tensor::empty({slots, win.buffer});
+  const std::int64_t stride = detail::slot_stride(win.buffer);
+  Tensor scratch = Tensor::empty({slots, stride});
   const float* in = input.data();
   float* dst = out.data();
   float* scratch_data = scratch.data();
   constexpr float kLowest = -std::numeric_limits<float>::infinity();
   detail::for_each_task(planes, slots, [&](std::int64_t plane, std::int64_t slot) {
     // row[pw + x] = max over the window's valid rows of input column x; -inf elsewhere.
-    float* row = scratch_data + slot * win.buffer;
+    float* row = scratch_data + slot * stride;
     float* cols = row + win.padding.w;
     const float* src = in + plane * p.h * p.w;
     float* o = dst + plane * win.ho * win.wo;
@@ -167,12 +168,13 @@ Tensor avg_pool2d(const Tensor& input, const AvgPool2dOptions& options) {
   }
   const std::int64_t slots = detail::slot_count(planes);
   // Per slot: the padded row of column sums, then the divisors of one output row.
-  Tensor scratch = Tensor::empty({slots, win.buffer + win.wo});
+  const std::int64_t stride = detail::slot_stride(win.buffer + win.wo);
+  Tensor scratch = Tensor::empty({slots, stride});
   const float* in = input.data();
   float* dst = out.data();
   float* scratch_data = scratch.data();
   detail::for_each_task(planes, slots, [&](std::int64_t plane, std::int64_t slot) {
-    float* row = scratch_data + slot * (win.buffer + win.wo);
+    float* row = scratch_data + slot * stride;
     float* div = row + win.buffer;
     float* cols = row + win.padding.w;
     const float* src = in + plane * p.h * p.w;
@@ -219,7 +221,7 @@ std::vector<detail::ValidRange> adaptive_ranges(std::int64_t in, std::int64_t ou
 
 // acc[i] = acc[i] + x[i] (or max_nan) for i < n: the elementwise form GCC vectorises.
 template <bool kMax>
-void fold(float* acc, const float* x, std::int64_t n) {
+void fold(float* __restrict acc, const float* __restrict x, std::int64_t n) {
   for (std::int64_t i = 0; i < n; ++i) {
     if constexpr (kMax) {
       acc[i] = max_nan(acc[i], x[i]);
@@ -246,7 +248,15 @@ float reduce_plane(const float* x, std::int64_t n) {
   float lanes[kLanes];
   std::copy(x, x + kLanes, lanes);
   const std::int64_t full = n / kLanes * kLanes;
-  for (std::int64_t i = kLanes; i < full; i += kLanes) fold<kMax>(lanes, x + i, kLanes);
+  for (std::int64_t i = kLanes; i < full; i += kLanes) {
+    for (std::int64_t l = 0; l < kLanes; ++l) {
+      if constexpr (kMax) {
+        lanes[l] = max_nan(lanes[l], x[i + l]);
+      } else {
+        lanes[l] += x[i + l];
+      }
+    }
+  }
   if constexpr (kMax) {
     float m = lanes[0];
     for (std::int64_t l = 1; l < kLanes; ++l) m = max_nan(m, lanes[l]);
@@ -285,12 +295,13 @@ Tensor adaptive_pool(const Tensor& input, Pair2 output_size, const char* where) 
   const auto rows = adaptive_ranges(p.h, ho);
   const auto cols = adaptive_ranges(p.w, wo);
   const std::int64_t slots = detail::slot_count(planes);
-  Tensor scratch = Tensor::empty({slots, p.w});
+  const std::int64_t stride = detail::slot_stride(p.w);
+  Tensor scratch = Tensor::empty({slots, stride});
   const float* in = input.data();
   float* dst = out.data();
   float* scratch_data = scratch.data();
   detail::for_each_task(planes, slots, [&](std::int64_t plane, std::int64_t slot) {
-    float* acc = scratch_data + slot * p.w;  // column sums (maxima) of one band of rows
+    float* acc = scratch_data + slot * stride;  // column sums (maxima) of one band of rows
     const float* src = in + plane * p.h * p.w;
     float* o = dst + plane * ho * wo;
     for (std::int64_t oy = 0; oy < ho; ++oy) {

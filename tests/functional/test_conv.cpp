@@ -245,5 +245,22 @@ TEST(Conv2d, RejectsBadOptionsAndRanks) {
               ThrowsMessage<ShapeError>(HasSubstr("conv2d: tensor 'input' is undefined")));
 }
 
+TEST(Conv2d, HugePaddingAndDilationFailCleanly) {
+  // The output is 1x1, but the zero-padded plane of the depthwise path would have ~2^64
+  // elements: a ValueError, never an overflowed allocation.
+  constexpr std::int64_t kBig = std::int64_t{1} << 31;
+  const auto options = F::Conv2dOptions().padding(kBig).dilation(kBig);
+  EXPECT_THAT(
+      [&] {
+        (void)F::conv2d(Tensor::zeros({1, 1, 1, 1}), Tensor::zeros({1, 1, 3, 3}), {}, options);
+      },
+      ThrowsMessage<ValueError>(HasSubstr("conv2d: shape")));
+  // The im2col path only gathers taps: the centre one (offset -p + 1*d = 0) reads the pixel.
+  const Tensor y = F::conv2d(Tensor::full({1, 2, 1, 1}, 1.0f), Tensor::full({1, 2, 3, 3}, 1.0f),
+                             Tensor::from_vector({1}, {0.5f}), options);
+  EXPECT_EQ(y.shape(), (Shape{1, 1, 1, 1}));
+  EXPECT_EQ(y[0], 2.5f);
+}
+
 }  // namespace
 }  // namespace cvattn

@@ -1,6 +1,8 @@
 #pragma once
 // Private helpers for splitting kernel work into tasks that own per-thread scratch.
+#include <atomic>
 #include <cstdint>
+#include <exception>
 
 #include "core/parallel_for.hpp"
 
@@ -17,11 +19,48 @@ inline std::int64_t slot_count(std::int64_t tasks) {
   return tasks < threads ? (tasks > 0 ? tasks : 1) : threads;
 }
 
+// Per-slot scratch size rounded up to whole 64-byte lines (plus one), so that slots used by
+// different threads never share a cache line.
+inline std::int64_t slot_stride(std::int64_t floats) { return (floats + 31) / 16 * 16; }
+
+// Holds the first exception thrown inside a parallel region so that it can be rethrown after
+// the region (an exception must not leave an OpenMP region). Bodies validate and allocate up
+// front; this only catches what a library call inside may still throw, such as std::bad_alloc
+// from Eigen's GEMM blocking buffers.
+class ErrorSlot {
+ public:
+  void capture() noexcept {
+    if (!failed_.exchange(true)) first_ = std::current_exception();
+  }
+  void rethrow() const {
+    if (first_) std::rethrow_exception(first_);
+  }
+
+ private:
+  std::atomic<bool> failed_{false};
+  std::exception_ptr first_;
+};
+
+// detail::parallel_for(count, body) that rethrows a body's exception after the region.
+template <class Body>
+void guarded_parallel_for(std::int64_t count, Body&& body) {
+  ErrorSlot error;
+  cvattn::detail::parallel_for(count, [&](std::int64_t i) {
+    try {
+      body(i);
+    } catch (...) {
+      error.capture();
+    }
+  });
+  error.rethrow();
+}
+
 // Runs body(task, slot) for every task in [0, tasks), with slot in [0, slots) unique among
-// concurrently running bodies, so a body may use scratch slot `slot`.
+// concurrently running bodies, so a body may use scratch slot `slot`. Exceptions are rethrown
+// after the parallel region.
 template <class Body>
 void for_each_task(std::int64_t tasks, std::int64_t slots, Body&& body) {
-  cvattn::detail::parallel_for(slots, [&](std::int64_t slot) {
+  guarded_parallel_for(slots, [&](std::int64_t slot) {
     const std::int64_t begin = tasks * slot / slots;
     const std::int64_t end = tasks * (slot + 1) / slots;
     for (std::int64_t t = begin; t < end; ++t) body(t, slot);
