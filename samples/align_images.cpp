@@ -138,11 +138,21 @@ cv::Mat gray_float(const cv::Mat& bgr) {
   gray.convertTo(out, CV_32F, 1.0 / 255);
   return out;
 }
-// |a - b|, times 4 so small residuals stay visible.
+// PNG at the highest compression (OpenCV's default favours speed), IoError on failure.
+void write_png(const fs::path& file, const cv::Mat& image) {
+  if (!cv::imwrite(file.string(), image, {cv::IMWRITE_PNG_COMPRESSION, 9})) {
+    throw cvattn::IoError("cannot write " + file.string());
+  }
+}
+
+// |a - b| of the gray levels, times 4 so small residuals stay visible.
 cv::Mat difference(const cv::Mat& a, const cv::Mat& b) {
-  cv::Mat d;
-  cv::absdiff(a, b, d);
-  return d * 4;
+  cv::Mat ga, gb, d, bgr;
+  cv::cvtColor(a, ga, cv::COLOR_BGR2GRAY);
+  cv::cvtColor(b, gb, cv::COLOR_BGR2GRAY);
+  cv::absdiff(ga, gb, d);
+  cv::cvtColor(d * 4, bgr, cv::COLOR_GRAY2BGR);
+  return bgr;
 }
 
 }  // namespace
@@ -161,7 +171,8 @@ int main(int argc, char** argv) {
       "{shift     | 7,-5              | known warp: translation in pixels (x,y) }"
       "{noise     | 3                 | known warp: Gaussian noise sigma on 0..255 }"
       "{levels    | 3                 | pyramid levels for the gradient descent }"
-      "{threads   | 1                 | threads for cvattn and OpenCV (timed runs) }";
+      "{threads   | 1                 | threads for cvattn and OpenCV (timed runs) }"
+      "{cell      | 0                 | contact-sheet cell width in pixels (0: the template's) }";
   cv::CommandLineParser parser(argc, argv, keys);
   parser.about(
       "align_images: affine alignment by Gauss-Newton through grid_sample and its backward, "
@@ -181,6 +192,7 @@ int main(int argc, char** argv) {
   const std::string shift_text = parser.get<std::string>("shift");
   const double noise = parser.get<double>("noise");
   const int levels = parser.get<int>("levels"), threads = parser.get<int>("threads");
+  const int cell = parser.get<int>("cell");
   if (!parser.check()) {
     parser.printErrors();
     return 1;
@@ -188,6 +200,7 @@ int main(int argc, char** argv) {
   try {
     if (levels < 1 || levels > 8) throw cvattn::ValueError("--levels must be in 1..8");
     if (threads < 1) throw cvattn::ValueError("--threads must be at least 1");
+    if (cell < 0 || cell > 4096) throw cvattn::ValueError("--cell must be in 0..4096");
     cvattn::set_num_threads(threads);
     cv::setNumThreads(threads);
     const cv::Mat tmpl_bgr = cv::imread(image_file.string(), cv::IMREAD_COLOR);
@@ -286,14 +299,13 @@ int main(int argc, char** argv) {
     const char* names[] = {"template",    "moving",  "diff_before", "aligned_gd",
                            "aligned_ecc", "diff_gd", "diff_ecc"};
     for (std::size_t i = 0; i < panels.size(); ++i) {
-      const fs::path out = output / (std::string(names[i]) + ".png");
-      if (!cv::imwrite(out.string(), panels[i].image))
-        throw cvattn::IoError("cannot write " + out.string());
+      write_png(output / (std::string(names[i]) + ".png"), panels[i].image);
     }
-    const fs::path sheet = output / "align_images.png";
-    if (!cv::imwrite(sheet.string(), cvattn::viz::contact_sheet(panels, 4))) {
-      throw cvattn::IoError("cannot write " + sheet.string());
-    }
+    // Cells keep the template's aspect ratio.
+    const cv::Size cell_size = cell > 0 ? cv::Size(cell, cell * ts.height / ts.width) : ts;
+    write_png(output / "align_images.png",
+              cvattn::viz::contact_sheet(panels, 4,
+                                         cvattn::viz::ContactSheetOptions().cell_size(cell_size)));
     std::cout << "wrote " << panels.size() + 1 << " PNGs to " << output.string() << "\n";
   } catch (const std::exception& e) {
     std::cerr << "align_images: error: " << e.what() << "\n";

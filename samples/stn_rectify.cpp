@@ -38,6 +38,13 @@ std::map<std::string, int> read_labels(const fs::path& file) {
   return labels;
 }
 
+// PNG at the highest compression (OpenCV's default favours speed), IoError on failure.
+void write_png(const fs::path& file, const cv::Mat& image) {
+  if (!cv::imwrite(file.string(), image, {cv::IMWRITE_PNG_COMPRESSION, 9})) {
+    throw cvattn::IoError("cannot write " + file.string());
+  }
+}
+
 // A 28x28 gray digit magnified with visible pixels, as BGR.
 cv::Mat magnify(const cv::Mat& gray, int scale) {
   cv::Mat big, bgr;
@@ -134,7 +141,7 @@ int main(int argc, char** argv) {
           label < 0 ? "input, no label" : "input, label " + std::to_string(label);
       const cv::Mat pair = cvattn::viz::contact_sheet({{truth, with_grid}, {verdict, warped}}, 2);
       const fs::path out = output / (files[i].stem().string() + "_stn.png");
-      if (!cv::imwrite(out.string(), pair)) throw cvattn::IoError("cannot write " + out.string());
+      write_png(out, pair);
       std::cout << files[i].filename().string() << ": label "
                 << (label < 0 ? std::string("-") : std::to_string(label)) << " predicted " << pred
                 << "\n";
@@ -145,9 +152,8 @@ int main(int argc, char** argv) {
     }
     const fs::path sheet_file = output / "contact_sheet.png";
     const cv::Mat sheet_image = cvattn::viz::contact_sheet(
-        sheet, 4, cvattn::viz::ContactSheetOptions().cell_size({28 * 2 * 4, 28 * 4}));
-    if (!cv::imwrite(sheet_file.string(), sheet_image))
-      throw cvattn::IoError("cannot write " + sheet_file.string());
+        sheet, 4, cvattn::viz::ContactSheetOptions().cell_size(sheet.front().image.size()));
+    write_png(sheet_file, sheet_image);
     if (labelled > 0) {
       std::printf("accuracy: %d/%d = %.1f%%\n", correct, labelled, 100.0 * correct / labelled);
     }

@@ -29,7 +29,7 @@ TEST(SampleStnRectify, WritesPicturesAndPrintsTheAccuracy) {
                              " predicted " + std::to_string(entry.at("stn_prediction").get<int>());
     EXPECT_NE(r.output.find(line), std::string::npos) << line << "\n" << r.output;
   }
-  expect_picture(dir.path() / "contact_sheet.png", {4 * 2 * 28 * 4, 4 * (28 * 4 + 24)});
+  expect_picture(dir.path() / "contact_sheet.png", {4 * 2 * 28 * 8, 4 * (28 * 8 + 24)});
 
   std::smatch m;
   ASSERT_TRUE(std::regex_search(r.output, m, std::regex(R"(accuracy: (\d+)/(\d+) = ([\d.]+)%)")))
