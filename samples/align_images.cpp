@@ -9,7 +9,7 @@
 // grad_output, which gives each pixel's derivative d aligned / d grid = (gx, gy); the gradient
 // J^T r of the loss is affine_grid_backward(grad_grid * residual) and the Gauss-Newton matrix
 // J^T J is summed from (gx, gy) times the lattice coordinates (u, v, 1). Steps that raise the
-// loss are halved.
+// loss are halved. The pictures label this estimate "GD".
 //
 // By default the pair is one bundled photo and a copy warped by a known affine with a little
 // noise, so both estimates are scored by their corner error in pixels against the known warp.
@@ -292,10 +292,10 @@ int main(int argc, char** argv) {
         {"template", tmpl_bgr},
         {"moving", moving_resized},
         {"|template - moving| x4", difference(tmpl_bgr, moving_resized)},
-        {"aligned (gradient descent)", aligned_gd},
+        {"aligned (GD)", aligned_gd},
         {"aligned (ECC)", aligned_ecc},
-        {"|template - aligned gd| x4", difference(tmpl_bgr, aligned_gd)},
-        {"|template - aligned ECC| x4", difference(tmpl_bgr, aligned_ecc)}};
+        {"|template - GD| x4", difference(tmpl_bgr, aligned_gd)},
+        {"|template - ECC| x4", difference(tmpl_bgr, aligned_ecc)}};
     const char* names[] = {"template",    "moving",  "diff_before", "aligned_gd",
                            "aligned_ecc", "diff_gd", "diff_ecc"};
     for (std::size_t i = 0; i < panels.size(); ++i) {

@@ -130,7 +130,7 @@ int main(int argc, char** argv) {
       correct += label == pred;
       const cv::Mat with_grid = cvattn::viz::draw_grid_outline(
           magnify(digits[i], scale), grid,
-          cvattn::viz::GridOutlineOptions().sample(n).thickness(2).lattice(4));
+          cvattn::viz::GridOutlineOptions().sample(n).thickness(scale >= 6 ? 2 : 1).lattice(4));
       const cv::Mat warped = magnify(cvattn::to_image(rectified, n, image_options), scale);
       char verdict[96];
       std::snprintf(verdict, sizeof verdict, "pred %d (p %.2f)%s", pred, std::exp(lp[pred]),

@@ -213,6 +213,40 @@ TEST(SpatialTransformer, KeysAndLoadingStayTheTutorials) {
               ::testing::ThrowsMessage<ValueError>(HasSubstr("StnClassifier: output_size")));
 }
 
+// The examples of README.md and docs/sampling.md, run: a custom net with an output size, then
+// the parts with their gradients chained.
+TEST(SpatialTransformer, DocumentedExamplesRun) {
+  using Layers = std::initializer_list<std::shared_ptr<UnaryModule>>;
+  auto features = std::make_shared<Sequential>(
+      Layers{std::make_shared<Conv2d>(Conv2dOptions(3, 8, 3).padding(1)), std::make_shared<ReLU>(),
+             std::make_shared<AdaptiveAvgPool2d>(Pair2(4))});
+  auto regressor =
+      std::make_shared<Sequential>(Layers{std::make_shared<Linear>(LinearOptions(128, 6))});
+  auto loc = std::make_shared<LocalisationNet>(
+      features, regressor,
+      LocalisationNetOptions().features_name("features").regressor_name("regressor"));
+  SpatialTransformer stn(loc, SpatialTransformerOptions()
+                                  .output_size(Pair2(64, 64))
+                                  .padding_mode(functional::PaddingMode::border));
+  const Tensor x = test::random_tensor({2, 3, 37, 50}, 21);
+  const Attended r = stn.forward_with_maps(x);
+  EXPECT_EQ(r.output.shape(), (Shape{2, 3, 64, 64}));
+  EXPECT_EQ(r.maps.at(maps::kGrid).shape(), (Shape{2, 64, 64, 2}));
+
+  const Tensor theta = test::random_tensor({2, 2, 3}, 22);
+  const Tensor dy = test::random_tensor({2, 3, 37, 50}, 23);
+  AffineGridGenerator grids(AffineGridGeneratorOptions().align_corners(false));
+  BilinearSampler sampler;
+  const Tensor grid = grids.forward(theta, x.shape());
+  EXPECT_TENSOR_NEAR(sampler.forward(x, grid), functional::grid_sample(x, grid),
+                     (test::Tolerance{0, 0}));
+  const Tensor dtheta = grids.backward(sampler.backward(x, grid, dy).grad_grid);
+  EXPECT_TENSOR_NEAR(dtheta,
+                     functional::affine_grid_backward(
+                         functional::grid_sample_backward(x, grid, dy).grad_grid, x.shape()),
+                     (test::Tolerance{0, 0}));
+}
+
 TEST(SpatialTransformer, Describe) {
   EXPECT_EQ(SpatialTransformer().describe(), "SpatialTransformer(align_corners=False)");
   EXPECT_EQ(SpatialTransformer(SpatialTransformerOptions().align_corners(true)).describe(),
