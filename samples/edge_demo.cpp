@@ -4,11 +4,10 @@
 #include <cmath>
 #include <filesystem>
 #include <iostream>
-#include <vector>
-
 #include <opencv2/core.hpp>
 #include <opencv2/imgcodecs.hpp>
 #include <opencv2/imgproc.hpp>
+#include <vector>
 
 #include "cvattn/cvattn.hpp"
 
@@ -18,7 +17,8 @@ namespace F = cvattn::functional;
 int main(int argc, char** argv) {
   const cv::String keys =
       "{help h  |                      | print this help }"
-      "{images  | " CVATTN_ASSETS_DIR "/images | folder of images }"
+      "{images  | " CVATTN_ASSETS_DIR
+      "/images | folder of images }"
       "{output o| out/edge_demo        | folder for the overlay PNGs }"
       "{alpha   | 0.6                  | overlay opacity in [0, 1] }";
   cv::CommandLineParser parser(argc, argv, keys);
