@@ -1,0 +1,130 @@
+#include "demo_support.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <stdexcept>
+
+#include <nlohmann/json.hpp>
+#include <opencv2/imgcodecs.hpp>
+#include <opencv2/imgproc.hpp>
+
+namespace demo {
+
+fs::path assets_dir() { return CVATTN_ASSETS_DIR; }
+
+std::vector<fs::path> list_images(const std::string& inputs) {
+  std::vector<fs::path> files;
+  std::stringstream list(inputs);
+  std::string item;
+  while (std::getline(list, item, ',')) {
+    if (item.empty()) continue;
+    const fs::path path(item);
+    if (fs::is_directory(path)) {
+      std::vector<fs::path> found;
+      for (const auto& e : fs::directory_iterator(path)) {
+        // haveImageReader looks at the file's signature, so JSON and text files are skipped.
+        if (e.is_regular_file() && cv::haveImageReader(e.path().string())) {
+          found.push_back(e.path());
+        }
+      }
+      std::sort(found.begin(), found.end());
+      files.insert(files.end(), found.begin(), found.end());
+    } else if (fs::is_regular_file(path)) {
+      files.push_back(path);
+    } else {
+      throw std::runtime_error("no such file or folder: " + item);
+    }
+  }
+  if (files.empty()) throw std::runtime_error("no images found in '" + inputs + "'");
+  return files;
+}
+
+cv::Mat read_bgr(const fs::path& file) {
+  cv::Mat image = cv::imread(file.string(), cv::IMREAD_COLOR);
+  if (image.empty()) throw std::runtime_error("cannot read image " + file.string());
+  return image;
+}
+
+void write_png(const fs::path& file, const cv::Mat& image) {
+  if (file.has_parent_path()) fs::create_directories(file.parent_path());
+  if (!cv::imwrite(file.string(), image)) {
+    throw std::runtime_error("cannot write " + file.string());
+  }
+}
+
+cv::Mat display_image(const cv::Mat& bgr, int longer_side) {
+  const double scale = static_cast<double>(longer_side) / std::max(bgr.cols, bgr.rows);
+  const cv::Size size(std::max(1, cvRound(bgr.cols * scale)), std::max(1, cvRound(bgr.rows * scale)));
+  const int interpolation =
+      scale >= 2 ? cv::INTER_NEAREST : (scale < 1 ? cv::INTER_AREA : cv::INTER_LINEAR);
+  cv::Mat out;
+  cv::resize(bgr, out, size, 0, 0, interpolation);
+  return out;
+}
+
+std::map<std::string, Annotation> load_annotations(const fs::path& folder) {
+  std::map<std::string, Annotation> out;
+  std::ifstream in(folder / "annotations.json");
+  if (!in) return out;
+  const auto doc = nlohmann::json::parse(in);
+  for (const auto& [name, note] : doc.at("images").items()) {
+    const auto box = note.at("box_xyxy").get<std::vector<int>>();
+    if (box.size() != 4) throw std::runtime_error("annotations.json: bad box of " + name);
+    out[name] = {note.at("label").get<int>(), cv::Rect(cv::Point(box[0], box[1]),
+                                                       cv::Point(box[2], box[3]))};
+  }
+  return out;
+}
+
+std::vector<cv::Point> parse_points(const std::string& text) {
+  std::vector<cv::Point> points;
+  std::stringstream list(text);
+  std::string item;
+  while (std::getline(list, item, ';')) {
+    if (item.empty()) continue;
+    int x = 0, y = 0;
+    char comma = 0, extra = 0;
+    std::stringstream one(item);
+    if (!(one >> x >> comma >> y) || comma != ',' || (one >> extra)) {
+      throw std::runtime_error("bad point '" + item + "' (expected x,y)");
+    }
+    points.emplace_back(x, y);
+  }
+  if (points.empty()) throw std::runtime_error("no points in '" + text + "'");
+  return points;
+}
+
+Progress::Progress(std::string what, std::size_t total) : what_(std::move(what)), total_(total) {}
+
+void Progress::step(const std::string& item) {
+  ++done_;
+  constexpr std::size_t kWidth = 30;
+  const std::size_t filled = total_ ? done_ * kWidth / total_ : kWidth;
+  std::string bar(filled, '#');
+  bar.resize(kWidth, '-');
+  std::fprintf(stderr, "\r%s [%s] %zu/%zu %-32.32s", what_.c_str(), bar.c_str(), done_, total_,
+               item.c_str());
+  std::fflush(stderr);
+}
+
+void Progress::finish() {
+  if (finished_) return;
+  finished_ = true;
+  std::fputc('\n', stderr);
+}
+
+Progress::~Progress() { finish(); }
+
+int run_guarded(const char* name, const std::function<int()>& body) {
+  try {
+    return body();
+  } catch (const std::exception& e) {
+    std::cerr << "\n" << name << ": error: " << e.what() << "\n";
+    return 1;
+  }
+}
+
+}  // namespace demo
