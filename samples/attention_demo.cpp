@@ -42,25 +42,6 @@ struct Verdict {
   double box_share = 0;  // the target box's share of the image (chance level of a random peak)
 };
 
-// The arg-max cell of an [1, 1, h, w] map (the first one, as torch.argmax).
-cv::Point peak_cell(const cvattn::Tensor& map) {
-  const std::int64_t w = map.dim(3);
-  std::int64_t best = 0;
-  for (std::int64_t i = 1; i < map.numel(); ++i) best = map[i] > map[best] ? i : best;
-  return {static_cast<int>(best % w), static_cast<int>(best / w)};
-}
-
-// Centre of map cell `cell` in the pixels of an image of `size` (the model card's "peak in box"
-// rule: cell centre times the cell size).
-cv::Point2d cell_centre(cv::Point cell, cv::Size map_size, cv::Size size) {
-  return {(cell.x + 0.5) * size.width / map_size.width,
-          (cell.y + 0.5) * size.height / map_size.height};
-}
-
-cv::Size map_size(const cvattn::Tensor& map) {
-  return {static_cast<int>(map.dim(3)), static_cast<int>(map.dim(2))};
-}
-
 cv::Rect scale_rect(const cv::Rect& r, double sx, double sy) {
   return cv::Rect(cv::Point(cvRound(r.x * sx), cvRound(r.y * sy)),
                   cv::Point(cvRound(r.br().x * sx), cvRound(r.br().y * sy)));
@@ -101,28 +82,11 @@ cv::Mat offset_length(const cvattn::Tensor& offset) {
 
 // DCNv2 taps of a few output cells: the spatial peak and three fixed cells spread over the map.
 cv::Mat sampling_panel(const cv::Mat& display, const cvattn::Attended& r, cv::Point peak) {
-  const cvattn::Tensor& offset = r.maps.at(cvattn::maps::kOffset);
-  const cvattn::Tensor& mask = r.maps.at(cvattn::maps::kMask);
-  const cv::Size m = map_size(offset);
-  const std::vector<cv::Point> cells = {
-      peak, {m.width / 4, m.height / 4}, {3 * m.width / 4, m.height / 3},
-      {m.width / 3, 3 * m.height / 4}};
-  const cvattn::Tensor taps = viz::deform_sampling_positions(offset, cells);  // [P, 9, 2] (y, x)
-  const auto p = static_cast<std::int64_t>(cells.size());
-  cvattn::Tensor centers = cvattn::Tensor::empty({p, 2});
-  cvattn::Tensor modulation = cvattn::Tensor::empty({p, 9});
-  for (std::int64_t i = 0; i < p; ++i) {
-    // 3x3, stride 1, padding 1: output cell (oy, ox) is centred on input cell (oy, ox).
-    centers[2 * i] = static_cast<float>(cells[static_cast<std::size_t>(i)].y);
-    centers[2 * i + 1] = static_cast<float>(cells[static_cast<std::size_t>(i)].x);
-    for (int k = 0; k < 9; ++k) {
-      modulation[i * 9 + k] =
-          mask.at(0, k, cells[static_cast<std::size_t>(i)].y, cells[static_cast<std::size_t>(i)].x);
-    }
-  }
-  return viz::draw_sampling_points(
-      display, centers, taps,
-      viz::SamplingPointsOptions().input_size(m).mask(modulation).radius(4));
+  const cv::Size m = demo::map_size(r.maps.at(cvattn::maps::kOffset));
+  return demo::draw_dcn_taps(display, r.maps.at(cvattn::maps::kOffset),
+                             r.maps.at(cvattn::maps::kMask),
+                             {peak, {m.width / 4, m.height / 4}, {3 * m.width / 4, m.height / 3},
+                              {m.width / 3, 3 * m.height / 4}});
 }
 
 cv::Mat saliency_overlay(const cv::Ptr<cv::saliency::StaticSaliency>& algorithm,
@@ -152,9 +116,9 @@ ImageOutput process(const cv::Mat& bgr, const cvattn::AttentionShapesNet& net,
   const cvattn::Attended r = net.forward_with_maps(cvattn::AttentionShapesNet::input_from_image(bgr));
   std::tie(v.prediction, v.confidence) = top_class(r.output);
   const cvattn::Tensor& spatial = r.maps.at(cvattn::maps::kSpatialAttention);
-  const cv::Point peak = peak_cell(spatial);
+  const cv::Point peak = demo::peak_cell(spatial);
   if (note) {
-    const cv::Point2d at = cell_centre(peak, map_size(spatial), bgr.size());
+    const cv::Point2d at = demo::cell_centre(peak, demo::map_size(spatial), bgr.size());
     v.annotated = true;
     v.correct = v.prediction == note->label;
     v.peak_inside = at.x >= note->box.x && at.x < note->box.br().x && at.y >= note->box.y &&
@@ -183,7 +147,7 @@ ImageOutput process(const cv::Mat& bgr, const cvattn::AttentionShapesNet& net,
 
   cv::Mat gate = viz::overlay(display, spatial,
                               viz::OverlayOptions().alpha(s.alpha).colormap(s.colormap));
-  draw_peak(gate, cell_centre(peak, map_size(spatial), display.size()));
+  draw_peak(gate, demo::cell_centre(peak, demo::map_size(spatial), display.size()));
   if (note) draw_box(gate, scale_rect(note->box, sx, sy));
   std::snprintf(text, sizeof text, "top-down: CBAM spatial @64x64%s",
                 note ? (v.peak_inside ? ", peak in box" : ", peak outside") : "");
@@ -196,7 +160,7 @@ ImageOutput process(const cv::Mat& bgr, const cvattn::AttentionShapesNet& net,
         net.forward_with_maps(cvattn::AttentionShapesNet::input_from_image(work, cv::Size()));
     const cvattn::Tensor& fs = full.maps.at(cvattn::maps::kSpatialAttention);
     cv::Mat big = viz::overlay(display, fs, viz::OverlayOptions().alpha(s.alpha).colormap(s.colormap));
-    draw_peak(big, cell_centre(peak_cell(fs), map_size(fs), display.size()));
+    draw_peak(big, demo::cell_centre(demo::peak_cell(fs), demo::map_size(fs), display.size()));
     std::snprintf(text, sizeof text, "top-down: CBAM spatial @%dx%d", work.cols, work.rows);
     panels.push_back({"cbam_spatial_fullres", text, big});
   }

@@ -1,6 +1,7 @@
 #include "demo_support.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
@@ -10,6 +11,8 @@
 #include <nlohmann/json.hpp>
 #include <opencv2/imgcodecs.hpp>
 #include <opencv2/imgproc.hpp>
+
+#include "cvattn/viz/viz.hpp"
 
 namespace demo {
 
@@ -117,6 +120,47 @@ void Progress::finish() {
 }
 
 Progress::~Progress() { finish(); }
+
+cv::Size map_size(const cvattn::Tensor& map) {
+  return {static_cast<int>(map.dim(3)), static_cast<int>(map.dim(2))};
+}
+
+cv::Point peak_cell(const cvattn::Tensor& map) {
+  const std::int64_t w = map.dim(3), plane = map.dim(2) * map.dim(3);
+  std::int64_t best = 0;
+  for (std::int64_t i = 1; i < plane; ++i) best = map[i] > map[best] ? i : best;
+  return {static_cast<int>(best % w), static_cast<int>(best / w)};
+}
+
+cv::Point2d cell_centre(cv::Point cell, cv::Size map_size, cv::Size size) {
+  return {(cell.x + 0.5) * size.width / map_size.width,
+          (cell.y + 0.5) * size.height / map_size.height};
+}
+
+cv::Point cell_at(cv::Point pixel, cv::Size size, cv::Size map_size) {
+  const int x = static_cast<int>(std::floor((pixel.x + 0.5) * map_size.width / size.width));
+  const int y = static_cast<int>(std::floor((pixel.y + 0.5) * map_size.height / size.height));
+  return {std::clamp(x, 0, map_size.width - 1), std::clamp(y, 0, map_size.height - 1)};
+}
+
+cv::Mat draw_dcn_taps(const cv::Mat& display, const cvattn::Tensor& offset,
+                      const cvattn::Tensor& mask, const std::vector<cv::Point>& cells) {
+  namespace viz = cvattn::viz;
+  const cv::Size m = map_size(offset);
+  const cvattn::Tensor taps = viz::deform_sampling_positions(offset, cells);  // [P, 9, 2] (y, x)
+  const auto p = static_cast<std::int64_t>(cells.size());
+  cvattn::Tensor centers = cvattn::Tensor::empty({p, 2});
+  cvattn::Tensor modulation = cvattn::Tensor::empty({p, 9});
+  for (std::int64_t i = 0; i < p; ++i) {
+    const cv::Point c = cells[static_cast<std::size_t>(i)];
+    // 3x3, stride 1, padding 1: output cell (oy, ox) is centred on input cell (oy, ox).
+    centers[2 * i] = static_cast<float>(c.y);
+    centers[2 * i + 1] = static_cast<float>(c.x);
+    for (int k = 0; k < 9; ++k) modulation[i * 9 + k] = mask.defined() ? mask.at(0, k, c.y, c.x) : 1.0f;
+  }
+  return viz::draw_sampling_points(
+      display, centers, taps, viz::SamplingPointsOptions().input_size(m).mask(modulation).radius(4));
+}
 
 int run_guarded(const char* name, const std::function<int()>& body) {
   try {

@@ -9,6 +9,8 @@
 
 #include <opencv2/core.hpp>
 
+#include "cvattn/core/tensor.hpp"
+
 namespace demo {
 
 namespace fs = std::filesystem;
@@ -53,6 +55,23 @@ class Progress {
   std::size_t total_, done_ = 0;
   bool finished_ = false;
 };
+
+// ---- attention_shapes maps -------------------------------------------------------------------
+
+// Size (w, h) of an [N, C, h, w] map.
+[[nodiscard]] cv::Size map_size(const cvattn::Tensor& map);
+// The arg-max cell (x, y) of sample 0 of an [N, 1, h, w] map (the first maximum, as torch.argmax).
+[[nodiscard]] cv::Point peak_cell(const cvattn::Tensor& map);
+// Centre of map cell `cell` in the pixels of an image of `size` (the model card's "peak in box"
+// rule: cell centre times the cell size).
+[[nodiscard]] cv::Point2d cell_centre(cv::Point cell, cv::Size map_size, cv::Size size);
+// Cell (x, y) of a map of `map_size` under image pixel `pixel` of an image of `size`, clamped.
+[[nodiscard]] cv::Point cell_at(cv::Point pixel, cv::Size size, cv::Size map_size);
+// DCN-paper picture: the 9 taps of a 3x3, stride-1, padding-1 deformable conv for each of
+// `cells` (output cells (x, y) of the offset map [N, 18, h, w]) drawn over `display`; the dots
+// are scaled by the DCNv2 mask [N, 9, h, w] when it is defined (sample 0 of both).
+[[nodiscard]] cv::Mat draw_dcn_taps(const cv::Mat& display, const cvattn::Tensor& offset,
+                                    const cvattn::Tensor& mask, const std::vector<cv::Point>& cells);
 
 // Runs body, turning an exception into "<name>: error: <what>" on stderr and exit code 1.
 int run_guarded(const char* name, const std::function<int()>& body);
