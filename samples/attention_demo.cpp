@@ -153,16 +153,15 @@ ImageOutput process(const cv::Mat& bgr, const cvattn::AttentionShapesNet& net,
                 note ? (v.peak_inside ? ", peak in box" : ", peak outside") : "");
   panels.push_back({"cbam_spatial", text, gate});
 
-  if (s.full_res > 0 && std::max(bgr.cols, bgr.rows) > shapes::kInputSize) {
+  const auto runs = demo::resolutions(bgr, s.full_res);
+  if (runs.size() > 1) {
     // Everything before the global pooling is convolutional: the same gates at photo scale.
-    const cv::Mat work = demo::display_image(bgr, std::min(s.full_res, std::max(bgr.cols, bgr.rows)));
-    const cvattn::Attended full =
-        net.forward_with_maps(cvattn::AttentionShapesNet::input_from_image(work, cv::Size()));
+    const cvattn::Attended full = net.forward_with_maps(
+        cvattn::AttentionShapesNet::input_from_image(runs[1].second, cv::Size()));
     const cvattn::Tensor& fs = full.maps.at(cvattn::maps::kSpatialAttention);
     cv::Mat big = viz::overlay(display, fs, viz::OverlayOptions().alpha(s.alpha).colormap(s.colormap));
     draw_peak(big, demo::cell_centre(demo::peak_cell(fs), demo::map_size(fs), display.size()));
-    std::snprintf(text, sizeof text, "top-down: CBAM spatial @%dx%d", work.cols, work.rows);
-    panels.push_back({"cbam_spatial_fullres", text, big});
+    panels.push_back({"cbam_spatial_fullres", "top-down: CBAM spatial @" + runs[1].first, big});
   }
 
   const cv::Size chart(s.size * 5 / 4, s.size);
@@ -202,20 +201,11 @@ struct FolderStats {
 }  // namespace
 
 int main(int argc, char** argv) {
-  const std::string default_weights =
-      (demo::assets_dir() / "weights/attention_shapes.safetensors").string();
   const std::string keys =
-      "{help h     |                    | print this help }"
-      "{input i    |                    | image file or folder, several separated by ','; "
-      "default: the bundled assets/images and assets/synthetic }"
-      "{output o   | out/attention_demo | folder for the PNGs }"
-      "{colormap   | turbo              | any cv::ColormapTypes name: turbo, jet, inferno, ... }"
-      "{alpha      | 0.5                | heat-map opacity in [0, 1] }"
-      "{size       | 256                | longer side of each panel in pixels }"
-      "{full-res   | 256                | also run fully convolutionally on photos at this "
-      "longer side (0: off) }"
-      "{weights    | " + default_weights + " | attention_shapes weights (.safetensors) }"
-      "{stats-only |                    | no pictures: only accuracy and peak-in-box figures }";
+      demo::common_keys("out/attention_demo", 256) +
+      "{colormap   | turbo | any cv::ColormapTypes name: turbo, jet, inferno, ... }"
+      "{alpha      | 0.5   | heat-map opacity in [0, 1] }"
+      "{stats-only |       | no pictures: only accuracy and peak-in-box figures }";
   cv::CommandLineParser parser(argc, argv, keys);
   parser.about(
       "attention_demo: learned (top-down) attention of a trained SK + DCNv2 + CBAM network next "
@@ -241,11 +231,7 @@ int main(int argc, char** argv) {
     s.colormap = viz::parse_colormap(colormap);
     if (!(s.alpha >= 0 && s.alpha <= 1)) throw std::runtime_error("--alpha must be in [0, 1]");
     if (s.size < 32 || s.size > 2048) throw std::runtime_error("--size must be in 32..2048");
-    if (s.full_res < 0 || s.full_res > 2048) throw std::runtime_error("--full-res must be in 0..2048");
-    if (input.empty()) {
-      input = (demo::assets_dir() / "images").string() + "," +
-              (demo::assets_dir() / "synthetic").string();
-    }
+    if (input.empty()) input = demo::bundled_inputs();
     const std::vector<fs::path> files = demo::list_images(input);
     const auto net = cvattn::AttentionShapesNet::load(weights);
 

@@ -38,19 +38,10 @@ std::vector<cv::Point> chosen_cells(const std::vector<cv::Point>& pixels, cv::Si
 }  // namespace
 
 int main(int argc, char** argv) {
-  const std::string default_weights =
-      (demo::assets_dir() / "weights/attention_shapes.safetensors").string();
   const std::string keys =
-      "{help h   |                     | print this help }"
-      "{input i  |                     | image file or folder, several separated by ','; "
-      "default: the bundled assets/images and assets/synthetic }"
-      "{output o | out/deform_sampling | folder for the PNGs }"
-      "{points p |                     | image pixels 'x1,y1;x2,y2;...' whose output cells to "
-      "draw; default: four spread cells and CBAM's spatial-attention peak }"
-      "{size     | 320                 | longer side of each panel in pixels }"
-      "{full-res | 256                 | also run fully convolutionally on photos at this "
-      "longer side (0: off) }"
-      "{weights  | " + default_weights + " | attention_shapes weights (.safetensors) }";
+      demo::common_keys("out/deform_sampling", 320) +
+      "{points p |  | image pixels 'x1,y1;x2,y2;...' whose output cells to draw; default: four "
+      "spread cells and CBAM's spatial-attention peak }";
   cv::CommandLineParser parser(argc, argv, keys);
   parser.about(
       "deform_sampling: sampling points of the trained DCNv2 layer for chosen output pixels, "
@@ -71,13 +62,9 @@ int main(int argc, char** argv) {
   }
   return demo::run_guarded("deform_sampling", [&] {
     if (size < 32 || size > 2048) throw std::runtime_error("--size must be in 32..2048");
-    if (full_res < 0 || full_res > 2048) throw std::runtime_error("--full-res must be in 0..2048");
     const std::vector<cv::Point> pixels =
         points.empty() ? std::vector<cv::Point>() : demo::parse_points(points);
-    if (input.empty()) {
-      input = (demo::assets_dir() / "images").string() + "," +
-              (demo::assets_dir() / "synthetic").string();
-    }
+    if (input.empty()) input = demo::bundled_inputs();
     const std::vector<fs::path> files = demo::list_images(input);
     const auto net = cvattn::AttentionShapesNet::load(weights);
     std::vector<viz::Panel> index;
@@ -93,16 +80,10 @@ int main(int argc, char** argv) {
       const cv::Mat display = demo::display_image(bgr, size);
       std::vector<viz::Panel> panels;
       // The 64x64 run the network was trained at, and for photos the fully convolutional one.
-      std::vector<std::pair<std::string, cv::Mat>> runs = {{"64x64", bgr}};
-      if (full_res > 0 && std::max(bgr.cols, bgr.rows) > cvattn::attention_shapes::kInputSize) {
-        runs.emplace_back("", demo::display_image(bgr, std::min(full_res, std::max(bgr.cols, bgr.rows))));
-        runs.back().first = std::to_string(runs.back().second.cols) + "x" +
-                            std::to_string(runs.back().second.rows);
-      }
+      const auto runs = demo::resolutions(bgr, full_res);
       for (std::size_t k = 0; k < runs.size(); ++k) {
-        const cv::Size in = k == 0 ? cv::Size(64, 64) : cv::Size();
-        const cvattn::Attended r =
-            net->forward_with_maps(cvattn::AttentionShapesNet::input_from_image(runs[k].second, in));
+        const cvattn::Attended r = net->forward_with_maps(
+            cvattn::AttentionShapesNet::input_from_image(runs[k].second, cv::Size()));
         const std::vector<cv::Point> cells = chosen_cells(pixels, bgr.size(), r);
         const cvattn::Tensor& offset = r.maps.at(cvattn::maps::kOffset);
         if (k == 0) {

@@ -18,6 +18,39 @@ namespace demo {
 
 fs::path assets_dir() { return CVATTN_ASSETS_DIR; }
 
+std::string bundled_inputs() {
+  return (assets_dir() / "images").string() + "," + (assets_dir() / "synthetic").string();
+}
+
+std::string attention_shapes_weights() {
+  return (assets_dir() / "weights/attention_shapes.safetensors").string();
+}
+
+std::string common_keys(const std::string& output, int size) {
+  return "{help h   |  | print this help }"
+         "{input i  |  | image file or folder, several separated by ','; default: the bundled "
+         "assets/images and assets/synthetic }"
+         "{output o | " + output + " | folder for the PNGs }"
+         "{size     | " + std::to_string(size) + " | longer side of each panel in pixels }"
+         "{full-res | 256 | also run fully convolutionally on photos at this longer side (0: off) }"
+         "{weights  | " + attention_shapes_weights() + " | attention_shapes weights (.safetensors) }";
+}
+
+std::vector<std::pair<std::string, cv::Mat>> resolutions(const cv::Mat& bgr, int full_res) {
+  if (full_res < 0 || full_res > 2048) throw std::runtime_error("--full-res must be in 0..2048");
+  std::vector<std::pair<std::string, cv::Mat>> out;
+  cv::Mat small;
+  cv::resize(bgr, small, {64, 64}, 0, 0,
+             bgr.cols > 64 || bgr.rows > 64 ? cv::INTER_AREA : cv::INTER_LINEAR);
+  out.emplace_back("64x64", small);
+  const int longer = std::max(bgr.cols, bgr.rows);
+  if (full_res > 0 && longer > 64) {
+    cv::Mat work = display_image(bgr, std::min(full_res, longer));
+    out.emplace_back(std::to_string(work.cols) + "x" + std::to_string(work.rows), work);
+  }
+  return out;
+}
+
 std::vector<fs::path> list_images(const std::string& inputs) {
   std::vector<fs::path> files;
   std::stringstream list(inputs);

@@ -18,6 +18,18 @@ namespace fs = std::filesystem;
 // Bundled assets (CVATTN_ASSETS_DIR, set by samples/CMakeLists.txt).
 [[nodiscard]] fs::path assets_dir();
 
+// The default input of the samples: the bundled photos and synthetic images, as one list.
+[[nodiscard]] std::string bundled_inputs();
+// The shipped attention_shapes weights.
+[[nodiscard]] std::string attention_shapes_weights();
+// cv::CommandLineParser keys shared by the attention samples: help, input, output (default
+// `output`), size (default `size`), full-res and weights.
+[[nodiscard]] std::string common_keys(const std::string& output, int size);
+// The image `bgr` at the network's 64x64 and, when --full-res allows and the image is larger,
+// at full_res pixels on its longer side (for a fully convolutional run): (label, image) pairs.
+[[nodiscard]] std::vector<std::pair<std::string, cv::Mat>> resolutions(const cv::Mat& bgr,
+                                                                        int full_res);
+
 // `inputs`: files or folders separated by ','; a folder gives its readable images (not
 // recursive), sorted by name. std::runtime_error when a path does not exist or nothing is found.
 [[nodiscard]] std::vector<fs::path> list_images(const std::string& inputs);
