@@ -280,10 +280,7 @@ int main(int argc, char** argv) {
       }
     }
     if (!s.stats_only) {
-      const int columns = static_cast<int>(std::ceil(std::sqrt(static_cast<double>(index.size()))));
-      demo::write_png(output / "index.png",
-                      viz::contact_sheet(index, std::max(columns, 1),
-                                         viz::ContactSheetOptions().cell_size({s.size, s.size})));
+      demo::write_index(output, index, s.size);
       std::cout << "wrote " << written.size() << " contact sheets, their panels and "
                 << (output / "index.png").string() << "\n";
     }

@@ -71,12 +71,7 @@ int main(int argc, char** argv) {
     demo::Progress progress("deform_sampling", files.size());
     for (const auto& file : files) {
       const cv::Mat bgr = demo::read_bgr(file);
-      for (const cv::Point& p : pixels) {
-        if (p.x < 0 || p.y < 0 || p.x >= bgr.cols || p.y >= bgr.rows) {
-          throw std::runtime_error("point (" + std::to_string(p.x) + ", " + std::to_string(p.y) +
-                                   ") lies outside " + file.string());
-        }
-      }
+      demo::check_inside(pixels, bgr.size(), file);
       const cv::Mat display = demo::display_image(bgr, size);
       std::vector<viz::Panel> panels;
       // The 64x64 run the network was trained at, and for photos the fully convolutional one.
@@ -106,10 +101,7 @@ int main(int argc, char** argv) {
       progress.step(file.filename().string());
     }
     progress.finish();
-    const int columns = static_cast<int>(std::ceil(std::sqrt(static_cast<double>(index.size()))));
-    demo::write_png(output / "index.png",
-                    viz::contact_sheet(index, columns,
-                                       viz::ContactSheetOptions().cell_size({size, size})));
+    demo::write_index(output, index, size);
     std::cout << "wrote " << files.size() << " sheets and " << (output / "index.png").string()
               << "\n";
     return 0;

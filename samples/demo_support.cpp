@@ -154,6 +154,22 @@ void Progress::finish() {
 
 Progress::~Progress() { finish(); }
 
+void check_inside(const std::vector<cv::Point>& points, cv::Size size, const fs::path& file) {
+  for (const cv::Point& p : points) {
+    if (p.x < 0 || p.y < 0 || p.x >= size.width || p.y >= size.height) {
+      throw std::runtime_error("point (" + std::to_string(p.x) + ", " + std::to_string(p.y) +
+                               ") lies outside " + file.string());
+    }
+  }
+}
+
+void write_index(const fs::path& output, const std::vector<cvattn::viz::Panel>& panels, int size) {
+  const int columns = static_cast<int>(std::ceil(std::sqrt(static_cast<double>(panels.size()))));
+  write_png(output / "index.png",
+            cvattn::viz::contact_sheet(panels, std::max(columns, 1),
+                                       cvattn::viz::ContactSheetOptions().cell_size({size, size})));
+}
+
 cv::Size map_size(const cvattn::Tensor& map) {
   return {static_cast<int>(map.dim(3)), static_cast<int>(map.dim(2))};
 }

@@ -10,6 +10,7 @@
 #include <opencv2/core.hpp>
 
 #include "cvattn/core/tensor.hpp"
+#include "cvattn/viz/viz.hpp"
 
 namespace demo {
 
@@ -67,6 +68,11 @@ class Progress {
   std::size_t total_, done_ = 0;
   bool finished_ = false;
 };
+
+// std::runtime_error naming `file` when a point lies outside an image of `size`.
+void check_inside(const std::vector<cv::Point>& points, cv::Size size, const fs::path& file);
+// Lays `panels` out in a near-square grid of size x size cells and writes output/index.png.
+void write_index(const fs::path& output, const std::vector<cvattn::viz::Panel>& panels, int size);
 
 // ---- attention_shapes maps -------------------------------------------------------------------
 

@@ -102,12 +102,7 @@ int main(int argc, char** argv) {
     for (const auto& file : files) {
       const cv::Mat bgr = demo::read_bgr(file);
       std::vector<cv::Point> chosen = pixels;
-      for (const cv::Point& p : chosen) {
-        if (p.x < 0 || p.y < 0 || p.x >= bgr.cols || p.y >= bgr.rows) {
-          throw std::runtime_error("query (" + std::to_string(p.x) + ", " + std::to_string(p.y) +
-                                   ") lies outside " + file.string());
-        }
-      }
+      demo::check_inside(chosen, bgr.size(), file);
       // Photos at the finer, fully convolutional resolution; the synthetic images at 64x64.
       const auto runs = demo::resolutions(bgr, full_res);
       const auto& run = runs.back();
@@ -141,10 +136,7 @@ int main(int argc, char** argv) {
       progress.step(file.filename().string());
     }
     progress.finish();
-    const int columns = static_cast<int>(std::ceil(std::sqrt(static_cast<double>(index.size()))));
-    demo::write_png(output / "index.png",
-                    viz::contact_sheet(index, columns,
-                                       viz::ContactSheetOptions().cell_size({size, size})));
+    demo::write_index(output, index, size);
     std::cout << "wrote " << files.size() << " sheets and " << (output / "index.png").string()
               << "\n";
     return 0;
