@@ -2,19 +2,15 @@
 // write every promised PNG, of the expected size and not blank; their numbers on the bundled
 // synthetic images match PyTorch's (assets/synthetic/annotations.json); --help and bad options
 // behave. One ctest entry per sample (sample_attention_demo, ...) filters this suite.
-#include <sys/wait.h>
-#include <unistd.h>
-
-#include <cstdlib>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 #include <string>
 #include <vector>
 
 #include <gtest/gtest.h>
 #include <opencv2/core.hpp>
 #include <opencv2/imgcodecs.hpp>
+
+#include "support/cli.hpp"
 
 #ifndef CVATTN_SAMPLES_DIR
 #error "CVATTN_SAMPLES_DIR must name the folder of the sample binaries"
@@ -31,44 +27,15 @@ std::vector<std::string> synthetic_stems() {
   return out;
 }
 
-struct SampleRun {
-  int exit_code = -1;
-  std::string out, err;
-};
+using SampleRun = cvattn::test::CliResult;
 
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-class SampleTest : public ::testing::Test {
+class SampleTest : public cvattn::test::CliTest {
  protected:
-  void SetUp() override {
-    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    dir_ = fs::temp_directory_path() / ("cvattn_sample_" + std::string(info->test_suite_name()) +
-                                        "_" + info->name() + "_" + std::to_string(::getpid()));
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-
   SampleRun run(const std::string& sample, const std::string& args) {
-    const std::string cmd = "'" + (fs::path(CVATTN_SAMPLES_DIR) / sample).string() + "' " + args +
-                            " > '" + (dir_ / "stdout").string() + "' 2> '" +
-                            (dir_ / "stderr").string() + "' < /dev/null";
-    const int status = std::system(cmd.c_str());
-    SampleRun r;
-    if (WIFEXITED(status)) r.exit_code = WEXITSTATUS(status);
-    r.out = slurp(dir_ / "stdout");
-    r.err = slurp(dir_ / "stderr");
-    return r;
+    return run_program((fs::path(CVATTN_SAMPLES_DIR) / sample).string(), args);
   }
   fs::path out() const { return dir_ / "out"; }
   std::string out_arg() const { return "--output='" + out().string() + "'"; }
-
-  fs::path dir_;
 };
 
 // The PNG exists, is 8-bit BGR of `size` (0 means any) and is a picture: several distinct
