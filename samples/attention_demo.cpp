@@ -179,6 +179,10 @@ ImageOutput process(const cv::Mat& bgr, const cvattn::AttentionShapesNet& net,
                                                 .colormap(s.colormap)
                                                 .title("SK: weight of the dilation-2 path"))});
 
+  panels.push_back({"sk_share", "SK: dilated path's share per pixel",
+                    viz::overlay(display, r.maps.at(shapes::kSkPathShare),
+                                 viz::OverlayOptions().alpha(s.alpha).colormap(s.colormap)
+                                     .range(0, 1))});
   panels.push_back({"dcn_taps", "DCNv2 taps (dot size = mask)", sampling_panel(display, r, peak)});
   panels.push_back({"dcn_offsets", "DCNv2 mean offset length",
                     viz::overlay(display, offset_length(r.maps.at(cvattn::maps::kOffset)),
@@ -264,7 +268,7 @@ int main(int argc, char** argv) {
             labelled.push_back({p.label, p.image});
           }
           const cv::Mat sheet = viz::contact_sheet(
-              labelled, 3, viz::ContactSheetOptions().cell_size(cv::Size(s.size * 5 / 4, s.size)));
+              labelled, 4, viz::ContactSheetOptions().cell_size(cv::Size(s.size * 5 / 4, s.size)));
           demo::write_png(output / (stem + "_sheet.png"), sheet);
           written.push_back((output / (stem + "_sheet.png")).string());
           if (index.size() < kIndexMax) {

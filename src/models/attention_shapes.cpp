@@ -1,6 +1,8 @@
 #include "cvattn/models/attention_shapes.hpp"
 
+#include <algorithm>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include <opencv2/imgproc.hpp>
@@ -8,6 +10,8 @@
 #include "cvattn/core/error.hpp"
 #include "cvattn/core/image.hpp"
 #include "cvattn/functional/activation.hpp"
+#include "cvattn/functional/batch_norm.hpp"
+#include "cvattn/functional/conv.hpp"
 #include "cvattn/functional/pooling.hpp"
 #include "cvattn/io/safetensors.hpp"
 #include "cvattn/modules/activation.hpp"
@@ -43,6 +47,7 @@ AttentionShapesNet::AttentionShapesNet() {
   dcn_bn_ = register_module("dcn_bn", std::make_shared<BatchNorm2d>(BatchNorm2dOptions(32)));
   cbam_ = register_module("cbam", std::make_shared<Cbam>(CbamOptions(32)));
   head_ = register_module("head", std::make_shared<Linear>(LinearOptions(32, 4)));
+  AttentionShapesNet::on_weights_loaded();  // so an unloaded net runs too (all zero)
 }
 
 std::shared_ptr<AttentionShapesNet> AttentionShapesNet::from_state_dict(const StateDict& dict) {
@@ -75,7 +80,44 @@ Tensor AttentionShapesNet::input_from_image(const cv::Mat& bgr, cv::Size size) {
   return from_image(sized, ImageOptions().scale(1.0 / 255).swap_rb(true));
 }
 
-Attended AttentionShapesNet::forward_with_maps(const Tensor& x) const {
+void AttentionShapesNet::on_weights_loaded() {
+  const StateDict sk = sk_->state_dict();
+  std::tie(dilated_weight_, dilated_bias_) = F::fold_batch_norm(
+      sk.at("paths.1.conv.weight"), Tensor(), sk.at("paths.1.bn.running_mean"),
+      sk.at("paths.1.bn.running_var"), sk.at("paths.1.bn.weight"), sk.at("paths.1.bn.bias"));
+}
+
+Tensor AttentionShapesNet::sk_path_share(const Tensor& stem, const Attended& sk) const {
+  // The dilated path again (SelectiveKernel does not return its branches): the second half of
+  // the input channels (split_input), 3x3 with dilation 2, folded BN, ReLU.
+  const std::int64_t n = stem.dim(0), half = stem.dim(1) / 2, h = stem.dim(2), w = stem.dim(3);
+  const std::int64_t plane = h * w;
+  Tensor second = Tensor::empty({n, half, h, w});
+  for (std::int64_t i = 0; i < n; ++i) {
+    std::copy_n(stem.data() + (i * 2 * half + half) * plane, half * plane,
+                second.data() + i * half * plane);
+  }
+  const Tensor f1 = F::relu(F::conv2d(second, dilated_weight_, dilated_bias_,
+                                      F::Conv2dOptions().padding(2).dilation(2)));
+  const Tensor& a = sk.maps.at(maps::kAttention);  // [N, 2, C]
+  const Tensor& y = sk.output;                      // sum_p a[p, c] f_p
+  const std::int64_t c = y.dim(1);
+  Tensor share = Tensor::empty({n, 1, h, w});
+  for (std::int64_t i = 0; i < n; ++i) {
+    for (std::int64_t k = 0; k < plane; ++k) {
+      double part = 0, total = 0;
+      for (std::int64_t ch = 0; ch < c; ++ch) {
+        part += static_cast<double>(a[(i * 2 + 1) * c + ch]) * f1[(i * c + ch) * plane + k];
+        total += y[(i * c + ch) * plane + k];
+      }
+      share[i * plane + k] =
+          total > 0 ? static_cast<float>(std::clamp(part / total, 0.0, 1.0)) : 0.5f;
+    }
+  }
+  return share;
+}
+
+Attended AttentionShapesNet::run(const Tensor& x, bool keep_maps) const {
   check_defined(x, "input", "AttentionShapesNet");
   check_shape(x, {kAny, 3, kAny, kAny}, "input", "AttentionShapesNet");
   CVATTN_CHECK(x.dim(0) >= 1 && x.dim(2) >= 4 && x.dim(3) >= 4, ShapeError,
@@ -88,7 +130,9 @@ Attended AttentionShapesNet::forward_with_maps(const Tensor& x) const {
   const std::int64_t n = x.dim(0);
   Attended r;
   r.output = head_->forward(F::global_avg_pool2d(cbam.output).reshape({n, 32}));
+  if (!keep_maps) return r;
   r.maps.add(attention_shapes::kSkAttention, sk.maps.at(maps::kAttention));
+  r.maps.add(attention_shapes::kSkPathShare, sk_path_share(stem, sk));
   r.maps.add(maps::kOffset, dcn.maps.at(maps::kOffset));
   r.maps.add(maps::kMask, dcn.maps.at(maps::kMask));
   r.maps.add(maps::kChannelAttention, cbam.maps.at(maps::kChannelAttention));
@@ -98,6 +142,8 @@ Attended AttentionShapesNet::forward_with_maps(const Tensor& x) const {
   return r;
 }
 
-Tensor AttentionShapesNet::forward(const Tensor& x) const { return forward_with_maps(x).output; }
+Attended AttentionShapesNet::forward_with_maps(const Tensor& x) const { return run(x, true); }
+
+Tensor AttentionShapesNet::forward(const Tensor& x) const { return run(x, false).output; }
 
 }  // namespace cvattn

@@ -1,6 +1,7 @@
 // AttentionShapesNet (cvattn/models/attention_shapes.hpp), composed from cvattn's float32 modules,
 // reproduces every number PyTorch stored beside the shipped weights, reads the PNG assets with
 // the model card's input convention (RGB order), and runs fully convolutionally on other sizes.
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -53,6 +54,18 @@ TEST(AttentionShapesNet, ReproducesEveryMapOfTheCheckPair) {
   expect_close(r.maps.at(maps::kChannelAttention), load("channel_attention"), "channel");
   expect_close(r.maps.at(maps::kSpatialAttention), load("spatial_attention"), "spatial");
   EXPECT_EQ(r.maps.at(attention_shapes::kFeatures).shape(), (Shape{4, 32, 16, 16}));
+  // The dilated path's share of SK's output is a fraction that varies over the image (a wrong
+  // re-computation of the path would leave [0, 1] or come out flat).
+  const Tensor& share = r.maps.at(attention_shapes::kSkPathShare);
+  ASSERT_EQ(share.shape(), (Shape{4, 1, 16, 16}));
+  float lo = 1, hi = 0;
+  for (std::int64_t i = 0; i < share.numel(); ++i) {
+    lo = std::min(lo, share[i]);
+    hi = std::max(hi, share[i]);
+  }
+  EXPECT_GE(lo, 0.0f);
+  EXPECT_LE(hi, 1.0f);
+  EXPECT_GT(hi - lo, 0.1f);
   const Tensor labels = load("labels");
   for (int n = 0; n < 4; ++n) EXPECT_EQ(argmax_row(r.output, n), static_cast<int>(labels[n]));
   // Batched and one-at-a-time agree.
@@ -95,6 +108,10 @@ TEST(AttentionShapesNet, RunsFullyConvolutionallyOnOddSizes) {
   EXPECT_EQ(r.maps.at(maps::kMask).shape(), (Shape{2, 9, 9, 12}));
   EXPECT_EQ(r.maps.at(maps::kChannelAttention).shape(), (Shape{2, 32}));
   EXPECT_EQ(r.maps.at(attention_shapes::kSkAttention).shape(), (Shape{2, 2, 24}));
+  EXPECT_EQ(r.maps.at(attention_shapes::kSkPathShare).shape(), (Shape{2, 1, 9, 12}));
+  // forward() skips the maps but gives the same logits.
+  const Tensor logits = net->forward(x);
+  for (int k = 0; k < 8; ++k) EXPECT_EQ(logits[k], r.output[k]);
   EXPECT_TRUE(r.output.all_finite());
   // input_from_image keeps the size when asked to (an empty size).
   const cv::Mat photo(37, 50, CV_8UC3, cv::Scalar(10, 120, 240));
@@ -106,6 +123,9 @@ TEST(AttentionShapesNet, RunsFullyConvolutionallyOnOddSizes) {
 
 TEST(AttentionShapesNet, RejectsBadInputs) {
   const auto net = load_net();
+  // An unloaded net runs (all-zero weights) rather than failing on an unfolded path.
+  EXPECT_EQ(AttentionShapesNet().forward_with_maps(Tensor::zeros({1, 3, 8, 8})).output.shape(),
+            (Shape{1, 4}));
   EXPECT_THROW((void)net->forward(Tensor::zeros({1, 1, 64, 64})), ShapeError);
   EXPECT_THROW((void)net->forward(Tensor::zeros({1, 3, 3, 64})), ShapeError);
   EXPECT_THROW((void)net->forward(Tensor::zeros({3, 64, 64})), ShapeError);

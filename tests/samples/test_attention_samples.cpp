@@ -64,12 +64,12 @@ void expect_picture(const fs::path& file, cv::Size size = {}) {
 TEST_F(SampleTest, AttentionDemoWritesPanelsSheetsAndIndex) {
   const SampleRun r = run("attention_demo", out_arg());
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  // 9 panels for photos (with the fully convolutional gate), 8 for the 64x64 images, 3 columns
+  // 10 panels for photos (with the fully convolutional gate), 9 for the 64x64 images, 4 columns
   // of 320x256 cells with 24-pixel labels: 3 rows either way.
-  for (const auto& stem : kPhotos) expect_picture(out() / (stem + "_sheet.png"), {960, 840});
+  for (const auto& stem : kPhotos) expect_picture(out() / (stem + "_sheet.png"), {1280, 840});
   for (const auto& stem : synthetic_stems()) {
-    expect_picture(out() / (stem + "_sheet.png"), {960, 840});
-    for (const char* panel : {"input", "cbam_spatial", "dcn_offsets", "dcn_taps",
+    expect_picture(out() / (stem + "_sheet.png"), {1280, 840});
+    for (const char* panel : {"input", "cbam_spatial", "sk_share", "dcn_offsets", "dcn_taps",
                               "saliency_spectral", "saliency_fine_grained"}) {
       expect_picture(out() / stem / (std::string(panel) + ".png"), {256, 256});
     }
@@ -107,7 +107,7 @@ TEST_F(SampleTest, AttentionDemoOptions) {
   const std::string one = "--input='" + std::string(CVATTN_ASSETS_DIR) + "/synthetic/shape_03.png'";
   const SampleRun jet = run("attention_demo", out_arg() + " " + one + " --colormap=jet --alpha=0.3");
   ASSERT_EQ(jet.exit_code, 0) << jet.err;
-  expect_picture(out() / "shape_03_sheet.png", {960, 840});
+  expect_picture(out() / "shape_03_sheet.png", {1280, 840});
   const SampleRun bad_map = run("attention_demo", out_arg() + " " + one + " --colormap=nosuch");
   EXPECT_EQ(bad_map.exit_code, 1);
   EXPECT_NE(bad_map.err.find("attention_demo: error:"), std::string::npos) << bad_map.err;

@@ -40,6 +40,10 @@ inline constexpr int kFeatureStride = 4;  // input pixels per map cell
 // kLogits).
 inline constexpr const char* kSkAttention = "sk_attention";  // [N, 2, 24], softmax over paths
 inline constexpr const char* kFeatures = "features";         // CBAM's output [N, 32, h, w]
+// Per pixel, the share of SK's output that comes from its dilated path:
+// sum_c a[1,c] f1[c] / sum_c y[c] in [0, 1] (0.5 where the output is all zero) [N, 1, h, w].
+// SK selects per channel; this shows where in the image that choice matters.
+inline constexpr const char* kSkPathShare = "sk_path_share";
 // "stripes_0", "stripes_45", "stripes_90", "stripes_135": the target's stripe direction.
 [[nodiscard]] CVATTN_EXPORT const std::vector<std::string>& class_names();
 }  // namespace attention_shapes
@@ -61,7 +65,7 @@ class CVATTN_EXPORT AttentionShapesNet final : public UnaryModule {
 
   // x [N, 3, H, W], H, W >= 4 -> logits [N, 4]. ShapeError otherwise.
   [[nodiscard]] Tensor forward(const Tensor& x) const override;
-  // Output = logits; maps "sk_attention" [N, 2, 24], "offset" [N, 18, h, w] ((dy, dx) per tap,
+  // Output = logits; maps "sk_attention" [N, 2, 24], "sk_path_share" [N, 1, h, w], "offset" [N, 18, h, w] ((dy, dx) per tap,
   // in the 16x16-for-64 feature grid's pixels), "mask" [N, 9, h, w], "channel_attention"
   // [N, 32], "spatial_attention" [N, 1, h, w], "features" [N, 32, h, w], "logits" [N, 4].
   [[nodiscard]] Attended forward_with_maps(const Tensor& x) const;
@@ -69,13 +73,20 @@ class CVATTN_EXPORT AttentionShapesNet final : public UnaryModule {
   [[nodiscard]] std::string describe() const override { return "AttentionShapesNet"; }
   [[nodiscard]] const DeformConv2d& dcn() const noexcept { return *dcn_; }
 
+ protected:
+  void on_weights_loaded() override;
+
  private:
+  [[nodiscard]] Attended run(const Tensor& x, bool keep_maps) const;
+  [[nodiscard]] Tensor sk_path_share(const Tensor& stem, const Attended& sk) const;
+
   std::shared_ptr<Sequential> stem_;
   std::shared_ptr<SelectiveKernel> sk_;
   std::shared_ptr<DeformConv2d> dcn_;
   std::shared_ptr<BatchNorm2d> dcn_bn_;
   std::shared_ptr<Cbam> cbam_;
   std::shared_ptr<Linear> head_;
+  Tensor dilated_weight_, dilated_bias_;  // SK's path 1 with its BatchNorm folded in
 };
 
 }  // namespace cvattn
