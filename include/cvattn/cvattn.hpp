@@ -23,6 +23,7 @@
 #include "cvattn/io/file.hpp"
 #include "cvattn/io/npy.hpp"
 #include "cvattn/io/safetensors.hpp"
+#include "cvattn/models/attention_shapes.hpp"
 #include "cvattn/modules/activation.hpp"
 #include "cvattn/modules/affine_grid_generator.hpp"
 #include "cvattn/modules/batch_norm2d.hpp"
