@@ -33,6 +33,7 @@
 #include "cvattn/modules/layer_kinds.hpp"
 #include "cvattn/modules/linear.hpp"
 #include "cvattn/modules/multihead_attention.hpp"
+#include "cvattn/modules/non_local.hpp"
 #include "cvattn/modules/pooling.hpp"
 #include "cvattn/modules/selective_kernel.hpp"
 #include "cvattn/modules/sequential.hpp"
