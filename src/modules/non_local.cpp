@@ -22,9 +22,7 @@ constexpr const char* kWhere = "NonLocalAttn::forward";
 
 NonLocalAttnOptions NonLocalAttnOptions::from_state_dict(const StateDict& dict) {
   const char* where = "NonLocalAttnOptions::from_state_dict";
-  const Shape& wt = detail::require_shape(dict, "t.weight", {kAny, kAny, 1, 1}, where);
-  CVATTN_CHECK(wt[0] >= 1 && wt[1] >= 1, ValueError, where,
-               ": 't.weight' expected [R, C, 1, 1] with R, C >= 1, got ", to_string(wt));
+  const Shape& wt = detail::require_conv1x1(dict, "t.weight", where);
   return NonLocalAttnOptions(wt[1]).rd_channels(wt[0]);
 }
 
