@@ -35,6 +35,7 @@
 #include "cvattn/modules/multihead_attention.hpp"
 #include "cvattn/modules/non_local.hpp"
 #include "cvattn/modules/pooling.hpp"
+#include "cvattn/modules/position_encoding.hpp"
 #include "cvattn/modules/selective_kernel.hpp"
 #include "cvattn/modules/sequential.hpp"
 #include "cvattn/modules/spatial_transformer.hpp"
