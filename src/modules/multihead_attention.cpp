@@ -4,6 +4,7 @@
 #include <limits>
 #include <sstream>
 
+#include "core/parallel_for.hpp"
 #include "cvattn/core/error.hpp"
 #include "cvattn/functional/linear.hpp"
 #include "modules/detail/state_dict_shapes.hpp"
@@ -200,19 +201,23 @@ F::AttentionResult MultiheadAttention::forward(const Tensor& query, const Tensor
   if (call.need_weights()) {
     result.attn_weights = heads.attn_weights;  // [B, H, L, S]
     if (call.average_attn_weights()) {
-      // PyTorch: weights.sum(dim=1) / num_heads.
-      Tensor avg = Tensor::zeros({B, L, S});
+      // PyTorch: weights.sum(dim=1) / num_heads, here one (batch, query) row at a time so the
+      // H rows being summed and the one written stay in L1.
+      Tensor avg = Tensor::empty({B, L, S});
       const float* w = heads.attn_weights.data();
-      const std::int64_t plane = L * S;
-      for (std::int64_t b = 0; b < B; ++b) {
-        float* dst = avg.data() + b * plane;
-        for (std::int64_t h = 0; h < H; ++h) {
-          const float* src = w + (b * H + h) * plane;
-          for (std::int64_t i = 0; i < plane; ++i) dst[i] += src[i];
+      float* out = avg.data();
+      const auto heads_f = static_cast<float>(H);
+      detail::parallel_for(B * L, [&](std::int64_t bl) {
+        const std::int64_t b = bl / L, i = bl % L;
+        float* dst = out + bl * S;
+        const float* src = w + (b * H * L + i) * S;
+        for (std::int64_t j = 0; j < S; ++j) dst[j] = src[j];
+        for (std::int64_t h = 1; h < H; ++h) {
+          const float* row = src + h * L * S;
+          for (std::int64_t j = 0; j < S; ++j) dst[j] += row[j];
         }
-        const auto heads_f = static_cast<float>(H);
-        for (std::int64_t i = 0; i < plane; ++i) dst[i] /= heads_f;
-      }
+        for (std::int64_t j = 0; j < S; ++j) dst[j] /= heads_f;
+      });
       result.attn_weights = avg;
     }
   }
