@@ -195,22 +195,28 @@ F::AttentionResult MultiheadAttention::forward(const Tensor& query, const Tensor
   }
 
   const auto opts = F::SdpaOptions().need_weights(call.need_weights());
-  F::AttentionResult heads = F::scaled_dot_product_attention_heads(q, k, v, H, mask, opts);
   F::AttentionResult result;
-  result.output = F::linear(heads.output, out_proj_weight_, out_proj_bias_);  // [B, L, E]
-  if (call.need_weights()) {
-    result.attn_weights = heads.attn_weights;  // [B, H, L, S]
-    if (call.average_attn_weights()) {
-      // PyTorch: weights.sum(dim=1) / num_heads, here one (batch, query) row at a time so the
-      // H rows being summed and the one written stay in L1.
-      Tensor avg = Tensor::empty({B, L, S});
+  Tensor heads_out;  // [B, L, E], the heads side by side: out_proj's input
+  if (!(call.need_weights() && call.average_attn_weights())) {
+    F::AttentionResult heads = F::scaled_dot_product_attention_heads(q, k, v, H, mask, opts);
+    heads_out = heads.output;
+    result.attn_weights = heads.attn_weights;  // [B, H, L, S] or undefined
+  } else {
+    // One batch entry at a time, so that its [H, L, S] weights are averaged (PyTorch:
+    // weights.sum(dim=1) / num_heads) while still in cache instead of going through memory.
+    heads_out = Tensor::empty({B, L, E});
+    result.attn_weights = Tensor::empty({B, L, S});
+    const auto heads_f = static_cast<float>(H);
+    for (std::int64_t b = 0; b < B; ++b) {
+      const Tensor mask_b = mask.defined() && mask.dim(0) == B ? mask.slice0(b, b + 1) : mask;
+      const F::AttentionResult heads = F::scaled_dot_product_attention_heads(
+          q.slice0(b, b + 1), k.slice0(b, b + 1), v.slice0(b, b + 1), H, mask_b, opts);
+      std::copy(heads.output.data(), heads.output.data() + L * E, heads_out.data() + b * L * E);
       const float* w = heads.attn_weights.data();
-      float* out = avg.data();
-      const auto heads_f = static_cast<float>(H);
-      detail::parallel_for(B * L, [&](std::int64_t bl) {
-        const std::int64_t b = bl / L, i = bl % L;
-        float* dst = out + bl * S;
-        const float* src = w + (b * H * L + i) * S;
+      float* avg = result.attn_weights.data() + b * L * S;
+      detail::parallel_for(L, [&](std::int64_t i) {
+        float* dst = avg + i * S;
+        const float* src = w + i * S;
         for (std::int64_t j = 0; j < S; ++j) dst[j] = src[j];
         for (std::int64_t h = 1; h < H; ++h) {
           const float* row = src + h * L * S;
@@ -218,9 +224,9 @@ F::AttentionResult MultiheadAttention::forward(const Tensor& query, const Tensor
         }
         for (std::int64_t j = 0; j < S; ++j) dst[j] /= heads_f;
       });
-      result.attn_weights = avg;
     }
   }
+  result.output = F::linear(heads_out, out_proj_weight_, out_proj_bias_);  // [B, L, E]
   if (!batched) {
     result.output = result.output.reshape({L, E});
     if (result.attn_weights.defined()) {

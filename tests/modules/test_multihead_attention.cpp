@@ -173,6 +173,22 @@ TEST(MultiheadAttention, FullyMaskedRowGivesZeroWeights) {
   for (int c = 0; c < 8; ++c) EXPECT_NEAR(r.output[8 + c], bias[c], 1e-6);
 }
 
+TEST(MultiheadAttention, EmptySequencesAreValid) {
+  const MultiheadAttention m = random_mha(MultiheadAttentionOptions(8, 2), 5);
+  // No keys: every attention output is 0, so the output is out_proj's bias.
+  const auto r = m.forward(test::random_tensor({2, 3, 8}, 1), Tensor::zeros({2, 0, 8}),
+                           Tensor::zeros({2, 0, 8}));
+  ASSERT_EQ(r.output.shape(), (Shape{2, 3, 8}));
+  ASSERT_EQ(r.attn_weights.shape(), (Shape{2, 3, 0}));
+  const Tensor bias = m.state_dict().at("out_proj.bias");
+  for (std::int64_t i = 0; i < r.output.numel(); ++i) EXPECT_NEAR(r.output[i], bias[i % 8], 1e-6);
+  // No queries.
+  const auto e = m.forward(Tensor::zeros({2, 0, 8}), test::random_tensor({2, 4, 8}, 2),
+                           test::random_tensor({2, 4, 8}, 3));
+  EXPECT_EQ(e.output.shape(), (Shape{2, 0, 8}));
+  EXPECT_EQ(e.attn_weights.shape(), (Shape{2, 0, 4}));
+}
+
 TEST(MultiheadAttention, RejectsBadShapesAndMasks) {
   const MultiheadAttention m(MultiheadAttentionOptions(16, 4));
   const Tensor q = Tensor::zeros({2, 5, 16}), k = Tensor::zeros({2, 7, 16});
