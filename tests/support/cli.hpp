@@ -15,6 +15,9 @@
 #include <sstream>
 #include <string>
 
+#include "cvattn/io/safetensors.hpp"
+#include "support/fixtures.hpp"
+
 namespace cvattn::test {
 
 struct CliResult {
@@ -62,6 +65,16 @@ class CliTest : public ::testing::Test {
   std::string write(const std::string& name, const std::string& bytes) {
     std::ofstream(path(name), std::ios::binary) << bytes;
     return path(name);
+  }
+  // The fixture's weights with one key erased and/or one key set, written to the test folder.
+  std::string edited_weights(const Fixture& fx, const std::string& erase,
+                             const std::string& key = "", const Tensor& value = {}) {
+    StateDict d = io::load_safetensors(fx.path("weights.safetensors"));
+    if (!erase.empty()) d.erase(erase);
+    if (!key.empty()) d.set(key, value);
+    const std::string file = path("edited.safetensors");
+    io::save_safetensors(file, d);
+    return file;
   }
   void expect_input_error(const CliResult& r, const std::string& message) {
     SCOPED_TRACE("expecting '" + message + "'");
