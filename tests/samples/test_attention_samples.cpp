@@ -20,7 +20,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
-const std::vector<std::string> kPhotos = {"astronaut", "chelsea", "coffee", "rocket"};
+const std::vector<std::string> kPhotos = {"astronaut", "camera", "chelsea", "coffee",
+                                          "hubble",    "ihc",    "retina",  "rocket"};
 std::vector<std::string> synthetic_stems() {
   std::vector<std::string> out;
   for (int i = 0; i < 12; ++i) out.push_back((i < 10 ? "shape_0" : "shape_") + std::to_string(i));
@@ -81,13 +82,13 @@ TEST_F(SampleTest, AttentionDemoWritesPanelsSheetsAndIndex) {
   // chelsea.jpg is 320x213: panels of 256x170, and the fully convolutional gate.
   expect_picture(out() / "chelsea" / "cbam_spatial_fullres.png", {256, 170});
   expect_picture(out() / "chelsea" / "saliency_spectral.png", {256, 170});
-  expect_picture(out() / "index.png", {4 * 256, 4 * (256 + 24)});
+  expect_picture(out() / "index.png", {5 * 256, 4 * (256 + 24)});
   // The figures PyTorch recorded for these 12 images: 12 right, peak in the box for 9.
   EXPECT_NE(r.out.find("12 annotated images: accuracy 100.00 % (12), CBAM spatial-attention "
                        "peak inside the target box 75.00 % (9;"),
             std::string::npos)
       << r.out;
-  EXPECT_NE(r.err.find("16/16"), std::string::npos) << "progress bar: " << r.err;
+  EXPECT_NE(r.err.find("20/20"), std::string::npos) << "progress bar: " << r.err;
 }
 
 TEST_F(SampleTest, AttentionDemoStatsOnlyOnOneFolderWritesNothing) {
@@ -131,7 +132,7 @@ TEST_F(SampleTest, DeformSamplingWritesSheets) {
     expect_picture(out() / (stem + "_deform.png"), {960, 320 + 24});
     expect_picture(out() / stem / "dcn_64.png", {320, 320});
   }
-  expect_picture(out() / "index.png", {4 * 320, 4 * (320 + 24)});
+  expect_picture(out() / "index.png", {5 * 320, 4 * (320 + 24)});
 }
 
 TEST_F(SampleTest, DeformSamplingPoints) {
@@ -159,7 +160,7 @@ TEST_F(SampleTest, SelfAttentionQueryWritesSheets) {
     }
   }
   expect_picture(out() / "chelsea_queries.png", {768, 2 * (170 + 24)});
-  expect_picture(out() / "index.png", {4 * 256, 4 * (256 + 24)});
+  expect_picture(out() / "index.png", {5 * 256, 4 * (256 + 24)});
 }
 
 TEST_F(SampleTest, SelfAttentionQueryOptions) {
