@@ -1,6 +1,8 @@
 // Pooling over a ResNet stage-1 batch, [8, 64, 56, 56]. Arg = threads (cvattn::set_num_threads).
+// Counter GB/s: bytes of the input + bytes of the output per call (memory bound).
 #include <benchmark/benchmark.h>
 
+#include "bench_counters.hpp"
 #include "cvattn/core/parallel.hpp"
 #include "cvattn/functional/pooling.hpp"
 #include "support/random.hpp"
@@ -19,10 +21,13 @@ template <class Fn>
 void run(benchmark::State& state, Fn fn) {
   cvattn::set_num_threads(static_cast<int>(state.range(0)));
   const Tensor& x = input();
+  double out_bytes = 0;
   for (auto _ : state) {
     Tensor y = fn(x);
     benchmark::DoNotOptimize(y.data());
+    out_bytes = static_cast<double>(y.nbytes());
   }
+  cvattn::bench::set_bytes(state, static_cast<double>(x.nbytes()) + out_bytes);
 }
 
 void BM_MaxPool3x3s2p1(benchmark::State& state) {

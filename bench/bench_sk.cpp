@@ -6,6 +6,7 @@
 
 #include <string>
 
+#include "bench_counters.hpp"
 #include "cvattn/core/parallel.hpp"
 #include "cvattn/core/state_dict.hpp"
 #include "cvattn/functional/conv.hpp"
@@ -23,11 +24,6 @@ namespace F = cvattn::functional;
 const Shape kShape = {1, 64, 56, 56};
 // Multiply-adds of both paths, counted as 2 FLOP each: 2 * (64 * 32 * 9 * 56 * 56) * 2.
 constexpr double kFlops = 2.0 * 2.0 * 64 * 32 * 9 * 56 * 56;
-
-void set_flops(benchmark::State& state, double flops) {
-  state.counters["GFLOP/s"] =
-      benchmark::Counter(flops * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
-}
 
 cvattn::SelectiveKernel make_sk(const cvattn::SelectiveKernelOptions& options) {
   cvattn::SelectiveKernel sk{options};
@@ -53,7 +49,7 @@ void BM_SelectiveKernel(benchmark::State& state) {
     benchmark::DoNotOptimize(y.data());
     benchmark::ClobberMemory();
   }
-  set_flops(state, kFlops);
+  cvattn::bench::set_flops(state, kFlops);
 }
 BENCHMARK(BM_SelectiveKernel)->Arg(1)->Arg(2)->UseRealTime()->Unit(benchmark::kMillisecond);
 
@@ -70,7 +66,7 @@ void BM_SelectiveKernelOnePath(benchmark::State& state) {
     benchmark::DoNotOptimize(y.data());
     benchmark::ClobberMemory();
   }
-  set_flops(state, kFlops / 2);
+  cvattn::bench::set_flops(state, kFlops / 2);
 }
 BENCHMARK(BM_SelectiveKernelOnePath)
     ->ArgNames({"threads", "kernel"})
@@ -95,7 +91,7 @@ void BM_SkPathConv(benchmark::State& state) {
     benchmark::DoNotOptimize(y.data());
     benchmark::ClobberMemory();
   }
-  set_flops(state, kFlops / 2);
+  cvattn::bench::set_flops(state, kFlops / 2);
 }
 BENCHMARK(BM_SkPathConv)
     ->ArgNames({"threads", "dilation"})
