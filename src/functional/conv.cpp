@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "core/parallel_for.hpp"
+#include "core/workspace.hpp"
 #include "cvattn/core/error.hpp"
 #include "functional/detail/conv_kernels.hpp"
 #include "functional/detail/window.hpp"
@@ -96,7 +97,8 @@ void conv_depthwise(const Geometry& g, const float* in, const float* wt, const f
   const std::int64_t slots = detail::slot_count(planes);
   // checked_numel: with paddings near their limit hp * wp would overflow int64.
   const std::int64_t stride = detail::slot_stride(checked_numel({hp, wp}, "conv2d"));
-  Tensor scratch = Tensor::empty({slots, stride});  // checked against the size cap
+  // Checked against the size cap, and kept for the next call (core/workspace.hpp).
+  const cvattn::detail::Workspace scratch({slots, stride}, "conv2d (depthwise scratch)");
   float* scratch_data = scratch.data();
   const std::int64_t multiplier = g.cout_g;
   const bool fused = g.kh == 3 && g.kw == 3;
@@ -196,9 +198,10 @@ void conv_im2col(const Geometry& g, const float* in, const float* wt, const floa
   const std::int64_t chunks = ceil_div(p, chunk);
   const std::int64_t tasks = g.n * g.groups * chunks;
   const std::int64_t slots = std::min<std::int64_t>(cvattn::detail::max_threads(), tasks);
-  // Allocated (and size-checked against the cap) before the parallel region.
+  // Allocated (and size-checked against the cap) before the parallel region, kept for the next
+  // call (core/workspace.hpp).
   const std::int64_t stride = detail::slot_stride(k * chunk);
-  Tensor workspace = Tensor::empty({slots, stride});
+  const cvattn::detail::Workspace workspace({slots, stride}, "conv2d (im2col scratch)");
   std::vector<detail::ValidRange> ranges(static_cast<std::size_t>(g.kw));
   for (std::int64_t v = 0; v < g.kw; ++v) {
     ranges[static_cast<std::size_t>(v)] = detail::valid_range(g.w, g.wo, g.sw, v * g.dw - g.pw);

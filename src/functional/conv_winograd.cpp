@@ -9,6 +9,7 @@
 // so each of the 16 tile positions is one GEMM M[xi] = U[xi] * V[xi].
 #include <vector>
 
+#include "core/workspace.hpp"
 #include "cvattn/core/tensor.hpp"
 #include "functional/detail/conv_kernels.hpp"
 #include "functional/detail/window.hpp"
@@ -232,9 +233,10 @@ void conv_winograd_3x3(const ConvGeometry& g, const float* in, const float* wt, 
   const std::int64_t v_size = kPositions * g.cin_g * tiles_cap;
   const std::int64_t m_size = kPositions * g.cout_g * tiles_cap;
   const std::int64_t slot_size = detail::slot_stride(v_size + m_size + 16 * (tw + 1) + 4 * tw);
-  // Allocated (and checked against the size cap) before any parallel region.
-  Tensor u = Tensor::empty({kPositions, g.cout, g.cin_g});
-  Tensor workspace = Tensor::empty({slots, slot_size});
+  // Allocated (and checked against the size cap) before any parallel region, and kept for the
+  // next call (page faults on fresh scratch cost more than 5% of the conv and do not scale).
+  const cvattn::detail::Workspace u({kPositions, g.cout, g.cin_g}, "conv2d (Winograd weights)");
+  const cvattn::detail::Workspace workspace({slots, slot_size}, "conv2d (Winograd scratch)");
   transform_weights(g, wt, u.data());
   const float* u_data = u.data();
   float* ws = workspace.data();

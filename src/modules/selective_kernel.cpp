@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "core/parallel_for.hpp"
+#include "core/workspace.hpp"
 #include "cvattn/core/error.hpp"
 #include "cvattn/core/make_divisible.hpp"
 #include "cvattn/functional/batch_norm.hpp"
@@ -197,9 +198,11 @@ Tensor conv_polyphase(const Tensor& x, std::int64_t c0, std::int64_t channels, c
   const std::int64_t hm = ceil_div(s.h, d), wm = ceil_div(s.w, d);
   const std::int64_t full = s.w / d;  // column groups with all d phases inside the row
   const std::int64_t subs = d * d;
-  Tensor xs = Tensor::empty({s.n * subs, channels, hm, wm});
+  // Scratch kept for the next call (core/workspace.hpp); conv2d only reads it.
+  const detail::Workspace xs_buffer({s.n * subs, channels, hm, wm}, "SelectiveKernel (polyphase)");
+  const Tensor xs = xs_buffer.tensor({s.n * subs, channels, hm, wm});
   const float* src = x.data();
-  float* xsd = xs.data();
+  float* xsd = xs_buffer.data();
   // One task per (sample, row phase a, channel): reads rows a, a+d, ... once, writes d planes.
   detail::parallel_for(s.n * d * channels, [&](std::int64_t t) {
     const std::int64_t c = t % channels;
