@@ -107,9 +107,15 @@ class Case:
     """One table row: tensors (name -> torch tensor) for --in, an optional module for --weights,
     --set settings, and fn() giving the PyTorch output that cvattn's "output" must match."""
 
-    def __init__(self, key, op, shape, fn, inputs, module=None, sets=None, note=""):
+    def __init__(self, key, op, shape, fn, inputs, module=None, sets=None, note="", flops=0,
+                 nbytes=0):
         self.key, self.op, self.shape, self.fn = key, op, shape, fn
         self.inputs, self.module, self.sets, self.note = inputs, module, sets or {}, note
+        # The work the op cannot avoid, for the "% of limit" column: GEMM-like ops count the
+        # multiply-adds of the direct computation x 2 (against single-core SGEMM), memory-bound
+        # ops the bytes of their inputs read once and outputs written once (against copy
+        # bandwidth, whose bytes count the same way).
+        self.flops, self.nbytes = flops, nbytes
 
 
 def cases():
@@ -119,16 +125,18 @@ def cases():
     g = F.affine_grid(mild_theta(1), [1, 64, 128, 128], align_corners=False)
     out.append(Case("grid_sample_64", "grid_sample", "[1,64,128,128]",
                     lambda x=x, g=g: F.grid_sample(x, g, align_corners=False),
-                    {"input": x, "grid": g}, note="bilinear, zeros"))
+                    {"input": x, "grid": g}, note="bilinear, zeros",
+                    nbytes=4 * (2 * x.numel() + g.numel())))
     x = randn(8, 3, 224, 224)
     g = F.affine_grid(mild_theta(8), [8, 3, 224, 224], align_corners=False)
     out.append(Case("grid_sample_8x3", "grid_sample", "[8,3,224,224]",
                     lambda x=x, g=g: F.grid_sample(x, g, align_corners=False),
-                    {"input": x, "grid": g}, note="bilinear, zeros"))
+                    {"input": x, "grid": g}, note="bilinear, zeros",
+                    nbytes=4 * (2 * x.numel() + g.numel())))
     th = mild_theta(8)
     out.append(Case("affine_grid", "affine_grid", "[8,3,224,224]",
                     lambda th=th: F.affine_grid(th, [8, 3, 224, 224], align_corners=False),
-                    {"theta": th}, sets={"size": "8,3,224,224"}))
+                    {"theta": th}, sets={"size": "8,3,224,224"}, nbytes=4 * 8 * 224 * 224 * 2))
 
     x = randn(1, 64, 56, 56)
     w = randn(64, 64, 3, 3, scale=0.05)
@@ -136,7 +144,7 @@ def cases():
     out.append(Case("conv2d", "conv2d", "[1,64,56,56]",
                     lambda x=x, w=w, b=b: F.conv2d(x, w, b, padding=1),
                     {"input": x, "weight": w, "bias": b}, sets={"padding": "1"},
-                    note="3x3, 64->64, pad 1"))
+                    note="3x3, 64->64, pad 1", flops=2 * 64 * 64 * 9 * 56 * 56))
 
     from torchvision.ops import deform_conv2d
     off = rand(1, 18, 56, 56, lo=-2.0, hi=2.0)
@@ -145,38 +153,41 @@ def cases():
                     lambda x=x, o=off, w=w, b=b, m=mask: deform_conv2d(x, o, w, b, padding=1,
                                                                        mask=m),
                     {"input": x, "offset": off, "weight": w, "bias": b, "mask": mask},
-                    sets={"padding": "1"}, note="v2 (mask), 3x3, 64->64"))
+                    sets={"padding": "1"}, note="v2 (mask), 3x3, 64->64",
+                    flops=2 * 64 * 64 * 9 * 56 * 56))
 
     x = randn(8, 256, 28, 28)
     gen = torch.Generator().manual_seed(7)
     se = randomize_channel(SEModule(256), gen)
     out.append(Case("se", "se", "[8,256,28,28]", lambda x=x, m=se: m(x)[0], {"input": x}, se,
-                    note="timm SEModule"))
+                    note="timm SEModule", nbytes=4 * 2 * x.numel()))
     cbam = randomize_channel(CbamModule(256), gen)
     out.append(Case("cbam", "cbam", "[8,256,28,28]", lambda x=x, m=cbam: m(x)[0], {"input": x},
-                    cbam, note="timm CbamModule"))
+                    cbam, note="timm CbamModule", nbytes=4 * 2 * x.numel()))
 
     x = randn(1, 64, 56, 56)
     sk = SelectiveKernel(64)
     randomize_batch_norms(sk, gen)
     out.append(Case("sk", "sk", "[1,64,56,56]", lambda x=x, m=sk: m(x), {"input": x}, sk,
-                    note="timm SelectiveKernel, 2 paths"))
+                    note="timm SelectiveKernel, 2 paths", flops=2 * 2 * 64 * 32 * 9 * 56 * 56))
 
     q, k, v = randn(8, 8, 196, 32), randn(8, 8, 196, 32), randn(8, 8, 196, 32)
     out.append(Case("sdpa", "scaled_dot_product_attention", "[8,8,196,32]",
                     lambda q=q, k=k, v=v: sdpa(q, k, v)[0], {"query": q, "key": k, "value": v},
-                    note="softmax(QK^T/sqrt(E))V"))
+                    note="softmax(QK^T/sqrt(E))V", flops=2 * 2 * 64 * 196 * 196 * 32))
 
     x = randn(8, 196, 256)
     mha = module_weights(nn.MultiheadAttention(256, 8, batch_first=True))
     out.append(Case("mha", "mha", "[8,196,256]", lambda x=x, m=mha: m(x, x, x)[0],
                     {"query": x, "key": x, "value": x}, mha, sets={"num_heads": "8"},
-                    note="8 heads, self-attention, averaged weights"))
+                    note="8 heads, self-attention, averaged weights",
+                    flops=2 * (4 * 1568 * 256 * 256 + 2 * 64 * 196 * 196 * 32)))
 
     x = randn(2, 64, 28, 28)
     nl = module_weights(NonLocalAttn(64))
     out.append(Case("nonlocal", "nonlocal", "[2,64,28,28]", lambda x=x, m=nl: m(x), {"input": x},
-                    nl, note="timm NonLocalAttn"))
+                    nl, note="timm NonLocalAttn",
+                    flops=2 * (2 * 784 * 64 * 8 * 4 + 2 * 2 * 784 * 784 * 8)))
     return out
 
 
@@ -253,6 +264,55 @@ def machine():
     return "%s (%s), %d cores" % (model, flags.upper() or "no AVX", os.cpu_count() or 0)
 
 
+def measure_limits(binary, spec):
+    """One core's copy bandwidth (GB/s, bytes read + written) and Eigen SGEMM rate (GFLOP/s):
+    given as "GBPS,GFLOPS", or measured by bench_limits beside the cvattn binary (the best of 3
+    repetitions, on CPU time so that a busy machine does not lower them). None when unknown."""
+    if spec == "none":
+        return None
+    if spec != "auto":
+        gbps, gflops = (float(v) for v in spec.split(","))
+        return gbps, gflops
+    exe = os.path.join(os.path.dirname(os.path.abspath(binary)), "..", "..", "bench",
+                       "bench_limits")
+    if not os.path.exists(exe):
+        return None
+    res = subprocess.run([exe, "--benchmark_filter=BM_CopyStreaming/threads:1|BM_SgemmEigen/n:1024",
+                          "--benchmark_repetitions=3", "--benchmark_format=json"],
+                         capture_output=True, text=True, check=False)
+    if res.returncode != 0:
+        return None
+    best = {}
+    for b in json.loads(res.stdout)["benchmarks"]:
+        if b.get("run_type") != "iteration":
+            continue
+        seconds = b["cpu_time"] * {"ms": 1e-3, "us": 1e-6, "ns": 1e-9, "s": 1.0}[b["time_unit"]]
+        if b["name"].startswith("BM_CopyStreaming"):
+            rate = 2 * (64 << 20) / seconds * 1e-9
+            best["copy"] = max(best.get("copy", 0.0), rate)
+        else:
+            rate = 2 * 1024.0 ** 3 / seconds * 1e-9
+            best["gemm"] = max(best.get("gemm", 0.0), rate)
+    if "copy" not in best or "gemm" not in best:
+        return None
+    return best["copy"], best["gemm"]
+
+
+def of_limit(case, ms, limits):
+    """cvattn's time against the time the op's unavoidable work takes at the machine's limit."""
+    if ms is None or limits is None or not (case.flops or case.nbytes):
+        return "n/a"
+    if case.flops:
+        return "%.0f%% of SGEMM" % (100.0 * case.flops / (limits[1] * 1e9) / (ms * 1e-3))
+    return "%.0f%% of copy" % (100.0 * case.nbytes / (limits[0] * 1e9) / (ms * 1e-3))
+
+
+def cvattn_info(binary):
+    res = subprocess.run([binary, "info"], capture_output=True, text=True, check=False)
+    lines = [l.strip() for l in res.stdout.splitlines() if l.strip()]
+    return ", ".join(l for l in lines if not l.startswith("OpenMP")) or "unknown"
+
+
 def default_binary():
     for preset in ("release", "ci"):
         path = os.path.join(HERE, "..", "build", preset, "tools", "cvattn", "cvattn")
@@ -273,12 +333,20 @@ def main():
     parser.add_argument("--threads", type=int, default=0,
                         help="also time cvattn with this many threads (scaling column)")
     parser.add_argument("--only", default="", help="comma-separated row keys to run")
+    parser.add_argument("--limits", default="auto",
+                        help="'auto' (run bench_limits beside the cvattn binary), 'none', or "
+                             "'GBPS,GFLOPS': one core's copy bandwidth and SGEMM rate")
+    parser.add_argument("--keep", metavar="DIR",
+                        help="write the inputs to DIR/<row key>/ and keep them (default: a "
+                             "temporary folder)")
     args = parser.parse_args()
 
     torch.set_num_threads(1)
     ops = listed_ops(args.cvattn)
+    limits = measure_limits(args.cvattn, args.limits)
     rows = []
-    with tempfile.TemporaryDirectory(prefix="cvattn_cmp_") as tmp:
+    with tempfile.TemporaryDirectory(prefix="cvattn_cmp_") as scratch:
+        tmp = args.keep or scratch
         for case in cases():
             if args.only and case.key not in args.only.split(","):
                 continue
@@ -289,7 +357,7 @@ def main():
                 row["status"] = "not in this cvattn"
                 continue
             folder = os.path.join(tmp, case.key)
-            os.makedirs(folder)
+            os.makedirs(folder, exist_ok=True)
             for name, t in case.inputs.items():
                 np.save(os.path.join(folder, name + ".npy"),
                         np.ascontiguousarray(t.numpy(), dtype=np.float32))
@@ -322,15 +390,18 @@ def main():
                   (case.key, row["torch"], row["cv"], row["ratio"]), file=sys.stderr)
 
     import torchvision
-    print("Machine: %s; %s; Python %s, PyTorch %s, torchvision %s, torch threads 1; "
-          "cvattn `%s`." % (machine(), datetime.date.today().isoformat(),
-                            platform.python_version(), torch.__version__,
-                            torchvision.__version__, os.path.basename(args.cvattn)))
+    print("Machine: %s; %s; Python %s, PyTorch %s, torchvision %s (1 thread); %s." %
+          (machine(), datetime.date.today().isoformat(), platform.python_version(),
+           torch.__version__, torchvision.__version__, cvattn_info(args.cvattn)))
     print("Wall-clock medians of %d interleaved rounds x %d calls; speed-up = median of the "
           "per-round ratios." % (args.rounds, args.repeat))
+    if limits:
+        print("Limits of one core (bench_limits): copy %.1f GB/s (read + write), Eigen SGEMM "
+              "%.1f GFLOP/s; \"of limit\" = the op's unavoidable work at that rate / cvattn's "
+              "time (direct-convolution FLOPs, so Winograd can pass 100%%)." % limits)
     print()
-    head = "| op | shape | PyTorch ms | cvattn ms | speed-up |"
-    line = "|---|---|---|---|---|"
+    head = "| op | shape | PyTorch ms | cvattn ms | speed-up | cvattn of limit |"
+    line = "|---|---|---|---|---|---|"
     if args.threads > 1:
         head += " cvattn %d threads ms | %d vs 1 thread |" % (args.threads, args.threads)
         line += "---|---|"
@@ -343,7 +414,8 @@ def main():
         ratio = "n/a" if row["ratio"] is None else "%.2fx" % row["ratio"]
         if row["status"]:
             ratio = row["status"] if row["status"].startswith("WRONG") else "n/a"
-        cells = [name, case.shape, fmt(row["torch"]), fmt(row["cv"]), ratio]
+        cells = [name, case.shape, fmt(row["torch"]), fmt(row["cv"]), ratio,
+                 of_limit(case, row["cv"], limits)]
         if args.threads > 1:
             cells += [fmt(row["cvT"]), "n/a" if row["scale"] is None else "%.2fx" % row["scale"]]
         print("| " + " | ".join(cells) + " |")
@@ -351,7 +423,7 @@ def main():
             good.append(row)
     if good:
         geo = math.exp(sum(math.log(r["ratio"]) for r in good) / len(good))
-        cells = ["**geometric mean** (%d ops)" % len(good), "", "", "", "**%.2fx**" % geo]
+        cells = ["**geometric mean** (%d ops)" % len(good), "", "", "", "**%.2fx**" % geo, ""]
         if args.threads > 1:
             scaled = [r["scale"] for r in good if r["scale"]]
             gs = math.exp(sum(map(math.log, scaled)) / len(scaled)) if scaled else None
