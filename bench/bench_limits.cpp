@@ -7,17 +7,14 @@
 //   Eigen is the GEMM every cvattn kernel calls, so this is the FLOP/s ceiling of conv2d, SK and
 //   deform_conv2d on one core.
 #include <benchmark/benchmark.h>
-
 #include <immintrin.h>
 
+#include <Eigen/Core>
 #include <cstring>
 #include <vector>
 
-#include <Eigen/Core>
-
 #include "bench_counters.hpp"
 #include "cvattn/core/parallel.hpp"
-#include "support/random.hpp"
 
 namespace {
 
@@ -66,9 +63,8 @@ void run_copy(benchmark::State& state, Copy copy) {
 }
 
 void BM_CopyMemcpy(benchmark::State& state) {
-  run_copy(state, [](const float* s, float* d, std::size_t n) {
-    std::memcpy(d, s, n * sizeof(float));
-  });
+  run_copy(state,
+           [](const float* s, float* d, std::size_t n) { std::memcpy(d, s, n * sizeof(float)); });
 }
 
 void BM_CopyStreaming(benchmark::State& state) { run_copy(state, stream_copy); }
@@ -90,9 +86,22 @@ void BM_SgemmEigen(benchmark::State& state) {
 
 }  // namespace
 
-BENCHMARK(BM_CopyMemcpy)->ArgName("threads")->Arg(1)->Arg(2)->UseRealTime()
+BENCHMARK(BM_CopyMemcpy)
+    ->ArgName("threads")
+    ->Arg(1)
+    ->Arg(2)
+    ->UseRealTime()
     ->Unit(benchmark::kMillisecond);
-BENCHMARK(BM_CopyStreaming)->ArgName("threads")->Arg(1)->Arg(2)->UseRealTime()
+BENCHMARK(BM_CopyStreaming)
+    ->ArgName("threads")
+    ->Arg(1)
+    ->Arg(2)
+    ->UseRealTime()
     ->Unit(benchmark::kMillisecond);
-BENCHMARK(BM_SgemmEigen)->ArgName("n")->Arg(256)->Arg(512)->Arg(1024)->UseRealTime()
+BENCHMARK(BM_SgemmEigen)
+    ->ArgName("n")
+    ->Arg(256)
+    ->Arg(512)
+    ->Arg(1024)
+    ->UseRealTime()
     ->Unit(benchmark::kMillisecond);

@@ -7,7 +7,9 @@
 namespace cvattn::detail {
 namespace {
 
-constexpr int kEntries = 4;
+// Workspace::kEntries is enough for the deepest nesting: SK path output, polyphase input and
+// output, Winograd weights and scratch.
+constexpr int kEntries = Workspace::kEntries;
 
 struct Entry {
   cv::Mat buffer;  // 1 x capacity CV_32F: OpenCV's allocator aligns to 64 bytes

@@ -9,10 +9,11 @@
 // The threads of an OpenMP region inside the call only write through the pointer, so the cache
 // needs no lock; a Workspace taken while another is alive on the same thread (a module holding
 // one while it calls conv2d) gets its own cache entry, or a private buffer when the entries are
-// all in use. Sizes are checked against the tensor allocation cap like Tensor::empty; buffers
-// above kKeepBytes are freed after the call rather than kept.
+// all in use (kEntries per thread are kept, each at most kKeepBytes: 128 MiB in the
+// worst case, a few MiB at usual feature-map sizes). Sizes are checked against the tensor
+// allocation cap like Tensor::empty; buffers above kKeepBytes are freed after the call rather than
+// kept.
 #include <cstdint>
-
 #include <opencv2/core.hpp>
 
 #include "cvattn/core/tensor.hpp"
@@ -22,7 +23,9 @@ namespace cvattn::detail {
 class Workspace {
  public:
   // Largest buffer kept for the next call.
-  static constexpr std::int64_t kKeepBytes = std::int64_t{64} << 20;
+  // Buffers kept per thread.
+  static constexpr int kEntries = 8;
+  static constexpr std::int64_t kKeepBytes = std::int64_t{16} << 20;
 
   // At least checked_numel(shape, what) floats (ValueError over the cap, as Tensor::empty),
   // 64-byte aligned, uninitialised.

@@ -266,6 +266,35 @@ Geometry validate(const Tensor& input, const Tensor& weight, const Tensor& bias,
 
 }  // namespace
 
+namespace detail {
+
+void conv2d_into(const Tensor& input, const Tensor& weight, const Tensor& bias,
+                 const Conv2dOptions& options, float* out) {
+  check_defined(input, "input", "conv2d");
+  const Geometry g = validate(input, weight, bias, options);
+  if (g.n * g.cout * g.ho * g.wo == 0) return;
+  const float* b = bias.defined() ? bias.data() : nullptr;
+  if (g.k() == 0) {  // no input channels: only the bias remains
+    for (std::int64_t i = 0; i < g.n; ++i) {
+      fill_bias(out + i * g.cout * g.positions(), g.cout, g.positions(), g.positions(), b);
+    }
+    return;
+  }
+  if (g.kh == 1 && g.kw == 1 && g.sh == 1 && g.sw == 1 && g.ph == 0 && g.pw == 0) {
+    conv_pointwise(g, input.data(), weight.data(), b, out);
+  } else if (g.cin_g == 1) {
+    conv_depthwise(g, input.data(), weight.data(), b, out);
+  } else if (g.kh == 3 && g.kw == 3 && g.sh == 1 && g.sw == 1 && g.dh == 1 && g.dw == 1 &&
+             g.cin_g >= kWinogradMinChannels && g.cout_g >= kWinogradMinChannels &&
+             ceil_div(g.ho, 2) * ceil_div(g.wo, 2) >= kWinogradMinTiles) {
+    detail::conv_winograd_3x3(g, input.data(), weight.data(), b, out);
+  } else {
+    conv_im2col(g, input.data(), weight.data(), b, out);
+  }
+}
+
+}  // namespace detail
+
 Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias,
               const Conv2dOptions& options) {
   check_defined(input, "input", "conv2d");
@@ -276,25 +305,7 @@ Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias,
   }
   const Geometry g = validate(input, weight, bias, options);
   Tensor out = Tensor::empty({g.n, g.cout, g.ho, g.wo});
-  if (out.numel() == 0) return out;
-  const float* b = bias.defined() ? bias.data() : nullptr;
-  if (g.k() == 0) {  // no input channels: only the bias remains
-    for (std::int64_t i = 0; i < g.n; ++i) {
-      fill_bias(out.data() + i * g.cout * g.positions(), g.cout, g.positions(), g.positions(), b);
-    }
-    return out;
-  }
-  if (g.kh == 1 && g.kw == 1 && g.sh == 1 && g.sw == 1 && g.ph == 0 && g.pw == 0) {
-    conv_pointwise(g, input.data(), weight.data(), b, out.data());
-  } else if (g.cin_g == 1) {
-    conv_depthwise(g, input.data(), weight.data(), b, out.data());
-  } else if (g.kh == 3 && g.kw == 3 && g.sh == 1 && g.sw == 1 && g.dh == 1 && g.dw == 1 &&
-             g.cin_g >= kWinogradMinChannels && g.cout_g >= kWinogradMinChannels &&
-             ceil_div(g.ho, 2) * ceil_div(g.wo, 2) >= kWinogradMinTiles) {
-    detail::conv_winograd_3x3(g, input.data(), weight.data(), b, out.data());
-  } else {
-    conv_im2col(g, input.data(), weight.data(), b, out.data());
-  }
+  detail::conv2d_into(input, weight, bias, options, out.data());
   return out;
 }
 

@@ -1,7 +1,9 @@
 // detail::Workspace (src/core/workspace.hpp): scratch kept per calling thread across calls.
 #include <gtest/gtest.h>
 
+#include <memory>
 #include <thread>
+#include <vector>
 
 #include "core/workspace.hpp"
 #include "cvattn/core/error.hpp"
@@ -22,15 +24,16 @@ TEST(Workspace, IsReusedByTheNextCallOnTheSameThread) {
 }
 
 TEST(Workspace, NestedWorkspacesDoNotOverlap) {
-  const Workspace a({256}, "test");
-  const Workspace b({256}, "test");
-  const Workspace c({256}, "test");
-  const Workspace d({256}, "test");
-  const Workspace e({256}, "test");  // more than the cache holds: a private buffer
-  const float* p[] = {a.data(), b.data(), c.data(), d.data(), e.data()};
-  for (int i = 0; i < 5; ++i) {
-    for (int j = i + 1; j < 5; ++j) {
-      EXPECT_TRUE(p[i] + 256 <= p[j] || p[j] + 256 <= p[i]) << i << " and " << j << " overlap";
+  // One more than the cache holds: the last one gets a private buffer.
+  constexpr int kCount = Workspace::kEntries + 1;
+  std::vector<std::unique_ptr<Workspace>> held;
+  for (int i = 0; i < kCount; ++i)
+    held.push_back(std::make_unique<Workspace>(cvattn::Shape{256}, "test"));
+  for (int i = 0; i < kCount; ++i) {
+    for (int j = i + 1; j < kCount; ++j) {
+      const float* a = held[static_cast<std::size_t>(i)]->data();
+      const float* b = held[static_cast<std::size_t>(j)]->data();
+      EXPECT_TRUE(a + 256 <= b || b + 256 <= a) << i << " and " << j << " overlap";
     }
   }
 }
