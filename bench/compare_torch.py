@@ -13,7 +13,8 @@ weights to a temporary folder (.npy, and .safetensors keyed by the PyTorch state
    of --repeat calls) and `cvattn run OP ... --repeat R --threads 1` (which prints its own median
    of R calls after a warm-up, inputs already loaded). The figure per side is the median over the
    rounds; the speed-up is the median of the per-round ratios, since on a shared machine the
-   ratio of neighbouring runs holds better than either time.
+   ratio of neighbouring runs holds better than either time. --stat min takes the fastest call
+   of each side per round instead of the median (on a loaded machine, closer to a quiet one).
 
 With --threads T it also times cvattn with T threads in every round and adds a column with the
 speed-up of T threads over one. An op the cvattn binary does not list (`cvattn list`) gets a row
@@ -191,7 +192,7 @@ def cases():
     return out
 
 
-def time_torch(fn, repeat):
+def time_torch(fn, repeat, stat):
     with torch.no_grad():
         for _ in range(3):
             fn()
@@ -200,7 +201,7 @@ def time_torch(fn, repeat):
             t0 = time.perf_counter()
             fn()
             times.append((time.perf_counter() - t0) * 1e3)
-    return statistics.median(times)
+    return min(times) if stat == "min" else statistics.median(times)
 
 
 def cvattn_args(binary, case, folder):
@@ -214,12 +215,12 @@ def cvattn_args(binary, case, folder):
     return args
 
 
-def time_cvattn(args, repeat, threads):
+def time_cvattn(args, repeat, threads, stat):
     res = subprocess.run(args + ["--repeat", str(repeat), "--threads", str(threads)],
                          capture_output=True, text=True, check=False)
     if res.returncode != 0:
         raise RuntimeError(res.stderr.strip())
-    return json.loads(res.stdout.strip().splitlines()[-1])["median_ms"]
+    return json.loads(res.stdout.strip().splitlines()[-1])[stat + "_ms"]
 
 
 def check(args, ref, folder):
@@ -333,6 +334,9 @@ def main():
     parser.add_argument("--repeat", type=int, default=30, help="timed calls per side and round")
     parser.add_argument("--threads", type=int, default=0,
                         help="also time cvattn with this many threads (scaling column)")
+    parser.add_argument("--stat", choices=["median", "min"], default="median",
+                        help="per-round figure of each side: the median of the calls, or the "
+                             "fastest (closer to a quiet machine when others load this one)")
     parser.add_argument("--only", default="", help="comma-separated row keys to run")
     parser.add_argument("--limits", default="auto",
                         help="'auto' (run bench_limits beside the cvattn binary), 'none', or "
@@ -374,13 +378,13 @@ def main():
                 continue
             t_torch, t_cv, ratios, t_cvT, scales = [], [], [], [], []
             for _ in range(args.rounds):
-                a = time_torch(case.fn, args.repeat)
-                c = time_cvattn(cmd, args.repeat, 1)
+                a = time_torch(case.fn, args.repeat, args.stat)
+                c = time_cvattn(cmd, args.repeat, 1, args.stat)
                 t_torch.append(a)
                 t_cv.append(c)
                 ratios.append(a / c)
                 if args.threads > 1:
-                    ct = time_cvattn(cmd, args.repeat, args.threads)
+                    ct = time_cvattn(cmd, args.repeat, args.threads, args.stat)
                     t_cvT.append(ct)
                     scales.append(c / ct)
             row.update(torch=statistics.median(t_torch), cv=statistics.median(t_cv),
@@ -394,8 +398,9 @@ def main():
     print("Machine: %s; %s; Python %s, PyTorch %s, torchvision %s (1 thread); %s." %
           (machine(), datetime.date.today().isoformat(), platform.python_version(),
            torch.__version__, torchvision.__version__, cvattn_info(args.cvattn)))
-    print("Wall-clock medians of %d interleaved rounds x %d calls; speed-up = median of the "
-          "per-round ratios." % (args.rounds, args.repeat))
+    print("Wall-clock %s of %d calls per side and round, median over %d interleaved rounds; "
+          "speed-up = median of the per-round ratios." %
+          ("minimum" if args.stat == "min" else "median", args.repeat, args.rounds))
     if limits:
         print("Limits of one core (bench_limits): copy %.1f GB/s (read + write), Eigen SGEMM "
               "%.1f GFLOP/s; \"of limit\" = the op's unavoidable work at that rate / cvattn's "
