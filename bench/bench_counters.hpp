@@ -3,6 +3,8 @@
 // machine limits bench_limits measures (copy bandwidth, single-core SGEMM GFLOP/s).
 #include <benchmark/benchmark.h>
 
+#include <cstdint>
+
 namespace cvattn::bench {
 
 // "GFLOP/s": `flops` floating-point operations per iteration (a multiply-add counts 2).
