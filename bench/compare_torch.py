@@ -241,7 +241,11 @@ def check(args, ref, folder):
 
 
 def listed_ops(binary):
-    res = subprocess.run([binary, "list"], capture_output=True, text=True, check=True)
+    try:
+        res = subprocess.run([binary, "list"], capture_output=True, text=True, check=True)
+    except (OSError, subprocess.CalledProcessError) as e:
+        sys.exit("compare_torch.py: cannot run `%s list` (%s); build cvattn_tool or pass --cvattn"
+                 % (binary, e))
     return {line.split()[0] for line in res.stdout.splitlines() if line.strip()}
 
 
@@ -374,19 +378,23 @@ def main():
                 ref = case.fn()
             err = check(cmd, ref, folder)
             if err:
-                row["status"] = "WRONG: " + err
+                row["status"] = "WRONG: " + err.replace("|", "/")[:160]
                 continue
             t_torch, t_cv, ratios, t_cvT, scales = [], [], [], [], []
-            for _ in range(args.rounds):
-                a = time_torch(case.fn, args.repeat, args.stat)
-                c = time_cvattn(cmd, args.repeat, 1, args.stat)
-                t_torch.append(a)
-                t_cv.append(c)
-                ratios.append(a / c)
-                if args.threads > 1:
-                    ct = time_cvattn(cmd, args.repeat, args.threads, args.stat)
-                    t_cvT.append(ct)
-                    scales.append(c / ct)
+            try:
+                for _ in range(args.rounds):
+                    a = time_torch(case.fn, args.repeat, args.stat)
+                    c = time_cvattn(cmd, args.repeat, 1, args.stat)
+                    t_torch.append(a)
+                    t_cv.append(c)
+                    ratios.append(a / c)
+                    if args.threads > 1:
+                        ct = time_cvattn(cmd, args.repeat, args.threads, args.stat)
+                        t_cvT.append(ct)
+                        scales.append(c / ct)
+            except (RuntimeError, ValueError, KeyError) as e:  # a failing run: say so in its row
+                row["status"] = "ERROR: %s" % str(e).replace("|", "/")[:120]
+                continue
             row.update(torch=statistics.median(t_torch), cv=statistics.median(t_cv),
                        ratio=statistics.median(ratios))
             if scales:
@@ -419,7 +427,7 @@ def main():
         name = "`%s`" % case.op + (" (%s)" % case.note if case.note else "")
         ratio = "n/a" if row["ratio"] is None else "%.2fx" % row["ratio"]
         if row["status"]:
-            ratio = row["status"] if row["status"].startswith("WRONG") else "n/a"
+            ratio = row["status"] if row["status"].startswith(("WRONG", "ERROR")) else "n/a"
         cells = [name, case.shape, fmt(row["torch"]), fmt(row["cv"]), ratio,
                  of_limit(case, row["cv"], limits)]
         if args.threads > 1:
