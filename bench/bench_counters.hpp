@@ -3,7 +3,9 @@
 // machine limits bench_limits measures (copy bandwidth, single-core SGEMM GFLOP/s).
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
 #include <cstdint>
+#include <thread>
 
 namespace cvattn::bench {
 
@@ -26,6 +28,19 @@ inline void set_bytes(benchmark::State& state, double bytes) {
 inline double conv_flops(double n, double cout, double ho, double wo, double cin_g, double kh,
                          double kw) {
   return 2.0 * n * cout * ho * wo * cin_g * kh * kw;
+}
+
+// Every hardware thread: the "all threads" variant of the benches.
+inline int all_threads() {
+  return std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+}
+
+// Arg(1) and Arg(all_threads()) for benches whose argument is the thread count, timed on the
+// wall clock (with several threads the CPU column holds only the main thread's time).
+inline void one_and_all_threads(benchmark::internal::Benchmark* b) {
+  b->Arg(1);
+  if (all_threads() > 1) b->Arg(all_threads());
+  b->UseRealTime();
 }
 
 }  // namespace cvattn::bench

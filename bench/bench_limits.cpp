@@ -89,13 +89,13 @@ void BM_SgemmEigen(benchmark::State& state) {
 BENCHMARK(BM_CopyMemcpy)
     ->ArgName("threads")
     ->Arg(1)
-    ->Arg(2)
+    ->Arg(cvattn::bench::all_threads())
     ->UseRealTime()
     ->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_CopyStreaming)
     ->ArgName("threads")
     ->Arg(1)
-    ->Arg(2)
+    ->Arg(cvattn::bench::all_threads())
     ->UseRealTime()
     ->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_SgemmEigen)

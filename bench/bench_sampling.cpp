@@ -127,7 +127,7 @@ void BM_CvRemap(benchmark::State& state) {
 
 void shapes(benchmark::internal::Benchmark* b) {
   b->ArgNames({"threads", "N", "C", "H", "W"});
-  for (const int threads : {1, 2}) {
+  for (const int threads : {1, cvattn::bench::all_threads()}) {
     b->Args({threads, 1, 64, 128, 128});
     b->Args({threads, 8, 3, 224, 224});
   }

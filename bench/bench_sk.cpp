@@ -51,7 +51,7 @@ void BM_SelectiveKernel(benchmark::State& state) {
   }
   cvattn::bench::set_flops(state, kFlops);
 }
-BENCHMARK(BM_SelectiveKernel)->Arg(1)->Arg(2)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_SelectiveKernel)->Apply(cvattn::bench::one_and_all_threads)->Unit(benchmark::kMillisecond);
 
 // A one-path block over [1, 32, 56, 56] -> 64 channels: kernel_size {3} is the first path of
 // the default block, {5} (3x3 dilation 2 under keep_3x3) the second one, run as a polyphase
@@ -72,8 +72,8 @@ BENCHMARK(BM_SelectiveKernelOnePath)
     ->ArgNames({"threads", "kernel"})
     ->Args({1, 3})
     ->Args({1, 5})
-    ->Args({2, 3})
-    ->Args({2, 5})
+    ->Args({cvattn::bench::all_threads(), 3})
+    ->Args({cvattn::bench::all_threads(), 5})
     ->UseRealTime()
     ->Unit(benchmark::kMillisecond);
 
@@ -97,8 +97,8 @@ BENCHMARK(BM_SkPathConv)
     ->ArgNames({"threads", "dilation"})
     ->Args({1, 1})
     ->Args({1, 2})
-    ->Args({2, 1})
-    ->Args({2, 2})
+    ->Args({cvattn::bench::all_threads(), 1})
+    ->Args({cvattn::bench::all_threads(), 2})
     ->UseRealTime()
     ->Unit(benchmark::kMillisecond);
 
