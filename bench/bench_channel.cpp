@@ -132,8 +132,8 @@ void BM_CloneReference(benchmark::State& state) {
 
 BENCHMARK(BM_MemcpyReference)->ArgName("cold")->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_CloneReference)->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK(BM_SqueezeExcitation)->Apply(cvattn::bench::one_and_all_threads)->Unit(benchmark::kMillisecond);
-BENCHMARK(BM_Eca)->Apply(cvattn::bench::one_and_all_threads)->Unit(benchmark::kMillisecond);
-BENCHMARK(BM_Cbam)->Apply(cvattn::bench::one_and_all_threads)->Unit(benchmark::kMillisecond);
-BENCHMARK(BM_SqueezeExcitationCold)->Apply(cvattn::bench::one_and_all_threads)->Unit(benchmark::kMillisecond);
-BENCHMARK(BM_CbamCold)->Apply(cvattn::bench::one_and_all_threads)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_SqueezeExcitation)->Apply(cvattn::bench::one_and_all_threads);
+BENCHMARK(BM_Eca)->Apply(cvattn::bench::one_and_all_threads);
+BENCHMARK(BM_Cbam)->Apply(cvattn::bench::one_and_all_threads);
+BENCHMARK(BM_SqueezeExcitationCold)->Apply(cvattn::bench::one_and_all_threads);
+BENCHMARK(BM_CbamCold)->Apply(cvattn::bench::one_and_all_threads);

@@ -49,8 +49,8 @@ void BM_Conv7x7_Stem(benchmark::State& state) {
 
 }  // namespace
 
-BENCHMARK(BM_Conv3x3_64)->Apply(cvattn::bench::one_and_all_threads)->Unit(benchmark::kMillisecond);
-BENCHMARK(BM_Conv1x1_64)->Apply(cvattn::bench::one_and_all_threads)->Unit(benchmark::kMillisecond);
-BENCHMARK(BM_ConvDepthwise3x3_64)->Apply(cvattn::bench::one_and_all_threads)->Unit(benchmark::kMillisecond);
-BENCHMARK(BM_Conv3x3_64_Stride2)->Apply(cvattn::bench::one_and_all_threads)->Unit(benchmark::kMillisecond);
-BENCHMARK(BM_Conv7x7_Stem)->Apply(cvattn::bench::one_and_all_threads)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_Conv3x3_64)->Apply(cvattn::bench::one_and_all_threads);
+BENCHMARK(BM_Conv1x1_64)->Apply(cvattn::bench::one_and_all_threads);
+BENCHMARK(BM_ConvDepthwise3x3_64)->Apply(cvattn::bench::one_and_all_threads);
+BENCHMARK(BM_Conv3x3_64_Stride2)->Apply(cvattn::bench::one_and_all_threads);
+BENCHMARK(BM_Conv7x7_Stem)->Apply(cvattn::bench::one_and_all_threads);

@@ -36,11 +36,11 @@ inline int all_threads() {
 }
 
 // Arg(1) and Arg(all_threads()) for benches whose argument is the thread count, timed on the
-// wall clock (with several threads the CPU column holds only the main thread's time).
+// wall clock (with several threads the CPU column holds only the main thread's time), in ms.
 inline void one_and_all_threads(benchmark::internal::Benchmark* b) {
   b->Arg(1);
   if (all_threads() > 1) b->Arg(all_threads());
-  b->UseRealTime();
+  b->UseRealTime()->Unit(benchmark::kMillisecond);
 }
 
 }  // namespace cvattn::bench

@@ -40,6 +40,6 @@ void BM_DeformConv2dV2_256x14(benchmark::State& state) { run_deform(state, true,
 
 }  // namespace
 
-BENCHMARK(BM_DeformConv2dV2_64x56)->Apply(cvattn::bench::one_and_all_threads)->Unit(benchmark::kMillisecond);
-BENCHMARK(BM_DeformConv2dV1_64x56)->Apply(cvattn::bench::one_and_all_threads)->Unit(benchmark::kMillisecond);
-BENCHMARK(BM_DeformConv2dV2_256x14)->Apply(cvattn::bench::one_and_all_threads)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_DeformConv2dV2_64x56)->Apply(cvattn::bench::one_and_all_threads);
+BENCHMARK(BM_DeformConv2dV1_64x56)->Apply(cvattn::bench::one_and_all_threads);
+BENCHMARK(BM_DeformConv2dV2_256x14)->Apply(cvattn::bench::one_and_all_threads);

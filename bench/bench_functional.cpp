@@ -63,10 +63,10 @@ void BM_Linear(benchmark::State& state) {
 
 }  // namespace
 
-BENCHMARK(BM_Relu)->Apply(cvattn::bench::one_and_all_threads)->Unit(benchmark::kMillisecond);
-BENCHMARK(BM_Sigmoid)->Apply(cvattn::bench::one_and_all_threads)->Unit(benchmark::kMillisecond);
-BENCHMARK(BM_Tanh)->Apply(cvattn::bench::one_and_all_threads)->Unit(benchmark::kMillisecond);
-BENCHMARK(BM_BatchNorm)->Apply(cvattn::bench::one_and_all_threads)->Unit(benchmark::kMillisecond);
-BENCHMARK(BM_SoftmaxLastDim)->Apply(cvattn::bench::one_and_all_threads)->Unit(benchmark::kMillisecond);
-BENCHMARK(BM_SoftmaxChannels)->Apply(cvattn::bench::one_and_all_threads)->Unit(benchmark::kMillisecond);
-BENCHMARK(BM_Linear)->Apply(cvattn::bench::one_and_all_threads)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_Relu)->Apply(cvattn::bench::one_and_all_threads);
+BENCHMARK(BM_Sigmoid)->Apply(cvattn::bench::one_and_all_threads);
+BENCHMARK(BM_Tanh)->Apply(cvattn::bench::one_and_all_threads);
+BENCHMARK(BM_BatchNorm)->Apply(cvattn::bench::one_and_all_threads);
+BENCHMARK(BM_SoftmaxLastDim)->Apply(cvattn::bench::one_and_all_threads);
+BENCHMARK(BM_SoftmaxChannels)->Apply(cvattn::bench::one_and_all_threads);
+BENCHMARK(BM_Linear)->Apply(cvattn::bench::one_and_all_threads);

@@ -61,11 +61,11 @@ void BM_AdaptiveMaxPool7(benchmark::State& state) {
 
 }  // namespace
 
-BENCHMARK(BM_MaxPool3x3s2p1)->Apply(cvattn::bench::one_and_all_threads)->Unit(benchmark::kMillisecond);
-BENCHMARK(BM_MaxPool2x2)->Apply(cvattn::bench::one_and_all_threads)->Unit(benchmark::kMillisecond);
-BENCHMARK(BM_AvgPool3x3s2p1)->Apply(cvattn::bench::one_and_all_threads)->Unit(benchmark::kMillisecond);
-BENCHMARK(BM_AvgPool2x2)->Apply(cvattn::bench::one_and_all_threads)->Unit(benchmark::kMillisecond);
-BENCHMARK(BM_AdaptiveAvgPool1)->Apply(cvattn::bench::one_and_all_threads)->Unit(benchmark::kMillisecond);
-BENCHMARK(BM_AdaptiveAvgPool7)->Apply(cvattn::bench::one_and_all_threads)->Unit(benchmark::kMillisecond);
-BENCHMARK(BM_AdaptiveMaxPool1)->Apply(cvattn::bench::one_and_all_threads)->Unit(benchmark::kMillisecond);
-BENCHMARK(BM_AdaptiveMaxPool7)->Apply(cvattn::bench::one_and_all_threads)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_MaxPool3x3s2p1)->Apply(cvattn::bench::one_and_all_threads);
+BENCHMARK(BM_MaxPool2x2)->Apply(cvattn::bench::one_and_all_threads);
+BENCHMARK(BM_AvgPool3x3s2p1)->Apply(cvattn::bench::one_and_all_threads);
+BENCHMARK(BM_AvgPool2x2)->Apply(cvattn::bench::one_and_all_threads);
+BENCHMARK(BM_AdaptiveAvgPool1)->Apply(cvattn::bench::one_and_all_threads);
+BENCHMARK(BM_AdaptiveAvgPool7)->Apply(cvattn::bench::one_and_all_threads);
+BENCHMARK(BM_AdaptiveMaxPool1)->Apply(cvattn::bench::one_and_all_threads);
+BENCHMARK(BM_AdaptiveMaxPool7)->Apply(cvattn::bench::one_and_all_threads);

@@ -51,7 +51,7 @@ void BM_SelectiveKernel(benchmark::State& state) {
   }
   cvattn::bench::set_flops(state, kFlops);
 }
-BENCHMARK(BM_SelectiveKernel)->Apply(cvattn::bench::one_and_all_threads)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_SelectiveKernel)->Apply(cvattn::bench::one_and_all_threads);
 
 // A one-path block over [1, 32, 56, 56] -> 64 channels: kernel_size {3} is the first path of
 // the default block, {5} (3x3 dilation 2 under keep_3x3) the second one, run as a polyphase
