@@ -13,6 +13,7 @@
 #include <cstring>
 #include <vector>
 
+#include "bench_counters.hpp"
 #include "cvattn/core/parallel.hpp"
 #include "cvattn/core/state_dict.hpp"
 #include "cvattn/modules/cbam.hpp"
@@ -43,11 +44,6 @@ void randomize(M& module) {
   module.load_state_dict(filled);
 }
 
-void set_bandwidth(benchmark::State& state, double bytes_per_iteration) {
-  state.counters["GB/s"] = benchmark::Counter(bytes_per_iteration * 1e-9,
-                                              benchmark::Counter::kIsIterationInvariantRate);
-}
-
 // Evicts everything from the caches (outside the timed region).
 void flush_caches(benchmark::State& state, std::vector<float>& junk) {
   state.PauseTiming();
@@ -72,7 +68,7 @@ void run_module(benchmark::State& state, const M& module, bool cold = false) {
     benchmark::DoNotOptimize(y.data());
     benchmark::ClobberMemory();
   }
-  set_bandwidth(state, 2.0 * static_cast<double>(x.nbytes()));
+  cvattn::bench::set_bytes(state, 2.0 * static_cast<double>(x.nbytes()));
 }
 
 void BM_SqueezeExcitation(benchmark::State& state) {
@@ -118,7 +114,7 @@ void BM_MemcpyReference(benchmark::State& state) {
     benchmark::DoNotOptimize(dst.data());
     benchmark::ClobberMemory();
   }
-  set_bandwidth(state, 2.0 * static_cast<double>(x.nbytes()));
+  cvattn::bench::set_bytes(state, 2.0 * static_cast<double>(x.nbytes()));
 }
 
 // Tensor::clone(): a copy into a freshly allocated tensor, as every forward() returns one.
@@ -129,15 +125,15 @@ void BM_CloneReference(benchmark::State& state) {
     benchmark::DoNotOptimize(y.data());
     benchmark::ClobberMemory();
   }
-  set_bandwidth(state, 2.0 * static_cast<double>(x.nbytes()));
+  cvattn::bench::set_bytes(state, 2.0 * static_cast<double>(x.nbytes()));
 }
 
 }  // namespace
 
 BENCHMARK(BM_MemcpyReference)->ArgName("cold")->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_CloneReference)->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK(BM_SqueezeExcitation)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK(BM_Eca)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK(BM_Cbam)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK(BM_SqueezeExcitationCold)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK(BM_CbamCold)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_SqueezeExcitation)->Apply(cvattn::bench::one_and_all_threads);
+BENCHMARK(BM_Eca)->Apply(cvattn::bench::one_and_all_threads);
+BENCHMARK(BM_Cbam)->Apply(cvattn::bench::one_and_all_threads);
+BENCHMARK(BM_SqueezeExcitationCold)->Apply(cvattn::bench::one_and_all_threads);
+BENCHMARK(BM_CbamCold)->Apply(cvattn::bench::one_and_all_threads);

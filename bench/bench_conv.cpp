@@ -1,7 +1,9 @@
 // conv2d at the shapes of a ResNet stage: 3x3 64->64, 1x1 64->64 and depthwise 3x3 over
-// [1, 64, 56, 56]. Arg = threads (cvattn::set_num_threads).
+// [1, 64, 56, 56]. Arg = threads (cvattn::set_num_threads). Counter GFLOP/s: the direct
+// convolution's multiply-adds x 2 (Winograd does fewer, so it can exceed the SGEMM limit).
 #include <benchmark/benchmark.h>
 
+#include "bench_counters.hpp"
 #include "cvattn/core/parallel.hpp"
 #include "cvattn/functional/conv.hpp"
 #include "support/random.hpp"
@@ -17,10 +19,16 @@ void run_conv(benchmark::State& state, const cvattn::Shape& in_shape, const cvat
   const Tensor x = cvattn::test::random_tensor(in_shape, 1);
   const Tensor w = cvattn::test::random_tensor(w_shape, 2);
   const Tensor b = cvattn::test::random_tensor({w_shape[0]}, 3);
+  cvattn::Shape out;
   for (auto _ : state) {
     Tensor y = F::conv2d(x, w, b, options);
     benchmark::DoNotOptimize(y.data());
+    out = y.shape();
   }
+  const auto d = [](std::int64_t v) { return static_cast<double>(v); };
+  cvattn::bench::set_flops(state, cvattn::bench::conv_flops(d(out[0]), d(out[1]), d(out[2]),
+                                                            d(out[3]), d(w_shape[1]),
+                                                            d(w_shape[2]), d(w_shape[3])));
 }
 
 void BM_Conv3x3_64(benchmark::State& state) {
@@ -41,8 +49,8 @@ void BM_Conv7x7_Stem(benchmark::State& state) {
 
 }  // namespace
 
-BENCHMARK(BM_Conv3x3_64)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond);
-BENCHMARK(BM_Conv1x1_64)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond);
-BENCHMARK(BM_ConvDepthwise3x3_64)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond);
-BENCHMARK(BM_Conv3x3_64_Stride2)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond);
-BENCHMARK(BM_Conv7x7_Stem)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_Conv3x3_64)->Apply(cvattn::bench::one_and_all_threads);
+BENCHMARK(BM_Conv1x1_64)->Apply(cvattn::bench::one_and_all_threads);
+BENCHMARK(BM_ConvDepthwise3x3_64)->Apply(cvattn::bench::one_and_all_threads);
+BENCHMARK(BM_Conv3x3_64_Stride2)->Apply(cvattn::bench::one_and_all_threads);
+BENCHMARK(BM_Conv7x7_Stem)->Apply(cvattn::bench::one_and_all_threads);

@@ -2,6 +2,7 @@
 // (cvattn::set_num_threads).
 #include <benchmark/benchmark.h>
 
+#include "bench_counters.hpp"
 #include "cvattn/core/parallel.hpp"
 #include "cvattn/functional/activation.hpp"
 #include "cvattn/functional/batch_norm.hpp"
@@ -62,10 +63,10 @@ void BM_Linear(benchmark::State& state) {
 
 }  // namespace
 
-BENCHMARK(BM_Relu)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond);
-BENCHMARK(BM_Sigmoid)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond);
-BENCHMARK(BM_Tanh)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond);
-BENCHMARK(BM_BatchNorm)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond);
-BENCHMARK(BM_SoftmaxLastDim)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond);
-BENCHMARK(BM_SoftmaxChannels)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond);
-BENCHMARK(BM_Linear)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_Relu)->Apply(cvattn::bench::one_and_all_threads);
+BENCHMARK(BM_Sigmoid)->Apply(cvattn::bench::one_and_all_threads);
+BENCHMARK(BM_Tanh)->Apply(cvattn::bench::one_and_all_threads);
+BENCHMARK(BM_BatchNorm)->Apply(cvattn::bench::one_and_all_threads);
+BENCHMARK(BM_SoftmaxLastDim)->Apply(cvattn::bench::one_and_all_threads);
+BENCHMARK(BM_SoftmaxChannels)->Apply(cvattn::bench::one_and_all_threads);
+BENCHMARK(BM_Linear)->Apply(cvattn::bench::one_and_all_threads);

@@ -1,6 +1,8 @@
 // Pooling over a ResNet stage-1 batch, [8, 64, 56, 56]. Arg = threads (cvattn::set_num_threads).
+// Counter GB/s: bytes of the input + bytes of the output per call (memory bound).
 #include <benchmark/benchmark.h>
 
+#include "bench_counters.hpp"
 #include "cvattn/core/parallel.hpp"
 #include "cvattn/functional/pooling.hpp"
 #include "support/random.hpp"
@@ -19,10 +21,13 @@ template <class Fn>
 void run(benchmark::State& state, Fn fn) {
   cvattn::set_num_threads(static_cast<int>(state.range(0)));
   const Tensor& x = input();
+  double out_bytes = 0;
   for (auto _ : state) {
     Tensor y = fn(x);
     benchmark::DoNotOptimize(y.data());
+    out_bytes = static_cast<double>(y.nbytes());
   }
+  cvattn::bench::set_bytes(state, static_cast<double>(x.nbytes()) + out_bytes);
 }
 
 void BM_MaxPool3x3s2p1(benchmark::State& state) {
@@ -56,11 +61,11 @@ void BM_AdaptiveMaxPool7(benchmark::State& state) {
 
 }  // namespace
 
-BENCHMARK(BM_MaxPool3x3s2p1)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond);
-BENCHMARK(BM_MaxPool2x2)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond);
-BENCHMARK(BM_AvgPool3x3s2p1)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond);
-BENCHMARK(BM_AvgPool2x2)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond);
-BENCHMARK(BM_AdaptiveAvgPool1)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond);
-BENCHMARK(BM_AdaptiveAvgPool7)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond);
-BENCHMARK(BM_AdaptiveMaxPool1)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond);
-BENCHMARK(BM_AdaptiveMaxPool7)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_MaxPool3x3s2p1)->Apply(cvattn::bench::one_and_all_threads);
+BENCHMARK(BM_MaxPool2x2)->Apply(cvattn::bench::one_and_all_threads);
+BENCHMARK(BM_AvgPool3x3s2p1)->Apply(cvattn::bench::one_and_all_threads);
+BENCHMARK(BM_AvgPool2x2)->Apply(cvattn::bench::one_and_all_threads);
+BENCHMARK(BM_AdaptiveAvgPool1)->Apply(cvattn::bench::one_and_all_threads);
+BENCHMARK(BM_AdaptiveAvgPool7)->Apply(cvattn::bench::one_and_all_threads);
+BENCHMARK(BM_AdaptiveMaxPool1)->Apply(cvattn::bench::one_and_all_threads);
+BENCHMARK(BM_AdaptiveMaxPool7)->Apply(cvattn::bench::one_and_all_threads);

@@ -2,7 +2,8 @@
 // sampling in the same binary so the ratio comes from one run. The argument is the thread count.
 //
 // Shapes: [1,64,128,128] and [8,3,224,224] with a same-size grid from a mild rotation + scale
-// theta (10 degrees, 0.9, small shift), align_corners=false, padding zeros.
+// theta (10 degrees, 0.9, small shift), align_corners=false, padding zeros. Counter GB/s:
+// bytes of input + grid + output per call (what the sampling must at least move).
 #include <benchmark/benchmark.h>
 
 #include <cmath>
@@ -11,6 +12,7 @@
 #include <opencv2/core.hpp>
 #include <opencv2/imgproc.hpp>
 
+#include "bench_counters.hpp"
 #include "cvattn/core/parallel.hpp"
 #include "cvattn/core/tensor.hpp"
 #include "cvattn/functional/sampling.hpp"
@@ -53,6 +55,9 @@ void BM_GridSample(benchmark::State& state, F::Interpolation mode) {
   const Tensor grid = F::affine_grid(mild_theta(shape[0]), shape);
   const auto opt = F::GridSampleOptions().mode(mode);
   for (auto _ : state) benchmark::DoNotOptimize(F::grid_sample(input, grid, opt).data());
+  // Read input and grid, write an output of the input's size.
+  cvattn::bench::set_bytes(state, 2.0 * static_cast<double>(input.nbytes()) +
+                                      static_cast<double>(grid.nbytes()));
 }
 
 void BM_GridSampleBackward(benchmark::State& state, F::Interpolation mode) {
@@ -72,6 +77,8 @@ void BM_AffineGrid(benchmark::State& state) {
   const Shape shape = shape_of(state);
   const Tensor theta = mild_theta(shape[0]);
   for (auto _ : state) benchmark::DoNotOptimize(F::affine_grid(theta, shape).data());
+  // Writes [N, H, W, 2] floats.
+  cvattn::bench::set_bytes(state, 8.0 * static_cast<double>(shape[0] * shape[2] * shape[3]));
 }
 
 // cv::remap with float maps built from the same grid (align_corners=false unnormalisation),
@@ -114,11 +121,13 @@ void BM_CvRemap(benchmark::State& state) {
     }
     benchmark::DoNotOptimize(outs.back().data);
   }
+  cvattn::bench::set_bytes(state, 2.0 * static_cast<double>(input.nbytes()) +
+                                      static_cast<double>(grid.nbytes()));
 }
 
 void shapes(benchmark::internal::Benchmark* b) {
   b->ArgNames({"threads", "N", "C", "H", "W"});
-  for (const int threads : {1, 2}) {
+  for (const int threads : {1, cvattn::bench::all_threads()}) {
     b->Args({threads, 1, 64, 128, 128});
     b->Args({threads, 8, 3, 224, 224});
   }

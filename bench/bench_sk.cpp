@@ -6,6 +6,7 @@
 
 #include <string>
 
+#include "bench_counters.hpp"
 #include "cvattn/core/parallel.hpp"
 #include "cvattn/core/state_dict.hpp"
 #include "cvattn/functional/conv.hpp"
@@ -23,11 +24,6 @@ namespace F = cvattn::functional;
 const Shape kShape = {1, 64, 56, 56};
 // Multiply-adds of both paths, counted as 2 FLOP each: 2 * (64 * 32 * 9 * 56 * 56) * 2.
 constexpr double kFlops = 2.0 * 2.0 * 64 * 32 * 9 * 56 * 56;
-
-void set_flops(benchmark::State& state, double flops) {
-  state.counters["GFLOP/s"] =
-      benchmark::Counter(flops * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
-}
 
 cvattn::SelectiveKernel make_sk(const cvattn::SelectiveKernelOptions& options) {
   cvattn::SelectiveKernel sk{options};
@@ -53,9 +49,9 @@ void BM_SelectiveKernel(benchmark::State& state) {
     benchmark::DoNotOptimize(y.data());
     benchmark::ClobberMemory();
   }
-  set_flops(state, kFlops);
+  cvattn::bench::set_flops(state, kFlops);
 }
-BENCHMARK(BM_SelectiveKernel)->Arg(1)->Arg(2)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_SelectiveKernel)->Apply(cvattn::bench::one_and_all_threads);
 
 // A one-path block over [1, 32, 56, 56] -> 64 channels: kernel_size {3} is the first path of
 // the default block, {5} (3x3 dilation 2 under keep_3x3) the second one, run as a polyphase
@@ -70,14 +66,14 @@ void BM_SelectiveKernelOnePath(benchmark::State& state) {
     benchmark::DoNotOptimize(y.data());
     benchmark::ClobberMemory();
   }
-  set_flops(state, kFlops / 2);
+  cvattn::bench::set_flops(state, kFlops / 2);
 }
 BENCHMARK(BM_SelectiveKernelOnePath)
     ->ArgNames({"threads", "kernel"})
     ->Args({1, 3})
     ->Args({1, 5})
-    ->Args({2, 3})
-    ->Args({2, 5})
+    ->Args({cvattn::bench::all_threads(), 3})
+    ->Args({cvattn::bench::all_threads(), 5})
     ->UseRealTime()
     ->Unit(benchmark::kMillisecond);
 
@@ -95,14 +91,14 @@ void BM_SkPathConv(benchmark::State& state) {
     benchmark::DoNotOptimize(y.data());
     benchmark::ClobberMemory();
   }
-  set_flops(state, kFlops / 2);
+  cvattn::bench::set_flops(state, kFlops / 2);
 }
 BENCHMARK(BM_SkPathConv)
     ->ArgNames({"threads", "dilation"})
     ->Args({1, 1})
     ->Args({1, 2})
-    ->Args({2, 1})
-    ->Args({2, 2})
+    ->Args({cvattn::bench::all_threads(), 1})
+    ->Args({cvattn::bench::all_threads(), 2})
     ->UseRealTime()
     ->Unit(benchmark::kMillisecond);
 

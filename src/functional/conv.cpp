@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "core/parallel_for.hpp"
+#include "core/workspace.hpp"
 #include "cvattn/core/error.hpp"
 #include "functional/detail/conv_kernels.hpp"
 #include "functional/detail/window.hpp"
@@ -96,7 +97,8 @@ void conv_depthwise(const Geometry& g, const float* in, const float* wt, const f
   const std::int64_t slots = detail::slot_count(planes);
   // checked_numel: with paddings near their limit hp * wp would overflow int64.
   const std::int64_t stride = detail::slot_stride(checked_numel({hp, wp}, "conv2d"));
-  Tensor scratch = Tensor::empty({slots, stride});  // checked against the size cap
+  // Checked against the size cap, and kept for the next call (core/workspace.hpp).
+  const cvattn::detail::Workspace scratch({slots, stride}, "conv2d (depthwise scratch)");
   float* scratch_data = scratch.data();
   const std::int64_t multiplier = g.cout_g;
   const bool fused = g.kh == 3 && g.kw == 3;
@@ -196,9 +198,10 @@ void conv_im2col(const Geometry& g, const float* in, const float* wt, const floa
   const std::int64_t chunks = ceil_div(p, chunk);
   const std::int64_t tasks = g.n * g.groups * chunks;
   const std::int64_t slots = std::min<std::int64_t>(cvattn::detail::max_threads(), tasks);
-  // Allocated (and size-checked against the cap) before the parallel region.
+  // Allocated (and size-checked against the cap) before the parallel region, kept for the next
+  // call (core/workspace.hpp).
   const std::int64_t stride = detail::slot_stride(k * chunk);
-  Tensor workspace = Tensor::empty({slots, stride});
+  const cvattn::detail::Workspace workspace({slots, stride}, "conv2d (im2col scratch)");
   std::vector<detail::ValidRange> ranges(static_cast<std::size_t>(g.kw));
   for (std::int64_t v = 0; v < g.kw; ++v) {
     ranges[static_cast<std::size_t>(v)] = detail::valid_range(g.w, g.wo, g.sw, v * g.dw - g.pw);
@@ -263,6 +266,35 @@ Geometry validate(const Tensor& input, const Tensor& weight, const Tensor& bias,
 
 }  // namespace
 
+namespace detail {
+
+void conv2d_into(const Tensor& input, const Tensor& weight, const Tensor& bias,
+                 const Conv2dOptions& options, float* out) {
+  check_defined(input, "input", "conv2d");
+  const Geometry g = validate(input, weight, bias, options);
+  if (g.n * g.cout * g.ho * g.wo == 0) return;
+  const float* b = bias.defined() ? bias.data() : nullptr;
+  if (g.k() == 0) {  // no input channels: only the bias remains
+    for (std::int64_t i = 0; i < g.n; ++i) {
+      fill_bias(out + i * g.cout * g.positions(), g.cout, g.positions(), g.positions(), b);
+    }
+    return;
+  }
+  if (g.kh == 1 && g.kw == 1 && g.sh == 1 && g.sw == 1 && g.ph == 0 && g.pw == 0) {
+    conv_pointwise(g, input.data(), weight.data(), b, out);
+  } else if (g.cin_g == 1) {
+    conv_depthwise(g, input.data(), weight.data(), b, out);
+  } else if (g.kh == 3 && g.kw == 3 && g.sh == 1 && g.sw == 1 && g.dh == 1 && g.dw == 1 &&
+             g.cin_g >= kWinogradMinChannels && g.cout_g >= kWinogradMinChannels &&
+             ceil_div(g.ho, 2) * ceil_div(g.wo, 2) >= kWinogradMinTiles) {
+    detail::conv_winograd_3x3(g, input.data(), weight.data(), b, out);
+  } else {
+    conv_im2col(g, input.data(), weight.data(), b, out);
+  }
+}
+
+}  // namespace detail
+
 Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias,
               const Conv2dOptions& options) {
   check_defined(input, "input", "conv2d");
@@ -273,25 +305,7 @@ Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias,
   }
   const Geometry g = validate(input, weight, bias, options);
   Tensor out = Tensor::empty({g.n, g.cout, g.ho, g.wo});
-  if (out.numel() == 0) return out;
-  const float* b = bias.defined() ? bias.data() : nullptr;
-  if (g.k() == 0) {  // no input channels: only the bias remains
-    for (std::int64_t i = 0; i < g.n; ++i) {
-      fill_bias(out.data() + i * g.cout * g.positions(), g.cout, g.positions(), g.positions(), b);
-    }
-    return out;
-  }
-  if (g.kh == 1 && g.kw == 1 && g.sh == 1 && g.sw == 1 && g.ph == 0 && g.pw == 0) {
-    conv_pointwise(g, input.data(), weight.data(), b, out.data());
-  } else if (g.cin_g == 1) {
-    conv_depthwise(g, input.data(), weight.data(), b, out.data());
-  } else if (g.kh == 3 && g.kw == 3 && g.sh == 1 && g.sw == 1 && g.dh == 1 && g.dw == 1 &&
-             g.cin_g >= kWinogradMinChannels && g.cout_g >= kWinogradMinChannels &&
-             ceil_div(g.ho, 2) * ceil_div(g.wo, 2) >= kWinogradMinTiles) {
-    detail::conv_winograd_3x3(g, input.data(), weight.data(), b, out.data());
-  } else {
-    conv_im2col(g, input.data(), weight.data(), b, out.data());
-  }
+  detail::conv2d_into(input, weight, bias, options, out.data());
   return out;
 }
 

@@ -9,6 +9,7 @@
 // so each of the 16 tile positions is one GEMM M[xi] = U[xi] * V[xi].
 #include <vector>
 
+#include "core/workspace.hpp"
 #include "cvattn/core/tensor.hpp"
 #include "functional/detail/conv_kernels.hpp"
 #include "functional/detail/window.hpp"
@@ -224,17 +225,28 @@ void conv_winograd_3x3(const ConvGeometry& g, const float* in, const float* wt, 
   const std::int64_t th = ceil_div(g.ho, 2);
   const std::int64_t tw = ceil_div(g.wo, 2);
   const std::int64_t rows_cap = std::max<std::int64_t>(1, kChunkTiles / tw);
-  const std::int64_t rows = chunk_size(th, rows_cap, g.n * g.groups, 1, 1);
-  const std::int64_t chunks = ceil_div(th, rows);
-  const std::int64_t tasks = g.n * g.groups * chunks;
+  // Tile rows are cut into `chunks` runs per (image, group) whose lengths differ by at most one.
+  // With several threads: at least kTasksPerThread tasks each, and a task count that is a
+  // multiple of the thread count, since the threads take equal shares of the tasks (7 tasks on 2
+  // threads would cap the speed-up at 1.75x).
+  const std::int64_t jobs = g.n * g.groups;
+  const std::int64_t threads = cvattn::detail::max_threads();
+  std::int64_t chunks = ceil_div(th, rows_cap);
+  if (threads > 1) {
+    chunks = std::min(th, std::max(chunks, ceil_div(detail::kTasksPerThread * threads, jobs)));
+    while (chunks < th && (jobs * chunks) % threads != 0) ++chunks;
+  }
+  const std::int64_t rows = ceil_div(th, chunks);  // the longest run
+  const std::int64_t tasks = jobs * chunks;
   const std::int64_t slots = std::min<std::int64_t>(cvattn::detail::max_threads(), tasks);
   const std::int64_t tiles_cap = rows * tw;
   const std::int64_t v_size = kPositions * g.cin_g * tiles_cap;
   const std::int64_t m_size = kPositions * g.cout_g * tiles_cap;
   const std::int64_t slot_size = detail::slot_stride(v_size + m_size + 16 * (tw + 1) + 4 * tw);
-  // Allocated (and checked against the size cap) before any parallel region.
-  Tensor u = Tensor::empty({kPositions, g.cout, g.cin_g});
-  Tensor workspace = Tensor::empty({slots, slot_size});
+  // Allocated (and checked against the size cap) before any parallel region, and kept for the
+  // next call (page faults on fresh scratch cost more than 5% of the conv and do not scale).
+  const cvattn::detail::Workspace u({kPositions, g.cout, g.cin_g}, "conv2d (Winograd weights)");
+  const cvattn::detail::Workspace workspace({slots, slot_size}, "conv2d (Winograd scratch)");
   transform_weights(g, wt, u.data());
   const float* u_data = u.data();
   float* ws = workspace.data();
@@ -243,8 +255,8 @@ void conv_winograd_3x3(const ConvGeometry& g, const float* in, const float* wt, 
     const std::int64_t ng = t / chunks;
     const std::int64_t gi = ng % g.groups;
     const std::int64_t ni = ng / g.groups;
-    const std::int64_t ty0 = chunk * rows;
-    const std::int64_t ty1 = std::min(th, ty0 + rows);
+    const std::int64_t ty0 = th * chunk / chunks;
+    const std::int64_t ty1 = th * (chunk + 1) / chunks;
     const std::int64_t tiles = (ty1 - ty0) * tw;
     float* base = ws + slot * slot_size;
     const Scratch s{base, base + v_size, base + v_size + m_size,

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "core/parallel_for.hpp"
+#include "core/workspace.hpp"
 #include "cvattn/core/error.hpp"
 #include "functional/detail/bilinear_taps.hpp"
 #include "functional/detail/conv_kernels.hpp"
@@ -420,18 +421,22 @@ Tensor deform_conv2d(const Tensor& input, const Tensor& offset, const Tensor& we
   const std::int64_t chunks = ceil_div(p_all, plan.cols);
   const std::int64_t hw1 = g.h * g.w + 1;
 
-  // Everything is allocated (and checked against the tensor cap) before any parallel region.
+  // Everything is allocated (and checked against the tensor cap) before any parallel region;
+  // the scratch is kept for the next call (core/workspace.hpp).
+  using cvattn::detail::Workspace;
   const std::int64_t panels = ceil_div(g.cout_g, kPanel);
-  Tensor packed = Tensor::empty({g.gw, panels, r_all, kPanel});
+  const Workspace packed({g.gw, panels, r_all, kPanel}, "deform_conv2d (packed weight)");
   pack_weight(g, weight.data(), panels, packed.data());
   const BaseGrid grid(g);
-  Tensor channels_last = Tensor::empty({plan.round, hw1, g.cin});
+  const Workspace channels_last({plan.round, hw1, g.cin}, "deform_conv2d (channels-last input)");
   const std::int64_t max_tasks = plan.round * chunks;
   const std::int64_t slots = detail::slot_count(max_tasks);
-  Tensor columns = Tensor::empty({slots, plan.cols * plan.r_blk});
-  // Per slot: 4 weights and 4 indices per pixel of a chunk.
-  std::vector<float> tap_weights(static_cast<std::size_t>(slots * 4 * plan.cols));
-  std::vector<std::int32_t> tap_index(static_cast<std::size_t>(slots * 4 * plan.cols));
+  const Workspace columns({slots, plan.cols * plan.r_blk}, "deform_conv2d (columns)");
+  // Per slot: 4 weights and 4 indices per pixel of a chunk (an int32 index fills a float slot).
+  static_assert(sizeof(std::int32_t) == sizeof(float));
+  const Workspace taps({2, slots, 4, plan.cols}, "deform_conv2d (taps)");
+  float* tap_weights = taps.data();
+  auto* tap_index = reinterpret_cast<std::int32_t*>(taps.data() + slots * 4 * plan.cols);
 
   const float* in = input.data();
   const float* off = offset.data();
@@ -456,8 +461,8 @@ Tensor deform_conv2d(const Tensor& input, const Tensor& offset, const Tensor& we
       float* col = columns.data() + slot * plan.cols * plan.r_blk;
       TapBlock tb{};
       for (int q = 0; q < 4; ++q) {
-        tb.index[q] = tap_index.data() + (slot * 4 + q) * plan.cols;
-        tb.weight[q] = tap_weights.data() + (slot * 4 + q) * plan.cols;
+        tb.index[q] = tap_index + (slot * 4 + q) * plan.cols;
+        tb.weight[q] = tap_weights + (slot * 4 + q) * plan.cols;
       }
       float* out_n = o + ni * g.cout * p_all;
       detail::fill_bias(out_n + p0, g.cout, cols, p_all, b);

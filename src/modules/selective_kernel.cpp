@@ -3,14 +3,17 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <memory>
 #include <opencv2/core/hal/intrin.hpp>
 #include <sstream>
 
 #include "core/parallel_for.hpp"
+#include "core/workspace.hpp"
 #include "cvattn/core/error.hpp"
 #include "cvattn/core/make_divisible.hpp"
 #include "cvattn/functional/batch_norm.hpp"
 #include "cvattn/functional/conv.hpp"
+#include "functional/detail/conv_kernels.hpp"
 #include "modules/detail/state_dict_shapes.hpp"
 
 namespace cvattn {
@@ -189,17 +192,20 @@ void interleave_row(const float* const* src, float* dst, std::int64_t d, std::in
 }
 
 // conv2d(x[:, c0 : c0 + channels], weight, bias, padding d, dilation d, groups) for a 3x3
-// weight, computed over the polyphase sub-images (see use_polyphase). Sub-image (a, b) of
-// sample n is image (n*d + a)*d + b of the batch given to conv2d.
-Tensor conv_polyphase(const Tensor& x, std::int64_t c0, std::int64_t channels, const Tensor& weight,
-                      const Tensor& bias, std::int64_t d, std::int64_t groups) {
+// weight, computed over the polyphase sub-images (see use_polyphase) and written to y
+// ([N, Cout, H, W]). Sub-image (a, b) of sample n is image (n*d + a)*d + b of the batch given to
+// conv2d.
+void conv_polyphase(const Tensor& x, std::int64_t c0, std::int64_t channels, const Tensor& weight,
+                    const Tensor& bias, std::int64_t d, std::int64_t groups, float* y) {
   const Tensor::Nchw s = x.nchw("x");
   const std::int64_t hm = ceil_div(s.h, d), wm = ceil_div(s.w, d);
   const std::int64_t full = s.w / d;  // column groups with all d phases inside the row
   const std::int64_t subs = d * d;
-  Tensor xs = Tensor::empty({s.n * subs, channels, hm, wm});
+  // Scratch kept for the next call (core/workspace.hpp); conv2d only reads it.
+  const detail::Workspace xs_buffer({s.n * subs, channels, hm, wm}, "SelectiveKernel (polyphase)");
+  const Tensor xs = xs_buffer.tensor({s.n * subs, channels, hm, wm});
   const float* src = x.data();
-  float* xsd = xs.data();
+  float* xsd = xs_buffer.data();
   // One task per (sample, row phase a, channel): reads rows a, a+d, ... once, writes d planes.
   detail::parallel_for(s.n * d * channels, [&](std::int64_t t) {
     const std::int64_t c = t % channels;
@@ -223,11 +229,11 @@ Tensor conv_polyphase(const Tensor& x, std::int64_t c0, std::int64_t channels, c
       }
     }
   });
-  const Tensor ys = F::conv2d(xs, weight, bias, F::Conv2dOptions().padding(1).groups(groups));
-  const std::int64_t cout = ys.dim(1);
-  Tensor y = Tensor::empty({s.n, cout, s.h, s.w});
+  const std::int64_t cout = weight.dim(0);
+  const detail::Workspace ys({s.n * subs, cout, hm, wm}, "SelectiveKernel (polyphase output)");
+  F::detail::conv2d_into(xs, weight, bias, F::Conv2dOptions().padding(1).groups(groups), ys.data());
   const float* ysd = ys.data();
-  float* yd = y.data();
+  float* yd = y;
   detail::parallel_for(s.n * cout, [&](std::int64_t t) {
     const std::int64_t o = t % cout;
     const std::int64_t n = t / cout;
@@ -243,7 +249,6 @@ Tensor conv_polyphase(const Tensor& x, std::int64_t c0, std::int64_t channels, c
       for (std::int64_t b = 0; full * d + b < s.w; ++b) row[full * d + b] = rows[b][full];
     }
   });
-  return y;
 }
 
 }  // namespace
@@ -466,16 +471,27 @@ Attended SelectiveKernel::run(const Tensor& x, bool keep_maps) const {
   const std::int64_t paths = num_paths();
   const bool split = options_.split_input();
 
-  // One conv per path (BN folded in), ReLU deferred to the fused tail below.
+  // One conv per path (BN folded in), ReLU deferred to the fused tail below. The result of
+  // path 0 becomes the output; the others live in scratch kept across calls.
   std::vector<Tensor> f;
   f.reserve(static_cast<std::size_t>(paths));
+  std::vector<std::unique_ptr<detail::Workspace>> scratch;
   for (std::int64_t p = 0; p < paths; ++p) {
     const PathState& ps = paths_[static_cast<std::size_t>(p)];
     const auto& g = ps.geometry;
     const std::int64_t c0 = split ? p * cin_p_ : 0;
     if (s.n > 0 &&
         use_polyphase(options_.stride(), g, cin_p_ / groups_, cout_ / groups_, s.h, s.w)) {
-      f.push_back(conv_polyphase(x, c0, cin_p_, ps.weight, ps.bias, g.dilation, groups_));
+      const Shape shape{s.n, cout_, s.h, s.w};
+      Tensor out;
+      if (p == 0) {
+        out = Tensor::empty(shape);
+      } else {
+        scratch.push_back(std::make_unique<detail::Workspace>(shape, "SelectiveKernel (path)"));
+        out = scratch.back()->tensor(shape);
+      }
+      conv_polyphase(x, c0, cin_p_, ps.weight, ps.bias, g.dilation, groups_, out.data());
+      f.push_back(out);
       continue;
     }
     Tensor xp = x;

@@ -4,6 +4,7 @@
 #include <cstdint>
 
 #include "core/parallel_for.hpp"
+#include "cvattn/functional/conv.hpp"
 #include "functional/detail/tasks.hpp"
 
 namespace cvattn::functional::detail {
@@ -49,6 +50,11 @@ inline void fill_bias(float* out, std::int64_t rows, std::int64_t cols, std::int
 // Eigen's GEMM.
 void gemm_accumulate(const float* a, std::int64_t rows, std::int64_t k, const float* b,
                      std::int64_t ldb, std::int64_t cols, float* out, std::int64_t ldo);
+
+// conv2d(input, weight, bias, options) (rank-4 input) written to `out`, which holds the
+// [N, Cout, Ho, Wo] floats conv2d would return: lets a module put a conv's result in scratch.
+void conv2d_into(const Tensor& input, const Tensor& weight, const Tensor& bias,
+                 const Conv2dOptions& options, float* out);
 
 // 3x3, stride 1, dilation 1 by Winograd F(2x2, 3x3) (conv_winograd.cpp).
 void conv_winograd_3x3(const ConvGeometry& g, const float* in, const float* wt, const float* bias,
