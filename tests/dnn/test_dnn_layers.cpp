@@ -11,6 +11,8 @@
 #include "cvattn/dnn/layers.hpp"
 #include "cvattn/functional/deform_conv.hpp"
 #include "cvattn/functional/sampling.hpp"
+#include "cvattn/io/safetensors.hpp"
+#include "cvattn/modules/spatial_transformer.hpp"
 #include "support/fixtures.hpp"
 #include "support/tensor_near.hpp"
 
@@ -142,6 +144,33 @@ TEST_F(DnnLayers, DeformConvEmptyBiasNameIsRejectedByImporterAndZeroBiasWorks) {
   const Fixture fx = case_("deform_zero_bias");
   const auto y = run(fx, {"X", "offset", "mask"}, {"Y"});
   EXPECT_TENSOR_NEAR(y.at("Y"), fx.tensor("Y"), test::Tolerance{});
+}
+
+// The trained tutorial STN classifier (assets/weights/stn_digits.safetensors) exported as
+// assets/models/stn_digits.onnx: cv::dnn with the custom layers, torch and cvattn's StnClassifier
+// agree on four bundled digits.
+TEST_F(DnnLayers, TrainedStnDigitsModelMatchesTorchAndStnClassifier) {
+  const Fixture fx = case_("stn_digits");
+  cv::dnn::Net net = cv::dnn::readNetFromONNX(CVATTN_ASSETS_DIR "/models/stn_digits.onnx");
+  const auto stn = StnClassifier::from_state_dict(
+      io::load_safetensors(CVATTN_ASSETS_DIR "/weights/stn_digits.safetensors"));
+  const Tensor x = fx.tensor("X");
+  for (std::int64_t i = 0; i < x.dim(0); ++i) {
+    SCOPED_TRACE(i);
+    const Tensor xi = x.slice0(i, i + 1).clone();
+    net.setInput(xi.to_mat(), "X");
+    std::vector<cv::Mat> mats;
+    net.forward(mats, std::vector<cv::String>{"logprobs", "warped", "theta"});
+    const Attended direct = stn->forward_with_maps(xi);
+    const Tensor logprobs = fx.tensor("logprobs").slice0(i, i + 1);
+    const Tensor warped = fx.tensor("warped").slice0(i, i + 1);
+    EXPECT_TENSOR_NEAR(Tensor(mats[0].clone()), logprobs, test::Tolerance{});
+    EXPECT_TENSOR_NEAR(Tensor(mats[1].clone()), warped, test::Tolerance{});
+    EXPECT_TENSOR_NEAR(Tensor(mats[2].clone()), fx.tensor("theta").slice0(i, i + 1),
+                       test::Tolerance{});
+    EXPECT_TENSOR_NEAR(direct.output, logprobs, test::Tolerance{});
+    EXPECT_TENSOR_NEAR(direct.maps.at("output"), warped, test::Tolerance{});
+  }
 }
 
 TEST_F(DnnLayers, LayersAreNamedAfterTheOnnxNode) {
