@@ -158,6 +158,9 @@ class AffineGridLayer final : public CvattnLayer {
       fail(where_, "input 'size' must be a constant initializer (OpenCV infers output shapes "
                    "when it reads the model)");
     }
+    if (blobs.back().depth() != CV_32S) {  // the importer turns int64 into CV_32S
+      fail(where_, "input 'size' must be a constant int64 tensor");
+    }
     cv::Mat size;
     blobs.back().convertTo(size, CV_64F);
     if (size.total() != 4) {
