@@ -76,6 +76,13 @@ Tensor as_tensor(const cv::Mat& m, const cv::String& where, const char* what) {
   return Tensor(m.isContinuous() ? m : m.clone());
 }
 
+// The output shape, after checking its element count against cvattn's caps: cv::dnn allocates
+// it before forward and counts elements in int.
+std::vector<MatShape> output_shape(const Shape& shape, const cv::String& where) {
+  guarded(where, [&] { (void)checked_numel(shape, "output"); });
+  return {MatShape(shape.begin(), shape.end())};
+}
+
 void store(const Tensor& y, cv::Mat& out, const cv::String& where) {
   if (out.type() != CV_32F || out.total() != static_cast<std::size_t>(y.numel())) {
     fail(where, "output blob of unexpected size " + str(cv::dnn::shape(out)));
@@ -133,7 +140,7 @@ class GridSampleLayer final : public CvattnLayer {
       fail(where_, "grid must be [N, Ho, Wo, 2] with N = " + std::to_string(x[0]) + ", got " +
                        str(grid));
     }
-    out.assign(1, MatShape{x[0], x[1], grid[1], grid[2]});
+    out = output_shape({x[0], x[1], grid[1], grid[2]}, where_);
     return false;
   }
 
@@ -184,7 +191,7 @@ class AffineGridLayer final : public CvattnLayer {
       fail(where_, "theta must be [N, 2, 3] with N = size[0] = " + std::to_string(size_[0]) +
                        ", got " + str(theta));
     }
-    out.assign(1, MatShape{int(size_[0]), int(size_[2]), int(size_[3]), 2});
+    out = output_shape({size_[0], size_[2], size_[3], 2}, where_);
     return false;
   }
 
@@ -278,7 +285,7 @@ class DeformConvLayer final : public CvattnLayer {
       const MatShape b = shape_of(kB);
       if (cv::dnn::total(b) != cout) fail(where_, cv::format("B must have %d entries, got ", cout) + str(b));
     }
-    out.assign(1, MatShape{x[0], cout, int(ho), int(wo)});
+    out = output_shape({x[0], cout, ho, wo}, where_);
     return false;
   }
 
