@@ -10,6 +10,8 @@
 #include "cvattn/functional/position_encoding.hpp"
 #include "cvattn/functional/score.hpp"
 #include "cvattn/functional/sparse_attention.hpp"
+#include "cvattn/modules/multihead_attention.hpp"
+#include "cvattn/modules/non_local.hpp"
 #include "support/random.hpp"
 
 namespace F = cvattn::functional;
@@ -53,6 +55,64 @@ void BM_SdpaHeads(benchmark::State& state) {
   }
 }
 BENCHMARK(BM_SdpaHeads)->ArgNames({"threads"})->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond);
+
+// Random weights for a module (the values do not change the work).
+template <class M>
+void randomise(M& m) {
+  cvattn::StateDict w;
+  std::uint64_t seed = 11;
+  const cvattn::StateDict current = m.state_dict();
+  for (const auto& e : current.entries()) {
+    if (e.integer) continue;
+    w.set(e.key, cvattn::test::random_tensor(e.value.shape(), seed++, -0.1f, 0.1f));
+  }
+  m.load_state_dict(w, cvattn::Strict::no);
+}
+
+// nn.MultiheadAttention(256, 8, batch_first=True) self-attention on [8, 196, 256], with and
+// without the head-averaged weights (PyTorch's need_weights default is true).
+void BM_Mha(benchmark::State& state) {
+  cvattn::set_num_threads(static_cast<int>(state.range(0)));
+  cvattn::MultiheadAttention m(cvattn::MultiheadAttentionOptions(256, 8));
+  randomise(m);
+  const Tensor x = cvattn::test::random_tensor({8, 196, 256}, 1);
+  const auto call = cvattn::MultiheadAttentionCall().need_weights(state.range(1) != 0);
+  for (auto _ : state) {
+    auto r = m.forward(x, x, x, call);
+    benchmark::DoNotOptimize(r.output.data());
+  }
+}
+BENCHMARK(BM_Mha)
+    ->ArgNames({"threads", "weights"})
+    ->Args({1, 1})
+    ->Args({1, 0})
+    ->Args({2, 1})
+    ->Args({2, 0})
+    ->Unit(benchmark::kMillisecond);
+
+// timm NonLocalAttn(64) on [2, 64, 28, 28] (784 positions, R = 8), with and without the map.
+void BM_NonLocal(benchmark::State& state) {
+  cvattn::set_num_threads(static_cast<int>(state.range(0)));
+  cvattn::NonLocalAttn m(cvattn::NonLocalAttnOptions(64));
+  randomise(m);
+  const Tensor x = cvattn::test::random_tensor({2, 64, 28, 28}, 1);
+  const bool maps = state.range(1) != 0;
+  for (auto _ : state) {
+    if (maps) {
+      auto r = m.forward_with_maps(x);
+      benchmark::DoNotOptimize(r.output.data());
+    } else {
+      auto y = m.forward(x);
+      benchmark::DoNotOptimize(y.data());
+    }
+  }
+}
+BENCHMARK(BM_NonLocal)
+    ->ArgNames({"threads", "maps"})
+    ->Args({1, 1})
+    ->Args({1, 0})
+    ->Args({2, 1})
+    ->Unit(benchmark::kMillisecond);
 
 // Local attention on a [1, 64, 56, 56] map, 7x7 window (D = 3).
 void BM_LocalAttention(benchmark::State& state) {

@@ -1,10 +1,13 @@
 """PyTorch 1.13 baselines for bench_attention (same shapes), one thread.
 
-Run: OMP_NUM_THREADS=1 /usr/bin/python3 bench/torch_attention_baseline.py
-Prints one line per case: name, median and min CPU milliseconds.
+Run: OMP_NUM_THREADS=1 /usr/bin/python3 bench/torch_attention_baseline.py [SUBSTRING...]
+Prints one line per case: name, median and min CPU milliseconds. With arguments, only the cases
+whose name contains one of them run (bench/compare_attention.py uses this).
 """
 import math
+import os
 import statistics
+import sys
 import time
 
 import torch
@@ -15,6 +18,8 @@ torch.manual_seed(0)
 
 
 def bench(name, fn, runs=30, warmup=3):
+    if len(sys.argv) > 1 and not any(a in name for a in sys.argv[1:]):
+        return
     for _ in range(warmup):
         fn()
     times = []
@@ -41,6 +46,24 @@ def main():
         o = torch.softmax(qh @ kh.transpose(-2, -1) * scale, -1) @ vh
         return o.transpose(1, 2).reshape(8, 196, 256)
     bench("sdpa heads [8,196,256]/8", heads, runs=60)
+
+    # nn.MultiheadAttention(256, 8, batch_first=True), eval, self-attention; need_weights=True
+    # (the default: head-averaged weights) and False (may take the fused fast path).
+    mha = torch.nn.MultiheadAttention(256, 8, batch_first=True).eval()
+    xm = torch.randn(8, 196, 256)
+    with torch.no_grad():
+        bench("mha [8,196,256] h8 weights", lambda: mha(xm, xm, xm), runs=30)
+        bench("mha [8,196,256] h8 no weights",
+              lambda: mha(xm, xm, xm, need_weights=False), runs=30)
+
+    # timm NonLocalAttn(64) on [2,64,28,28] (the block as tests/fixtures/non_local.py writes it).
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests",
+                                    "fixtures"))
+    from non_local import NonLocalAttn
+    nl = NonLocalAttn(64).eval()
+    xn = torch.randn(2, 64, 28, 28)
+    with torch.no_grad():
+        bench("nonlocal [2,64,28,28]", lambda: nl(xn), runs=30)
 
     # Local attention, 7x7 window, via unfold (the fixture's reference formulation).
     ql, kl, vl = (torch.randn(1, 64, 56, 56) for _ in range(3))

@@ -1,14 +1,12 @@
 #include "cvattn/modules/spatial_transformer.hpp"
 
 #include <string>
+#include <utility>
 
 #include "cvattn/core/error.hpp"
 #include "cvattn/functional/activation.hpp"
 #include "cvattn/functional/linear.hpp"
 #include "cvattn/functional/pooling.hpp"
-#include "cvattn/functional/sampling.hpp"
-#include "cvattn/modules/activation.hpp"
-#include "cvattn/modules/pooling.hpp"
 
 namespace cvattn {
 
@@ -16,49 +14,47 @@ namespace F = cvattn::functional;
 
 namespace {
 
-std::string shape_text(const Shape& s) {
-  std::string out = "[";
-  for (std::size_t i = 0; i < s.size(); ++i) out += (i ? ", " : "") + std::to_string(s[i]);
-  return out + "]";
-}
-
 // x must be [N, 1, H, W] with H, W in [lo, hi]; `why` says where the limits come from.
-void check_input(const Tensor& x, const char* who, std::int64_t lo, std::int64_t hi,
-                 const char* why) {
+void check_tutorial_input(const Tensor& x, const char* who, std::int64_t lo, std::int64_t hi,
+                          const char* why) {
   check_defined(x, "input", who);
   check_shape(x, {kAny, 1, kAny, kAny}, "input", who);
   const std::int64_t h = x.dim(2), w = x.dim(3);
-  CVATTN_CHECK(x.dim(0) >= 1, ShapeError, who, ": tensor 'input' ", shape_text(x.shape()),
+  CVATTN_CHECK(x.dim(0) >= 1, ShapeError, who, ": tensor 'input' ", to_string(x.shape()),
                " is an empty batch");
   CVATTN_CHECK(h >= lo && h <= hi && w >= lo && w <= hi, ShapeError, who, ": tensor 'input' ",
-               shape_text(x.shape()), " must have H and W in ", lo, "..", hi, " (", why, ")");
+               to_string(x.shape()), " must have H and W in ", lo, "..", hi, " (", why, ")");
 }
 
-bool starts_with(const std::string& s, const char* prefix) {
-  return s.rfind(prefix, 0) == 0;
-}
+bool starts_with(const std::string& s, const char* prefix) { return s.rfind(prefix, 0) == 0; }
 
 const F::MaxPool2dOptions kPool2 = F::MaxPool2dOptions(Pair2(2));
 
 }  // namespace
 
 SpatialTransformer::SpatialTransformer(const SpatialTransformerOptions& options)
-    : options_(options) {
-  localization_ = register_module("localization", std::make_shared<Sequential>());
-  localization_->push_back(std::make_shared<Conv2d>(Conv2dOptions(1, 8, 7)));
-  localization_->push_back(std::make_shared<MaxPool2d>(kPool2));
-  localization_->push_back(std::make_shared<ReLU>());
-  localization_->push_back(std::make_shared<Conv2d>(Conv2dOptions(8, 10, 5)));
-  localization_->push_back(std::make_shared<MaxPool2d>(kPool2));
-  localization_->push_back(std::make_shared<ReLU>());
-  fc_loc_ = register_module("fc_loc", std::make_shared<Sequential>());
-  fc_loc_->push_back(std::make_shared<Linear>(LinearOptions(90, 32)));
-  fc_loc_->push_back(std::make_shared<ReLU>());
-  auto regressor = fc_loc_->push_back(std::make_shared<Linear>(LinearOptions(32, 6)));
-  // The tutorial's identity initialisation of the regressor (its weight is already zero).
-  Tensor bias = regressor->bias();
-  const float identity[6] = {1, 0, 0, 0, 1, 0};
-  for (int i = 0; i < 6; ++i) bias.data()[i] = identity[i];
+    : SpatialTransformer(LocalisationNet::tutorial(), options) {
+  tutorial_ = true;
+}
+
+SpatialTransformer::SpatialTransformer(std::shared_ptr<LocalisationNet> localisation,
+                                       const SpatialTransformerOptions& options)
+    : options_(options), tutorial_(false), localisation_(std::move(localisation)) {
+  CVATTN_CHECK(localisation_ != nullptr, ValueError,
+               "SpatialTransformer: localisation net is null");
+  // The localisation net's stages sit at the top level, so the keys stay the tutorial's
+  // (`localization.0.weight`, not `localisation.localization.0.weight`).
+  for (const auto& [name, child] : localisation_->children()) register_module(name, child);
+  grid_generator_ = register_module(
+      "grid_generator",
+      std::make_shared<AffineGridGenerator>(AffineGridGeneratorOptions()
+                                                .output_size(options_.output_size())
+                                                .align_corners(options_.align_corners())));
+  sampler_ = register_module(
+      "sampler", std::make_shared<BilinearSampler>(BilinearSamplerOptions()
+                                                       .mode(options_.mode())
+                                                       .padding_mode(options_.padding_mode())
+                                                       .align_corners(options_.align_corners())));
 }
 
 StateDict SpatialTransformer::select_keys(const StateDict& dict) {
@@ -78,19 +74,24 @@ std::shared_ptr<SpatialTransformer> SpatialTransformer::from_state_dict(
   return module;
 }
 
+void SpatialTransformer::check_input(const Tensor& x, const char* who) const {
+  if (tutorial_) {
+    check_tutorial_input(x, who, 26, 29,
+                         "the localisation net must pool each axis down to 3 for its 90 features");
+  }
+  // Other nets check their own layers' shapes (LocalisationNet::forward).
+}
+
 Tensor SpatialTransformer::theta(const Tensor& x) const {
-  check_input(x, "SpatialTransformer", 26, 29,
-              "the localisation net must pool each axis down to 3 for its 90 features");
-  const Tensor features = localization_->forward(x);  // [N, 10, 3, 3]
-  const std::int64_t n = x.dim(0);
-  return fc_loc_->forward(features.reshape({n, 90})).reshape({n, 2, 3});
+  check_input(x, "SpatialTransformer");
+  return localisation_->forward(x);  // [N, 2, 3]
 }
 
 Attended SpatialTransformer::forward_with_maps(const Tensor& x) const {
-  Tensor t = theta(x);
-  Tensor grid = F::affine_grid(t, x.shape(), options_.align_corners());
+  Tensor t = theta(x);                                   // [N, 2, 3]
+  Tensor grid = grid_generator_->forward(t, x.shape());  // [N, Ho, Wo, 2]
   Attended r;
-  r.output = F::grid_sample(x, grid, F::GridSampleOptions().align_corners(options_.align_corners()));
+  r.output = sampler_->forward(x, grid);  // [N, C, Ho, Wo]
   r.maps.add(maps::kTheta, std::move(t));
   r.maps.add(maps::kGrid, std::move(grid));
   return r;
@@ -99,15 +100,29 @@ Attended SpatialTransformer::forward_with_maps(const Tensor& x) const {
 Tensor SpatialTransformer::forward(const Tensor& x) const { return forward_with_maps(x).output; }
 
 std::string SpatialTransformer::describe() const {
-  return std::string("SpatialTransformer(align_corners=") +
-         (options_.align_corners() ? "True" : "False") + ")";
+  // Only the options that differ from the tutorial's are listed after align_corners.
+  std::string out = std::string("SpatialTransformer(align_corners=") +
+                    (options_.align_corners() ? "True" : "False");
+  if (options_.mode() != F::Interpolation::bilinear) {
+    out += std::string(", mode='") + F::interpolation_name(options_.mode()) + "'";
+  }
+  if (options_.padding_mode() != F::PaddingMode::zeros) {
+    out += std::string(", padding_mode='") + F::padding_mode_name(options_.padding_mode()) + "'";
+  }
+  const Pair2 s = options_.output_size();
+  if (s.h > 0 || s.w > 0) {
+    out += ", output_size=(" + std::to_string(s.h) + ", " + std::to_string(s.w) + ")";
+  }
+  return out + ")";
 }
 
 StnClassifier::StnClassifier(const SpatialTransformerOptions& options)
     : stn_(std::make_shared<SpatialTransformer>(options)) {
+  CVATTN_CHECK(options.output_size() == Pair2(0), ValueError,
+               "StnClassifier: output_size must be left input-sized (the classifier needs the "
+               "28 x 28 warp)");
   // The transformer's children sit at the top level, as in the tutorial Net.
-  register_module("localization", stn_->localization());
-  register_module("fc_loc", stn_->fc_loc());
+  for (const auto& [name, child] : stn_->children()) register_module(name, child);
   conv1_ = register_module("conv1", std::make_shared<Conv2d>(Conv2dOptions(1, 10, 5)));
   conv2_ = register_module("conv2", std::make_shared<Conv2d>(Conv2dOptions(10, 20, 5)));
   fc1_ = register_module("fc1", std::make_shared<Linear>(LinearOptions(320, 50)));
@@ -135,8 +150,8 @@ Tensor StnClassifier::classify(const Tensor& warped) const {
 }
 
 Attended StnClassifier::forward_with_maps(const Tensor& x) const {
-  check_input(x, "StnClassifier", 28, 29,
-              "the classifier's flatten needs 20 x 4 x 4 = 320 features");
+  check_tutorial_input(x, "StnClassifier", 28, 29,
+                       "the classifier's flatten needs 20 x 4 x 4 = 320 features");
   Attended s = stn_->forward_with_maps(x);
   Attended r;
   r.output = classify(s.output);

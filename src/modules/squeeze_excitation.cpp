@@ -17,9 +17,7 @@ constexpr const char* kWhere = "SqueezeExcitation::forward";
 
 SqueezeExcitationOptions SqueezeExcitationOptions::from_state_dict(const StateDict& dict) {
   const char* where = "SqueezeExcitationOptions::from_state_dict";
-  const Shape& w1 = detail::require_shape(dict, "fc1.weight", {kAny, kAny, 1, 1}, where);
-  CVATTN_CHECK(w1[0] >= 1 && w1[1] >= 1, ValueError, where,
-               ": 'fc1.weight' expected [R, C, 1, 1] with R, C >= 1, got ", to_string(w1));
+  const Shape& w1 = detail::require_conv1x1(dict, "fc1.weight", where);
   return SqueezeExcitationOptions(w1[1])
       .rd_channels(w1[0])
       .bias(dict.contains("fc1.bias") || dict.contains("fc2.bias"))

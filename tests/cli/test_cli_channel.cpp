@@ -47,16 +47,6 @@ class CliChannel : public test::CliTest {
     }
     return out;
   }
-  // The fixture's weights with one change, written to the test folder.
-  std::string edited_weights(const test::Fixture& fx, const std::string& erase,
-                             const std::string& key = "", const Tensor& value = {}) {
-    StateDict d = io::load_safetensors(fx.path("weights.safetensors"));
-    if (!erase.empty()) d.erase(erase);
-    if (!key.empty()) d.set(key, value);
-    const std::string file = path("edited.safetensors");
-    io::save_safetensors(file, d);
-    return file;
-  }
 };
 
 TEST_F(CliChannel, SeMatchesTimm) {

@@ -1,7 +1,5 @@
 // SpatialTransformer / StnClassifier (MODULES.md §9) against the PyTorch tutorial Net
 // (tests/fixtures/stn.py).
-#include "cvattn/modules/spatial_transformer.hpp"
-
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -11,7 +9,12 @@
 
 #include "cvattn/core/error.hpp"
 #include "cvattn/io/safetensors.hpp"
+#include "cvattn/modules/activation.hpp"
+#include "cvattn/modules/pooling.hpp"
+#include "cvattn/modules/spatial_transformer.hpp"
+#include "modules/stn_parts_nets.hpp"
 #include "support/fixtures.hpp"
+#include "support/random.hpp"
 #include "support/tensor_near.hpp"
 
 namespace cvattn {
@@ -31,10 +34,8 @@ TEST(SpatialTransformer, MatchesTutorialStn) {
     auto stn = SpatialTransformer::from_state_dict(dict, options_of(fx));
     const Attended r = stn->forward_with_maps(fx.tensor("input"));
     EXPECT_TENSOR_NEAR(r.output, fx.tensor("output"), test::Tolerance{}) << fx.name();
-    EXPECT_TENSOR_NEAR(r.maps.at(maps::kTheta), fx.tensor("theta"), test::Tolerance{})
-        << fx.name();
-    EXPECT_TENSOR_NEAR(r.maps.at(maps::kGrid), fx.tensor("grid"), test::Tolerance{})
-        << fx.name();
+    EXPECT_TENSOR_NEAR(r.maps.at(maps::kTheta), fx.tensor("theta"), test::Tolerance{}) << fx.name();
+    EXPECT_TENSOR_NEAR(r.maps.at(maps::kGrid), fx.tensor("grid"), test::Tolerance{}) << fx.name();
     EXPECT_TENSOR_NEAR(stn->forward(fx.tensor("input")), fx.tensor("output"), test::Tolerance{});
     ++seen;
   }
@@ -108,10 +109,13 @@ TEST(SpatialTransformer, RejectsBadInputs) {
   EXPECT_THROW((void)stn.forward(Tensor()), Error);
 
   StnClassifier net;
-  EXPECT_THAT([&] { (void)net.forward(Tensor::zeros({1, 1, 27, 27})); },
-              ::testing::ThrowsMessage<ShapeError>(
-                  HasSubstr("StnClassifier: tensor 'input' [1, 1, 27, 27] must have H and W in "
-                            "28..29")));
+  EXPECT_THAT(
+      [&] {
+        (void)net.forward(Tensor::zeros({1, 1, 27, 27}));
+      },
+      ::testing::ThrowsMessage<ShapeError>(
+          HasSubstr("StnClassifier: tensor 'input' [1, 1, 27, 27] must have H and W in "
+                    "28..29")));
 }
 
 TEST(SpatialTransformer, RejectsBadWeights) {
@@ -142,6 +146,105 @@ TEST(SpatialTransformer, SharedInstanceIsThreadSafe) {
   }
   for (auto& th : threads) th.join();
   for (const auto& r : results) EXPECT_TENSOR_NEAR(r, expected, test::Tolerance{});
+}
+
+// The separate parts composed with a non-tutorial localisation net, a 9 x 11 output, border
+// padding and align_corners=true (tests/fixtures/stn_parts.py).
+TEST(SpatialTransformer, ComposesItsParts) {
+  const auto fx = test::fixture("stn_parts/stn_custom_n3_13x17_to_9x11_border_ac1");
+  auto loc = test::two_stage_localisation_net();
+  SpatialTransformer stn(loc, SpatialTransformerOptions()
+                                  .align_corners(true)
+                                  .padding_mode(functional::PaddingMode::border)
+                                  .output_size(Pair2(9, 11)));
+  // The transformer's keys are the localisation net's.
+  stn.load_state_dict(io::load_safetensors(fx.path("weights.safetensors")));
+  const Tensor x = fx.tensor("input");
+  const Attended r = stn.forward_with_maps(x);
+  EXPECT_TENSOR_NEAR(r.output, fx.tensor("output"), test::Tolerance{});
+  EXPECT_TENSOR_NEAR(r.maps.at(maps::kTheta), fx.tensor("theta"), test::Tolerance{});
+  EXPECT_TENSOR_NEAR(r.maps.at(maps::kGrid), fx.tensor("grid"), test::Tolerance{});
+  EXPECT_TENSOR_NEAR(stn.theta(x), fx.tensor("theta"), test::Tolerance{});
+  // The parts give the same numbers on their own.
+  const Tensor grid = stn.grid_generator()->forward(stn.localisation()->forward(x), x.shape());
+  EXPECT_TENSOR_NEAR(stn.sampler()->forward(x, grid), fx.tensor("output"), test::Tolerance{});
+  EXPECT_EQ(stn.localization(), loc->features());
+  EXPECT_EQ(stn.fc_loc(), loc->regressor());
+  EXPECT_EQ(stn.describe(),
+            "SpatialTransformer(align_corners=True, padding_mode='border', output_size=(9, 11))");
+  // Input sizes the net cannot take fail in the localisation net, naming the sizes.
+  EXPECT_THAT(
+      [&] {
+        (void)stn.forward(Tensor::zeros({1, 3, 15, 17}));
+      },
+      ::testing::ThrowsMessage<ShapeError>(HasSubstr("expects in_features = 144")));
+}
+
+TEST(SpatialTransformer, IdentityInitReproducesInputForBothAlignCorners) {
+  auto features = std::make_shared<Sequential>(std::initializer_list<std::shared_ptr<UnaryModule>>{
+      std::make_shared<AdaptiveAvgPool2d>(Pair2(2))});
+  auto regressor = std::make_shared<Sequential>(std::initializer_list<std::shared_ptr<UnaryModule>>{
+      std::make_shared<Linear>(LinearOptions(12, 6))});
+  const Tensor x = test::random_tensor({2, 3, 7, 5}, 11);
+  const Tensor tut = test::random_tensor({3, 1, 29, 26}, 12);
+  for (const bool ac : {false, true}) {
+    const auto opt = SpatialTransformerOptions().align_corners(ac);
+    SpatialTransformer stn(std::make_shared<LocalisationNet>(features, regressor), opt);
+    EXPECT_TENSOR_NEAR(stn.forward(x), x, test::Tolerance{}) << "align_corners " << ac;
+    EXPECT_TENSOR_NEAR(SpatialTransformer(opt).forward(tut), tut, test::Tolerance{})
+        << "align_corners " << ac;
+  }
+}
+
+TEST(SpatialTransformer, KeysAndLoadingStayTheTutorials) {
+  const std::vector<std::string> keys{"localization.0.weight", "localization.0.bias",
+                                      "localization.3.weight", "localization.3.bias",
+                                      "fc_loc.0.weight",       "fc_loc.0.bias",
+                                      "fc_loc.2.weight",       "fc_loc.2.bias"};
+  EXPECT_EQ(SpatialTransformer().state_dict().keys(), keys);
+  // A Net state_dict loads strictly into a transformer built from a separately loaded net too.
+  const auto fx = test::fixture("stn/net_n3_28_ac0");
+  const StateDict dict = io::load_safetensors(fx.path("weights.safetensors"));
+  SpatialTransformer stn(LocalisationNet::tutorial_from_state_dict(dict));
+  EXPECT_TENSOR_NEAR(stn.forward(fx.tensor("input")), fx.tensor("output"), test::Tolerance{});
+  EXPECT_THAT([] { SpatialTransformer(std::shared_ptr<LocalisationNet>()); },
+              ::testing::ThrowsMessage<ValueError>(HasSubstr("localisation net is null")));
+  EXPECT_THAT([] { StnClassifier(SpatialTransformerOptions().output_size(Pair2(20))); },
+              ::testing::ThrowsMessage<ValueError>(HasSubstr("StnClassifier: output_size")));
+}
+
+// The examples of README.md and docs/sampling.md, run: a custom net with an output size, then
+// the parts with their gradients chained.
+TEST(SpatialTransformer, DocumentedExamplesRun) {
+  using Layers = std::initializer_list<std::shared_ptr<UnaryModule>>;
+  auto features = std::make_shared<Sequential>(
+      Layers{std::make_shared<Conv2d>(Conv2dOptions(3, 8, 3).padding(1)), std::make_shared<ReLU>(),
+             std::make_shared<AdaptiveAvgPool2d>(Pair2(4))});
+  auto regressor =
+      std::make_shared<Sequential>(Layers{std::make_shared<Linear>(LinearOptions(128, 6))});
+  auto loc = std::make_shared<LocalisationNet>(
+      features, regressor,
+      LocalisationNetOptions().features_name("features").regressor_name("regressor"));
+  SpatialTransformer stn(loc, SpatialTransformerOptions()
+                                  .output_size(Pair2(64, 64))
+                                  .padding_mode(functional::PaddingMode::border));
+  const Tensor x = test::random_tensor({2, 3, 37, 50}, 21);
+  const Attended r = stn.forward_with_maps(x);
+  EXPECT_EQ(r.output.shape(), (Shape{2, 3, 64, 64}));
+  EXPECT_EQ(r.maps.at(maps::kGrid).shape(), (Shape{2, 64, 64, 2}));
+
+  const Tensor theta = test::random_tensor({2, 2, 3}, 22);
+  const Tensor dy = test::random_tensor({2, 3, 37, 50}, 23);
+  AffineGridGenerator grids(AffineGridGeneratorOptions().align_corners(false));
+  BilinearSampler sampler;
+  const Tensor grid = grids.forward(theta, x.shape());
+  EXPECT_TENSOR_NEAR(sampler.forward(x, grid), functional::grid_sample(x, grid),
+                     (test::Tolerance{0, 0}));
+  const Tensor dtheta = grids.backward(sampler.backward(x, grid, dy).grad_grid);
+  EXPECT_TENSOR_NEAR(dtheta,
+                     functional::affine_grid_backward(
+                         functional::grid_sample_backward(x, grid, dy).grad_grid, x.shape()),
+                     (test::Tolerance{0, 0}));
 }
 
 TEST(SpatialTransformer, Describe) {

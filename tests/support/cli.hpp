@@ -2,6 +2,7 @@
 // Running the cvattn binary from end-to-end tests (shared/spec/CLI.md): a GoogleTest fixture
 // with a private scratch folder, run(args) capturing exit status, stdout and stderr, and the
 // contract's check for input errors (exit 2, one stderr line "cvattn: error: ...", no stdout).
+// run(args) needs CVATTN_TOOL; run_program(binary, args) runs any program (the samples).
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <sys/wait.h>
@@ -14,9 +15,8 @@
 #include <sstream>
 #include <string>
 
-#ifndef CVATTN_TOOL
-#error "CVATTN_TOOL must name the cvattn binary"
-#endif
+#include "cvattn/io/safetensors.hpp"
+#include "support/fixtures.hpp"
 
 namespace cvattn::test {
 
@@ -45,8 +45,11 @@ class CliTest : public ::testing::Test {
   }
   void TearDown() override { std::filesystem::remove_all(dir_); }
 
-  CliResult run(const std::string& args) {
-    const std::string cmd = std::string("'") + CVATTN_TOOL + "' " + args + " > '" +
+#ifdef CVATTN_TOOL
+  CliResult run(const std::string& args) { return run_program(CVATTN_TOOL, args); }
+#endif
+  CliResult run_program(const std::string& program, const std::string& args) {
+    const std::string cmd = "'" + program + "' " + args + " > '" +
                             (dir_ / "stdout").string() + "' 2> '" + (dir_ / "stderr").string() +
                             "' < /dev/null";
     const int status = std::system(cmd.c_str());
@@ -62,6 +65,16 @@ class CliTest : public ::testing::Test {
   std::string write(const std::string& name, const std::string& bytes) {
     std::ofstream(path(name), std::ios::binary) << bytes;
     return path(name);
+  }
+  // The fixture's weights with one key erased and/or one key set, written to the test folder.
+  std::string edited_weights(const Fixture& fx, const std::string& erase,
+                             const std::string& key = "", const Tensor& value = {}) {
+    StateDict d = io::load_safetensors(fx.path("weights.safetensors"));
+    if (!erase.empty()) d.erase(erase);
+    if (!key.empty()) d.set(key, value);
+    const std::string file = path("edited.safetensors");
+    io::save_safetensors(file, d);
+    return file;
   }
   void expect_input_error(const CliResult& r, const std::string& message) {
     SCOPED_TRACE("expecting '" + message + "'");

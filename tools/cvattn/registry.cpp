@@ -18,6 +18,10 @@ const std::vector<OpSpec>& all_ops() {
       ops::grid_sample(),
       ops::grid_sample_backward(),
       ops::stn(),
+      ops::scaled_dot_product_attention(),
+      ops::position_encoding(),
+      ops::mha(),
+      ops::nonlocal(),
   };
   return ops;
 }

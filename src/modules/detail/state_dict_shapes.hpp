@@ -27,4 +27,14 @@ inline const Shape& require_shape(const StateDict& dict, const std::string& key,
   return s;
 }
 
+// A 1x1 reducing conv's weight [R, C, 1, 1] with R, C >= 1 (the gate MLPs and non-local
+// projections whose widths a state_dict determines).
+inline const Shape& require_conv1x1(const StateDict& dict, const std::string& key,
+                                    const char* where) {
+  const Shape& s = require_shape(dict, key, {kAny, kAny, 1, 1}, where);
+  CVATTN_CHECK(s[0] >= 1 && s[1] >= 1, ValueError, where, ": '", key,
+               "' expected [R, C, 1, 1] with R, C >= 1, got ", to_string(s));
+  return s;
+}
+
 }  // namespace cvattn::detail

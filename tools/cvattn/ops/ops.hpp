@@ -15,5 +15,9 @@ OpSpec sk();
 OpSpec deform_conv2d();
 OpSpec deform_conv();
 OpSpec stn();
+OpSpec scaled_dot_product_attention();
+OpSpec position_encoding();
+OpSpec mha();
+OpSpec nonlocal();
 
 }  // namespace cvattn::cli::ops
