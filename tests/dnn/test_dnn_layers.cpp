@@ -180,6 +180,15 @@ TEST_F(DnnLayers, TrainedStnDigitsModelMatchesTorchAndStnClassifier) {
   }
 }
 
+// Constant operands reach the layers as blobs: AffineGrid's size from a Constant node, and a
+// GridSample grid given as an initializer.
+TEST_F(DnnLayers, ConstantSizeNodeAndConstantGrid) {
+  const Fixture fx = case_("constant_operands");
+  const auto y = run(fx, {"X", "theta"}, {"Y", "Y_fixed"});
+  EXPECT_TENSOR_NEAR(y.at("Y"), fx.tensor("Y"), test::Tolerance{});
+  EXPECT_TENSOR_NEAR(y.at("Y_fixed"), fx.tensor("Y_fixed"), test::Tolerance{});
+}
+
 TEST_F(DnnLayers, LayersAreNamedAfterTheOnnxNode) {
   cv::dnn::Net net = cv::dnn::readNetFromONNX(case_("stn_theta").path("model.onnx"));
   EXPECT_EQ(net.getLayer("onnx_node!affine")->type, "AffineGrid");
