@@ -7,6 +7,8 @@ packages=(
   libopencv-dev libopencv-contrib-dev libeigen3-dev nlohmann-json3-dev
   libgtest-dev libgmock-dev libbenchmark-dev
 )
+# Optional: doxygen for the API reference target cvattn_docs (CVATTN_DOCS=1 bash tools/install-deps.sh).
+if [ "${CVATTN_DOCS:-0}" = 1 ]; then packages+=(doxygen); fi
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

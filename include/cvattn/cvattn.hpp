@@ -9,6 +9,7 @@
 #include "cvattn/core/parallel.hpp"
 #include "cvattn/core/state_dict.hpp"
 #include "cvattn/core/tensor.hpp"
+#include "cvattn/dnn/layers.hpp"
 #include "cvattn/functional/activation.hpp"
 #include "cvattn/functional/attention.hpp"
 #include "cvattn/functional/batch_norm.hpp"

@@ -1,8 +1,10 @@
-// Builds against the installed package and runs a conv2d on a blob made by OpenCV.
+// Builds against the installed package: runs a conv2d on a blob made by OpenCV, and registers the
+// cv::dnn custom layers and instantiates one through OpenCV's layer factory.
 #include <cmath>
 #include <cstdio>
 
 #include <opencv2/core.hpp>
+#include <opencv2/dnn.hpp>
 
 #include <cvattn/cvattn.hpp>
 
@@ -14,5 +16,14 @@ int main() {
   const cvattn::Tensor y = F::conv2d(x, w);
   const float expected = 60.0f / 255.0f;
   std::printf("consumer: cvattn %s, y[0] = %f (expected %f)\n", CVATTN_VERSION_STRING, y[0], expected);
-  return std::abs(y[0] - expected) < 1e-6f ? 0 : 1;
+
+  cvattn::dnn::registerLayers();
+  cv::dnn::LayerParams params;
+  params.name = "gs";
+  params.type = "GridSample";
+  const cv::Ptr<cv::dnn::Layer> layer =
+      cv::dnn::LayerFactory::createLayerInstance(params.type, params);
+  std::printf("consumer: cv::dnn layer '%s' of type %s\n", layer ? layer->name.c_str() : "-",
+              layer ? layer->type.c_str() : "-");
+  return std::abs(y[0] - expected) < 1e-6f && layer && layer->type == "GridSample" ? 0 : 1;
 }
