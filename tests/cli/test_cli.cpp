@@ -17,13 +17,10 @@ namespace fs = std::filesystem;
 using ::testing::HasSubstr;
 using ::testing::MatchesRegex;
 using ::testing::StartsWith;
+using test::pair_arg;
 using test::slurp;
 using Result = test::CliResult;
 using Cli = test::CliTest;
-
-std::string pair_arg(const nlohmann::json& v) {
-  return std::to_string(v[0].get<int>()) + "," + std::to_string(v[1].get<int>());
-}
 
 TEST_F(Cli, Conv2dMatchesTorch) {
   const auto cases = test::fixtures_in("cli");

@@ -86,7 +86,7 @@ TEST_F(CliAttention, PositionEncodingMatchesDetr) {
     for (const auto& d : p["size"]) size += (size.empty() ? "" : ",") + std::to_string(d.get<int>());
     std::string args = "run position_encoding --set size=" + size;
     if (p.contains("normalize")) {
-      args += std::string(" --set normalize=") + (p["normalize"].get<bool>() ? "true" : "false");
+      args += " --set normalize=" + test::bool_arg(p["normalize"]);
     }
     if (p.contains("temperature")) {
       args += " --set temperature=" + number(p["temperature"].get<double>());

@@ -2,17 +2,14 @@
 // tests/fixtures/sk/ (written by tests/fixtures/sk.py).
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 
-#include <algorithm>
-#include <cstdlib>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 #include <string>
+#include <vector>
 
 #include "cvattn/io/npy.hpp"
 #include "cvattn/io/safetensors.hpp"
+#include "support/cli.hpp"
 #include "support/fixtures.hpp"
 #include "support/tensor_near.hpp"
 
@@ -26,76 +23,10 @@ namespace {
 namespace fs = std::filesystem;
 using ::testing::HasSubstr;
 using ::testing::MatchesRegex;
-using ::testing::StartsWith;
-
-struct Result {
-  int exit_code = -1;
-  bool signalled = false;
-  std::string out, err;
-};
-
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-class CliSk : public ::testing::Test {
- protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("cvattn_cli_sk_" +
-            std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-
-  Result run(const std::string& args) {
-    const std::string cmd = std::string("'") + CVATTN_TOOL + "' " + args + " > '" +
-                            (dir_ / "stdout").string() + "' 2> '" + (dir_ / "stderr").string() +
-                            "' < /dev/null";
-    const int status = std::system(cmd.c_str());
-    Result r;
-    if (WIFEXITED(status)) r.exit_code = WEXITSTATUS(status);
-    r.signalled = WIFSIGNALED(status);
-    r.out = slurp(dir_ / "stdout");
-    r.err = slurp(dir_ / "stderr");
-    return r;
-  }
-  std::string path(const std::string& name) const { return (dir_ / name).string(); }
-  void expect_input_error(const Result& r, const std::string& message) {
-    SCOPED_TRACE("expecting '" + message + "'");
-    EXPECT_FALSE(r.signalled);
-    EXPECT_EQ(r.exit_code, 2) << r.err;
-    EXPECT_THAT(r.err, StartsWith("cvattn: error: "));
-    EXPECT_THAT(r.err, HasSubstr(message));
-    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
-    EXPECT_EQ(r.out, "");
-  }
-  // Every file left in the test folder besides the captured stdout/stderr.
-  std::vector<std::string> written() const {
-    std::vector<std::string> out;
-    for (const auto& e : fs::directory_iterator(dir_)) {
-      const std::string name = e.path().filename().string();
-      if (name != "stdout" && name != "stderr") out.push_back(name);
-    }
-    std::sort(out.begin(), out.end());
-    return out;
-  }
-
-  fs::path dir_;
-};
-
-std::string list_arg(const nlohmann::json& v) {
-  if (v.is_number()) return std::to_string(v.get<int>());
-  std::string s;
-  for (const auto& k : v) s += (s.empty() ? "" : ",") + std::to_string(k.get<int>());
-  return s;
-}
-
-std::string bool_arg(const nlohmann::json& v) { return v.get<bool>() ? "true" : "false"; }
+using test::bool_arg;
+using test::list_arg;
+using Result = test::CliResult;
+using CliSk = test::CliTest;
 
 // The settings of a fixture case, spelled as the user would (kernel_size as given to timm, so
 // the single-integer form is exercised too).
@@ -240,9 +171,7 @@ TEST_F(CliSk, InputErrorsExitTwoAndWriteNothing) {
 
   EXPECT_FALSE(fs::exists(path("out.npy")));
   EXPECT_FALSE(fs::exists(path("a.npy")));
-  for (const auto& name : written()) {
-    EXPECT_EQ(name.find(".tmp"), std::string::npos) << name;
-  }
+  EXPECT_TRUE(no_temporary_files()) << ::testing::PrintToString(written());
 }
 
 TEST_F(CliSk, NumBatchesTrackedIsOptional) {
