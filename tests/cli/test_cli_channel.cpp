@@ -42,8 +42,8 @@ class CliChannel : public test::CliTest {
   // Fixtures of one module whose settings the CLI can infer from the weights.
   static std::vector<test::Fixture> cli_cases(const std::string& prefix) {
     std::vector<test::Fixture> out;
-    for (auto& fx : test::fixtures_in("channel")) {
-      if (fx.name().rfind(prefix, 0) == 0 && fx.params().value("cli", false)) out.push_back(fx);
+    for (auto& fx : test::fixtures_in("channel", prefix)) {
+      if (fx.params().value("cli", false)) out.push_back(fx);
     }
     return out;
   }

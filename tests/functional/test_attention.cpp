@@ -29,11 +29,7 @@ namespace {
 const float kInf = std::numeric_limits<float>::infinity();
 
 std::vector<cvattn::test::Fixture> cases(const std::string& prefix) {
-  std::vector<cvattn::test::Fixture> out;
-  for (auto& fx : cvattn::test::fixtures_in("attention")) {
-    if (fx.name().rfind(prefix, 0) == 0) out.push_back(fx);
-  }
-  return out;
+  return cvattn::test::fixtures_in("attention", prefix);
 }
 
 F::SdpaOptions options_of(const cvattn::test::Fixture& fx) {

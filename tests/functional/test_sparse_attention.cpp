@@ -24,11 +24,7 @@ using ::testing::ThrowsMessage;
 namespace {
 
 std::vector<cvattn::test::Fixture> cases(const std::string& prefix) {
-  std::vector<cvattn::test::Fixture> out;
-  for (auto& fx : cvattn::test::fixtures_in("attention")) {
-    if (fx.name().rfind(prefix, 0) == 0) out.push_back(fx);
-  }
-  return out;
+  return cvattn::test::fixtures_in("attention", prefix);
 }
 
 // Keys scattered around a few centres, queries near them: the structure ANN search exploits.

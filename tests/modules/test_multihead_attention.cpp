@@ -25,11 +25,7 @@ using ::testing::HasSubstr;
 using ::testing::ThrowsMessage;
 
 std::vector<test::Fixture> cases(const std::string& prefix) {
-  std::vector<test::Fixture> out;
-  for (auto& fx : test::fixtures_in("mha")) {
-    if (fx.name().rfind(prefix, 0) == 0) out.push_back(fx);
-  }
-  return out;
+  return test::fixtures_in("mha", prefix);
 }
 
 StateDict weights(const test::Fixture& fx) {

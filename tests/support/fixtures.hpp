@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "cvattn/core/options.hpp"
 #include "cvattn/core/tensor.hpp"
 #include "cvattn/io/npy.hpp"
 
@@ -57,6 +58,20 @@ inline std::vector<Fixture> fixtures_in(const std::string& area) {
   std::vector<Fixture> out;
   for (auto& d : dirs) out.emplace_back(d);
   return out;
+}
+
+// The case folders under fixtures/<area> whose name starts with `prefix`, sorted by name.
+inline std::vector<Fixture> fixtures_in(const std::string& area, const std::string& prefix) {
+  std::vector<Fixture> out;
+  for (auto& fx : fixtures_in(area)) {
+    if (fx.name().rfind(prefix, 0) == 0) out.push_back(fx);
+  }
+  return out;
+}
+
+// A params.json pair such as "stride": [2, 1].
+inline Pair2 pair(const nlohmann::json& j) {
+  return {j.at(0).get<std::int64_t>(), j.at(1).get<std::int64_t>()};
 }
 
 }  // namespace cvattn::test
