@@ -12,10 +12,6 @@
 #include "support/fixtures.hpp"
 #include "support/tensor_near.hpp"
 
-#ifndef CVATTN_TOOL
-#error "CVATTN_TOOL must name the cvattn binary"
-#endif
-
 namespace cvattn {
 namespace {
 

@@ -13,10 +13,6 @@
 #include "support/fixtures.hpp"
 #include "support/tensor_near.hpp"
 
-#ifndef CVATTN_TOOL
-#error "CVATTN_TOOL must name the cvattn binary"
-#endif
-
 namespace cvattn {
 namespace {
 
@@ -143,30 +139,15 @@ TEST_F(CliSk, InputErrorsExitTwoAndWriteNothing) {
                      "expected H, W >= 1, got [1, 16, 0, 5]");
 
   // Weights: a missing key, an unexpected key, a shape that disagrees.
-  const StateDict good = io::load_safetensors(fx.path("weights.safetensors"));
-  StateDict w = good;
-  w.erase("attn.fc_select.weight");
-  io::save_safetensors(path("missing.safetensors"), w);
-  expect_input_error(run("run sk --in input=" + fx.path("input.npy") + " --weights " +
-                         path("missing.safetensors") + out),
+  const std::string in = "run sk --in input=" + fx.path("input.npy") + " --weights ";
+  expect_input_error(run(in + edited_weights(fx, "attn.fc_select.weight") + out),
                      "missing 'attn.fc_select.weight'");
-  w = good;
-  w.set("attn.extra", Tensor::zeros({2}));
-  io::save_safetensors(path("extra.safetensors"), w);
-  expect_input_error(run("run sk --in input=" + fx.path("input.npy") + " --weights " +
-                         path("extra.safetensors") + out),
+  expect_input_error(run(in + edited_weights(fx, "", "attn.extra", Tensor::zeros({2})) + out),
                      "unexpected 'attn.extra'");
-  w = good;
-  w.set("paths.0.bn.running_mean", Tensor::zeros({12}));
-  io::save_safetensors(path("shape.safetensors"), w);
-  expect_input_error(run("run sk --in input=" + fx.path("input.npy") + " --weights " +
-                         path("shape.safetensors") + out),
-                     "'paths.0.bn.running_mean' expected [16], got [12]");
-  w = good;
-  w.erase("paths.0.conv.weight");
-  io::save_safetensors(path("noconv.safetensors"), w);
-  expect_input_error(run("run sk --in input=" + fx.path("input.npy") + " --weights " +
-                         path("noconv.safetensors") + out),
+  expect_input_error(
+      run(in + edited_weights(fx, "", "paths.0.bn.running_mean", Tensor::zeros({12})) + out),
+      "'paths.0.bn.running_mean' expected [16], got [12]");
+  expect_input_error(run(in + edited_weights(fx, "paths.0.conv.weight") + out),
                      "missing 'paths.0.conv.weight'");
 
   EXPECT_FALSE(fs::exists(path("out.npy")));
