@@ -12,10 +12,10 @@
 #include <vector>
 
 #include "cvattn/core/error.hpp"
-#include "cvattn/core/parallel.hpp"
 #include "support/fixtures.hpp"
 #include "support/random.hpp"
 #include "support/tensor_near.hpp"
+#include "support/threads.hpp"
 
 namespace F = cvattn::functional;
 using cvattn::Shape;
@@ -117,8 +117,7 @@ TEST(ScaledDotProductAttention, FusedPathWithoutWeightsGivesTheSameOutput) {
 }
 
 TEST(ScaledDotProductAttention, SingleThreadMatchesPyTorch) {
-  const int before = cvattn::num_threads();
-  cvattn::set_num_threads(1);
+  const cvattn::test::ThreadScope scope(1);
   for (const auto& fx : cases("sdpa_")) {
     SCOPED_TRACE(fx.name());
     const Tensor mask = fx.has("attn_mask") ? fx.tensor("attn_mask") : Tensor();
@@ -126,7 +125,6 @@ TEST(ScaledDotProductAttention, SingleThreadMatchesPyTorch) {
                                                    fx.tensor("value"), mask, options_of(fx));
     EXPECT_TENSOR_NEAR(r.output, fx.tensor("output"), Tolerance{});
   }
-  cvattn::set_num_threads(before);
 }
 
 TEST(ScaledDotProductAttention, PackedHeadsMatchPyTorch) {

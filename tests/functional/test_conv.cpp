@@ -2,7 +2,6 @@
 #include <gtest/gtest.h>
 
 #include "cvattn/core/error.hpp"
-#include "cvattn/core/parallel.hpp"
 #include "cvattn/functional/conv.hpp"
 #include "support/fixtures.hpp"
 #include "support/random.hpp"

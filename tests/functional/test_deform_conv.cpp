@@ -9,7 +9,6 @@
 #include <vector>
 
 #include "cvattn/core/error.hpp"
-#include "cvattn/core/parallel.hpp"
 #include "cvattn/functional/conv.hpp"
 #include "cvattn/functional/deform_conv.hpp"
 #include "support/fixtures.hpp"

@@ -5,7 +5,6 @@
 #include <limits>
 
 #include "cvattn/core/error.hpp"
-#include "cvattn/core/parallel.hpp"
 #include "cvattn/functional/pooling.hpp"
 #include "support/fixtures.hpp"
 #include "support/random.hpp"

@@ -4,15 +4,15 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <thread>
 #include <vector>
 
 #include "cvattn/core/error.hpp"
-#include "cvattn/core/parallel.hpp"
 #include "cvattn/io/safetensors.hpp"
+#include "support/concurrency.hpp"
 #include "support/fixtures.hpp"
 #include "support/random.hpp"
 #include "support/tensor_near.hpp"
+#include "support/threads.hpp"
 
 namespace cvattn {
 namespace {
@@ -167,9 +167,8 @@ TEST(Cbam, LargeOutputsTakeTheStreamingPathExactly) {
   const Cbam cbam = random_cbam(CbamOptions(64), 41);
   const Tensor x = test::random_tensor({2, 64, 97, 91}, 12);
   const std::int64_t hw = 97 * 91;
-  const int before = num_threads();
   for (const int threads : {1, 2}) {
-    set_num_threads(threads);
+    const test::ThreadScope scope(threads);
     const Attended r = cbam.forward_with_maps(x);
     const Tensor& g = r.maps.at(maps::kChannelAttention);
     const Tensor& s = r.maps.at(maps::kSpatialAttention);
@@ -178,7 +177,6 @@ TEST(Cbam, LargeOutputsTakeTheStreamingPathExactly) {
       ASSERT_EQ(r.output[i], (x[i] * g[nc]) * s[n * hw + i % hw]) << i;
     }
   }
-  set_num_threads(before);
 }
 
 TEST(Cbam, NanPropagatesWithoutCrashing) {
@@ -241,36 +239,20 @@ TEST(Cbam, LoadingErrorsNameTheKey) {
 TEST(Cbam, ForwardIsThreadSafe) {
   const Cbam cbam = random_cbam(CbamOptions(48).mlp_bias(true), 21);
   const Tensor x = test::random_tensor({3, 48, 9, 7}, 4);
-  const Attended serial = cbam.forward_with_maps(x);
-  std::vector<Attended> results(8);
-  std::vector<std::thread> threads;
-  for (std::size_t t = 0; t < results.size(); ++t) {
-    threads.emplace_back([&, t] {
-      for (int rep = 0; rep < 3; ++rep) results[t] = cbam.forward_with_maps(x);
-    });
-  }
-  for (auto& t : threads) t.join();
-  for (const auto& r : results) {
-    EXPECT_TENSOR_NEAR(r.output, serial.output, (test::Tolerance{0, 0}));
-    EXPECT_TENSOR_NEAR(r.maps.at(maps::kSpatialAttention),
-                       serial.maps.at(maps::kSpatialAttention), (test::Tolerance{0, 0}));
-  }
+  test::expect_thread_safe([&] {
+    const Attended r = cbam.forward_with_maps(x);
+    return std::vector<Tensor>{r.output, r.maps.at(maps::kSpatialAttention)};
+  });
 }
 
 TEST(Cbam, ThreadCountDoesNotChangeTheResult) {
   const Cbam cbam = random_cbam(CbamOptions(40), 5);
-  const int before = num_threads();
   // 40 x 45 x 47 elements per sample: over the serial cut-off, and 2115 pixels make more than
   // one 1024-pixel block per thread.
   for (const std::int64_t n : {1, 3}) {
     const Tensor x = test::random_tensor({n, 40, 45, 47}, 8);
-    set_num_threads(1);
-    const Tensor one = cbam.forward(x);
-    set_num_threads(2);
-    const Tensor two = cbam.forward(x);
-    EXPECT_TENSOR_NEAR(two, one, (test::Tolerance{0, 0}));
+    test::expect_same_on_one_and_two_threads([&] { return cbam.forward(x); });
   }
-  set_num_threads(before);
 }
 
 }  // namespace

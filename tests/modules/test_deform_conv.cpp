@@ -9,7 +9,6 @@
 #include <vector>
 
 #include "cvattn/core/error.hpp"
-#include "cvattn/core/parallel.hpp"
 #include "cvattn/functional/conv.hpp"
 #include "cvattn/io/safetensors.hpp"
 #include "support/fixtures.hpp"

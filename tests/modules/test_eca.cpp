@@ -4,15 +4,15 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <thread>
 #include <vector>
 
 #include "cvattn/core/error.hpp"
-#include "cvattn/core/parallel.hpp"
 #include "cvattn/io/safetensors.hpp"
+#include "support/concurrency.hpp"
 #include "support/fixtures.hpp"
 #include "support/random.hpp"
 #include "support/tensor_near.hpp"
+#include "support/threads.hpp"
 
 namespace cvattn {
 namespace {
@@ -209,30 +209,15 @@ TEST(Eca, LoadingErrorsNameTheKey) {
 TEST(Eca, ForwardIsThreadSafe) {
   const Eca eca = random_eca(EcaOptions(72).use_mlp(true), 13);
   const Tensor x = test::random_tensor({3, 72, 9, 7}, 4);
-  const Tensor serial = eca.forward(x);
-  std::vector<Tensor> results(8);
-  std::vector<std::thread> threads;
-  for (std::size_t t = 0; t < results.size(); ++t) {
-    threads.emplace_back([&, t] {
-      for (int rep = 0; rep < 3; ++rep) results[t] = eca.forward(x);
-    });
-  }
-  for (auto& t : threads) t.join();
-  for (const auto& r : results) EXPECT_TENSOR_NEAR(r, serial, (test::Tolerance{0, 0}));
+  test::expect_thread_safe([&] { return eca.forward(x); });
 }
 
 TEST(Eca, ThreadCountDoesNotChangeTheResult) {
   const Eca eca = random_eca(EcaOptions(40), 5);
-  const int before = num_threads();
   for (const std::int64_t n : {1, 3}) {
     const Tensor x = test::random_tensor({n, 40, 45, 47}, 8);  // over the serial cut-off
-    set_num_threads(1);
-    const Tensor one = eca.forward(x);
-    set_num_threads(2);
-    const Tensor two = eca.forward(x);
-    EXPECT_TENSOR_NEAR(two, one, (test::Tolerance{0, 0}));
+    test::expect_same_on_one_and_two_threads([&] { return eca.forward(x); });
   }
-  set_num_threads(before);
 }
 
 }  // namespace

@@ -4,15 +4,15 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <thread>
 #include <vector>
 
 #include "cvattn/core/error.hpp"
-#include "cvattn/core/parallel.hpp"
 #include "cvattn/io/safetensors.hpp"
+#include "support/concurrency.hpp"
 #include "support/fixtures.hpp"
 #include "support/random.hpp"
 #include "support/tensor_near.hpp"
+#include "support/threads.hpp"
 
 namespace cvattn {
 namespace {
@@ -170,15 +170,13 @@ TEST(SqueezeExcitation, LargeOutputsTakeTheStreamingPathExactly) {
   // most planes start off a 16-byte boundary and exercise the unaligned head.
   const SqueezeExcitation se = random_se(SqueezeExcitationOptions(64), 31);
   const Tensor x = test::random_tensor({2, 64, 97, 91}, 12);
-  const int before = num_threads();
   for (const int threads : {1, 2}) {
-    set_num_threads(threads);
+    const test::ThreadScope scope(threads);
     const Attended r = se.forward_with_maps(x);
     const Tensor& g = r.maps.at(maps::kAttention);
     const std::int64_t hw = 97 * 91;
     for (std::int64_t i = 0; i < x.numel(); ++i) ASSERT_EQ(r.output[i], x[i] * g[i / hw]) << i;
   }
-  set_num_threads(before);
 }
 
 TEST(SqueezeExcitation, ZeroExcitationHalvesTheInput) {
@@ -276,30 +274,15 @@ TEST(SqueezeExcitation, NumBatchesTrackedIsOptional) {
 TEST(SqueezeExcitation, ForwardIsThreadSafe) {
   const SqueezeExcitation se = random_se(SqueezeExcitationOptions(48).add_maxpool(true), 21);
   const Tensor x = test::random_tensor({3, 48, 9, 7}, 4);
-  const Tensor serial = se.forward(x);
-  std::vector<Tensor> results(8);
-  std::vector<std::thread> threads;
-  for (std::size_t t = 0; t < results.size(); ++t) {
-    threads.emplace_back([&, t] {
-      for (int rep = 0; rep < 3; ++rep) results[t] = se.forward(x);
-    });
-  }
-  for (auto& t : threads) t.join();
-  for (const auto& r : results) EXPECT_TENSOR_NEAR(r, serial, (test::Tolerance{0, 0}));
+  test::expect_thread_safe([&] { return se.forward(x); });
 }
 
 TEST(SqueezeExcitation, ThreadCountDoesNotChangeTheResult) {
   const SqueezeExcitation se = random_se(SqueezeExcitationOptions(40), 5);
-  const int before = num_threads();
   for (const std::int64_t n : {1, 3}) {  // N < threads splits one sample over the threads
     const Tensor x = test::random_tensor({n, 40, 45, 47}, 8);  // over the serial cut-off
-    set_num_threads(1);
-    const Tensor one = se.forward(x);
-    set_num_threads(2);
-    const Tensor two = se.forward(x);
-    EXPECT_TENSOR_NEAR(two, one, (test::Tolerance{0, 0}));
+    test::expect_same_on_one_and_two_threads([&] { return se.forward(x); });
   }
-  set_num_threads(before);
 }
 
 }  // namespace
