@@ -28,10 +28,6 @@ std::vector<test::Fixture> cbam_cases() {
   return out;
 }
 
-StateDict weights(const test::Fixture& fx) {
-  return io::load_safetensors(fx.path("weights.safetensors"));
-}
-
 Cbam random_cbam(const CbamOptions& o, std::uint64_t seed) {
   Cbam cbam(o);
   StateDict filled;
@@ -52,14 +48,14 @@ TEST(Cbam, MatchesTimm) {
   for (const auto& fx : cases) {
     SCOPED_TRACE(fx.name());
     const auto& p = fx.params();
-    const CbamOptions o = CbamOptions::from_state_dict(weights(fx)).gate_layer(
+    const CbamOptions o = CbamOptions::from_state_dict(fx.weights()).gate_layer(
         parse_gate_layer(p.value("gate_layer", std::string("sigmoid"))));
     EXPECT_EQ(o.channels(), p["channels"].get<std::int64_t>());
     EXPECT_EQ(o.reduced_channels(), p["rd_channels"].get<std::int64_t>());
     EXPECT_EQ(o.spatial_kernel_size(), p["spatial_kernel_size"].get<std::int64_t>());
     EXPECT_EQ(o.mlp_bias(), p.value("mlp_bias", false));
     Cbam cbam(o);
-    cbam.load_state_dict(weights(fx));
+    cbam.load_state_dict(fx.weights());
     const Tensor x = fx.tensor("input");
     const Attended r = cbam.forward_with_maps(x);
     EXPECT_TENSOR_NEAR(r.output, fx.tensor("output"), test::Tolerance{});
@@ -75,9 +71,9 @@ TEST(Cbam, OldTimmWidthLoadsByShape) {
   // timm <= 0.4.9: R = C // 16 = 4 for C = 72; today's rule gives trunc(4.5 + 0.5) = 5.
   const auto fx = test::fixture("channel/cbam_c72_old_r4");
   EXPECT_EQ(CbamOptions(72).reduced_channels(), 5);
-  EXPECT_EQ(CbamOptions::from_state_dict(weights(fx)).reduced_channels(), 4);
+  EXPECT_EQ(CbamOptions::from_state_dict(fx.weights()).reduced_channels(), 4);
   Cbam fresh(CbamOptions(72));
-  EXPECT_THAT([&] { fresh.load_state_dict(weights(fx)); },
+  EXPECT_THAT([&] { fresh.load_state_dict(fx.weights()); },
               ThrowsMessage<ValueError>(HasSubstr(
                   "'channel.fc1.weight' expected [5, 72, 1, 1], got [4, 72, 1, 1]")));
 }
@@ -210,7 +206,7 @@ TEST(Cbam, RejectsInvalidOptions) {
 
 TEST(Cbam, LoadingErrorsNameTheKey) {
   const auto fx = test::fixture("channel/cbam_c64_default");
-  StateDict d = weights(fx);
+  StateDict d = fx.weights();
   d.erase("spatial.conv.conv.weight");
   EXPECT_THAT([&] { (void)CbamOptions::from_state_dict(d); },
               ThrowsMessage<ValueError>(HasSubstr("missing 'spatial.conv.conv.weight'")));
@@ -222,14 +218,14 @@ TEST(Cbam, LoadingErrorsNameTheKey) {
               ThrowsMessage<ValueError>(
                   HasSubstr("'spatial.conv.conv.weight' expected [1, 2, *, *], got [1, 1, 7, 7]")));
   // Strict loading: biases present but the module has mlp_bias=false; a kernel size mismatch.
-  StateDict biased = weights(test::fixture("channel/cbam_c72_mlp_bias"));
+  StateDict biased = test::fixture("channel/cbam_c72_mlp_bias").weights();
   Cbam plain(CbamOptions(72).spatial_kernel_size(3));
   EXPECT_THAT([&] { plain.load_state_dict(biased); },
               ThrowsMessage<ValueError>(HasSubstr(
                   "unexpected 'channel.fc1.bias', 'channel.fc2.bias'; 'spatial.conv.conv.weight' "
                   "expected [1, 2, 3, 3], got [1, 2, 7, 7]")));
   // num_batches_tracked is optional.
-  StateDict no_count = weights(fx);
+  StateDict no_count = fx.weights();
   ASSERT_TRUE(no_count.erase("spatial.conv.bn.num_batches_tracked"));
   Cbam cbam(CbamOptions::from_state_dict(no_count));
   cbam.load_state_dict(no_count);

@@ -28,14 +28,10 @@ using test::ThreadScope;
 constexpr test::Tolerance kTol{1e-4, 1e-4};
 constexpr test::Tolerance kExact{0, 0};
 
-StateDict weights_of(const test::Fixture& fx) {
-  return io::load_safetensors(fx.path("weights.safetensors"));
-}
-
 // A module from a fixture, as a user would build it: shapes from the weights, the rest given.
 DeformConv2d module_of(const test::Fixture& fx) {
   const auto& p = fx.params();
-  const StateDict sd = weights_of(fx);
+  const StateDict sd = fx.weights();
   auto options = DeformConv2dOptions::from_state_dict(sd, p["deform_groups"].get<std::int64_t>())
                      .stride(pair(p["stride"]))
                      .padding(pair(p["padding"]))

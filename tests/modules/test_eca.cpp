@@ -28,10 +28,6 @@ std::vector<test::Fixture> eca_cases() {
   return out;
 }
 
-StateDict weights(const test::Fixture& fx) {
-  return io::load_safetensors(fx.path("weights.safetensors"));
-}
-
 GateLayer gate_of(const test::Fixture& fx) {
   return parse_gate_layer(fx.params().value("gate_layer", std::string("sigmoid")));
 }
@@ -68,13 +64,13 @@ TEST(Eca, MatchesTimm) {
     const Tensor x = fx.tensor("input");
     // Built as timm was (kernel size from channels, gamma, beta) and from the weights alone.
     const EcaOptions built = constructor_options(fx);
-    const EcaOptions inferred = EcaOptions::from_state_dict(weights(fx)).gate_layer(gate_of(fx));
+    const EcaOptions inferred = EcaOptions::from_state_dict(fx.weights()).gate_layer(gate_of(fx));
     EXPECT_EQ(built.effective_kernel_size(), fx.params()["kernel_size"].get<std::int64_t>());
     EXPECT_EQ(inferred.effective_kernel_size(), built.effective_kernel_size());
     EXPECT_EQ(inferred.use_mlp(), built.use_mlp());
     for (const EcaOptions& o : {built, inferred}) {
       Eca eca(o);
-      eca.load_state_dict(weights(fx));
+      eca.load_state_dict(fx.weights());
       const Attended r = eca.forward_with_maps(x);
       EXPECT_TENSOR_NEAR(r.output, fx.tensor("output"), test::Tolerance{});
       EXPECT_TENSOR_NEAR(r.maps.at(maps::kAttention), fx.tensor("attention"), test::Tolerance{});
@@ -198,11 +194,11 @@ TEST(Eca, LoadingErrorsNameTheKey) {
   // A C=200 module has k=5: k=3 weights do not fit.
   const auto fx = test::fixture("channel/eca_c64_k3");
   Eca eca(EcaOptions(200));
-  EXPECT_THAT([&] { eca.load_state_dict(weights(fx)); },
+  EXPECT_THAT([&] { eca.load_state_dict(fx.weights()); },
               ThrowsMessage<ValueError>(
                   HasSubstr("'conv.weight' expected [1, 1, 5], got [1, 1, 3]")));
   Eca mlp(EcaOptions(72).use_mlp(true));
-  EXPECT_THAT([&] { mlp.load_state_dict(weights(fx)); },
+  EXPECT_THAT([&] { mlp.load_state_dict(fx.weights()); },
               ThrowsMessage<ValueError>(HasSubstr("missing 'conv.bias', 'conv2.weight'")));
 }
 

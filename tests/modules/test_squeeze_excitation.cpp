@@ -28,14 +28,10 @@ std::vector<test::Fixture> se_cases() {
   return out;
 }
 
-StateDict weights(const test::Fixture& fx) {
-  return io::load_safetensors(fx.path("weights.safetensors"));
-}
-
 // Options from the weights plus the switches that leave no trace in them.
 SqueezeExcitationOptions options_for(const test::Fixture& fx) {
   const auto& p = fx.params();
-  return SqueezeExcitationOptions::from_state_dict(weights(fx))
+  return SqueezeExcitationOptions::from_state_dict(fx.weights())
       .add_maxpool(p.value("add_maxpool", false))
       .gate_layer(parse_gate_layer(p.value("gate_layer", std::string("sigmoid"))));
 }
@@ -69,7 +65,7 @@ TEST(SqueezeExcitation, MatchesTimm) {
     EXPECT_EQ(o.bias(), p.value("bias", true));
     EXPECT_EQ(o.norm_layer() == NormLayer::batch_norm, p["norm"].get<bool>());
     SqueezeExcitation se(o);
-    se.load_state_dict(weights(fx));
+    se.load_state_dict(fx.weights());
     const Tensor x = fx.tensor("input");
     const Attended r = se.forward_with_maps(x);
     EXPECT_TENSOR_NEAR(r.output, fx.tensor("output"), test::Tolerance{});
@@ -82,10 +78,10 @@ TEST(SqueezeExcitation, OldTimmWidthLoadsByShape) {
   // timm <= 0.4.9 made R = max(8, C // 16) = 12 for C = 200; today's rule gives 16.
   const auto fx = test::fixture("channel/se_c200_old_r12");
   EXPECT_EQ(SqueezeExcitationOptions(200).reduced_channels(), 16);
-  const SqueezeExcitationOptions o = SqueezeExcitationOptions::from_state_dict(weights(fx));
+  const SqueezeExcitationOptions o = SqueezeExcitationOptions::from_state_dict(fx.weights());
   EXPECT_EQ(o.reduced_channels(), 12);
   SqueezeExcitation fresh(SqueezeExcitationOptions(200));
-  EXPECT_THAT([&] { fresh.load_state_dict(weights(fx)); },
+  EXPECT_THAT([&] { fresh.load_state_dict(fx.weights()); },
               ThrowsMessage<ValueError>(
                   HasSubstr("'fc1.weight' expected [16, 200, 1, 1], got [12, 200, 1, 1]")));
 }
@@ -258,13 +254,13 @@ TEST(SqueezeExcitation, StrictLoadingReportsEveryProblem) {
   // BatchNorm keys select the norm; without it they are unexpected.
   const auto fx = test::fixture("channel/se_c72_bn");
   SqueezeExcitation plain(SqueezeExcitationOptions(72));
-  EXPECT_THAT([&] { plain.load_state_dict(weights(fx)); },
+  EXPECT_THAT([&] { plain.load_state_dict(fx.weights()); },
               ThrowsMessage<ValueError>(HasSubstr("unexpected 'bn.bias'")));
 }
 
 TEST(SqueezeExcitation, NumBatchesTrackedIsOptional) {
   const auto fx = test::fixture("channel/se_c72_bn");
-  StateDict d = weights(fx);
+  StateDict d = fx.weights();
   ASSERT_TRUE(d.erase("bn.num_batches_tracked"));
   SqueezeExcitation se(SqueezeExcitationOptions::from_state_dict(d));
   se.load_state_dict(d);

@@ -10,8 +10,10 @@
 #include <nlohmann/json.hpp>
 
 #include "cvattn/core/options.hpp"
+#include "cvattn/core/state_dict.hpp"
 #include "cvattn/core/tensor.hpp"
 #include "cvattn/io/npy.hpp"
+#include "cvattn/io/safetensors.hpp"
 
 #ifndef CVATTN_FIXTURES_DIR
 #error "CVATTN_FIXTURES_DIR must point at tests/fixtures"
@@ -35,6 +37,10 @@ class Fixture {
   }
   [[nodiscard]] std::string path(const std::string& file) const { return (dir_ / file).string(); }
   [[nodiscard]] const nlohmann::json& params() const { return params_; }
+  // The case's weights.safetensors.
+  [[nodiscard]] StateDict weights() const {
+    return io::load_safetensors(path("weights.safetensors"));
+  }
 
  private:
   std::filesystem::path dir_;
