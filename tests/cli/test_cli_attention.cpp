@@ -129,9 +129,7 @@ TEST_F(CliAttention, ListAndRepeat) {
   const auto fx = test::fixture("mha/mha_h4_self");
   const test::CliResult r = run(mha_args(fx) + " --repeat 2 --threads 1");
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_THAT(r.out, ::testing::MatchesRegex(
-                         R"(\{"op":"mha","repeat":2,"threads":1,"median_ms":[0-9.]+,"min_ms":[0-9.]+\}
-)"));
+  expect_repeat_report(r, "mha", 2);
 }
 
 TEST_F(CliAttention, InputErrorsNameWhatIsWrongAndWriteNothing) {

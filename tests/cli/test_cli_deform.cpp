@@ -17,7 +17,6 @@ namespace {
 
 namespace fs = std::filesystem;
 using ::testing::HasSubstr;
-using ::testing::MatchesRegex;
 using test::pair_arg;
 using Result = test::CliResult;
 
@@ -90,8 +89,7 @@ TEST_F(CliDeform, RepeatPrintsOneJsonLine) {
   const auto fx = test::fixture("deform/functional/basic_3x3_pad1_n2");
   const Result r = run("run deform_conv2d" + functional_args(fx) + " --repeat 2 --threads 1");
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_THAT(r.out, MatchesRegex(R"(\{"op":"deform_conv2d","repeat":2,"threads":1,"median_ms":[0-9.]+,"min_ms":[0-9.]+\}
-)"));
+  expect_repeat_report(r, "deform_conv2d", 2);
 }
 
 TEST_F(CliDeform, MaskOfDcnV1IsAnInputError) {

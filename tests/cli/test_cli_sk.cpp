@@ -18,7 +18,6 @@ namespace {
 
 namespace fs = std::filesystem;
 using ::testing::HasSubstr;
-using ::testing::MatchesRegex;
 using test::bool_arg;
 using test::list_arg;
 using Result = test::CliResult;
@@ -79,10 +78,7 @@ TEST_F(CliSk, RepeatPrintsOneJsonLine) {
   const auto fx = test::fixture("sk/stride2_odd");
   const Result r = run("run sk" + io_of(fx) + settings_of(fx) + " --repeat 3 --threads 1");
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_THAT(
-      r.out,
-      MatchesRegex(R"(\{"op":"sk","repeat":3,"threads":1,"median_ms":[0-9.]+,"min_ms":[0-9.]+\}
-)"));
+  expect_repeat_report(r, "sk", 3);
 }
 
 TEST_F(CliSk, ListAndHelp) {

@@ -99,6 +99,14 @@ class CliTest : public ::testing::Test {
     EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
     EXPECT_EQ(r.out, "");
   }
+  // The --repeat report of a run with --threads 1: one JSON line with the op, the repeat count
+  // and the timings.
+  void expect_repeat_report(const CliResult& r, const std::string& op, int repeat) {
+    EXPECT_THAT(r.out, ::testing::MatchesRegex("\\{\"op\":\"" + op + "\",\"repeat\":" +
+                                               std::to_string(repeat) +
+                                               ",\"threads\":1,\"median_ms\":[0-9.]+,"
+                                               "\"min_ms\":[0-9.]+\\}\n"));
+  }
   // True if the folder holds no leftover temporary file of an aborted write.
   bool no_temporary_files() const {
     for (const auto& e : std::filesystem::directory_iterator(dir_)) {
