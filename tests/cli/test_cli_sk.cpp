@@ -119,19 +119,19 @@ TEST_F(CliSk, InputErrorsExitTwoAndWriteNothing) {
   expect_input_error(run("run sk" + io + " --out offset=" + path("o.npy")), "no output 'offset'");
 
   // The input must be [N, C, H, W] with C a multiple of the per-group width.
+  const auto run_on = [&](const std::string& file, const Tensor& input) {
+    io::write_npy(path(file), input);
+    return run("run sk --in input=" + path(file) + " --weights " +
+               fx.path("weights.safetensors") + out);
+  };
   const Tensor x = fx.tensor("input");
-  io::write_npy(path("rank3.npy"), x.reshape({x.dim(0) * x.dim(1), x.dim(2), x.dim(3)}));
-  expect_input_error(run("run sk --in input=" + path("rank3.npy") + " --weights " +
-                         fx.path("weights.safetensors") + out),
-                     "sk: tensor 'input'");
-  io::write_npy(path("c20.npy"), Tensor::zeros({1, 20, 5, 5}));
-  expect_input_error(run("run sk --in input=" + path("c20.npy") + " --weights " +
-                         fx.path("weights.safetensors") + out),
+  expect_input_error(
+      run_on("rank3.npy", x.reshape({x.dim(0) * x.dim(1), x.dim(2), x.dim(3)})),
+      "sk: tensor 'input'");
+  expect_input_error(run_on("c20.npy", Tensor::zeros({1, 20, 5, 5})),
                      "has 8 input channels per group, which must divide the 10 input channels of "
                      "each path");
-  io::write_npy(path("h0.npy"), Tensor::zeros({1, 16, 0, 5}));
-  expect_input_error(run("run sk --in input=" + path("h0.npy") + " --weights " +
-                         fx.path("weights.safetensors") + out),
+  expect_input_error(run_on("h0.npy", Tensor::zeros({1, 16, 0, 5})),
                      "expected H, W >= 1, got [1, 16, 0, 5]");
 
   // Weights: a missing key, an unexpected key, a shape that disagrees.
