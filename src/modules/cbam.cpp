@@ -1,12 +1,12 @@
 #include "cvattn/modules/cbam.hpp"
 
-#include <cmath>
 #include <sstream>
 
 #include "core/parallel_for.hpp"
 #include "cvattn/core/error.hpp"
-#include "cvattn/core/make_divisible.hpp"
+#include "modules/detail/channel_gate.hpp"
 #include "modules/detail/channel_kernels.hpp"
+#include "modules/detail/reduced_channels.hpp"
 #include "modules/detail/state_dict_shapes.hpp"
 
 namespace cvattn {
@@ -21,10 +21,7 @@ constexpr std::int64_t kPixelBlock = 1024;
 
 CbamOptions CbamOptions::from_state_dict(const StateDict& dict) {
   const char* where = "CbamOptions::from_state_dict";
-  const Shape& w1 = detail::require_shape(dict, "channel.fc1.weight", {kAny, kAny, 1, 1}, where);
-  CVATTN_CHECK(w1[0] >= 1 && w1[1] >= 1, ValueError, where,
-               ": 'channel.fc1.weight' expected [R, C, 1, 1] with R, C >= 1, got ",
-               to_string(w1));
+  const Shape& w1 = detail::require_conv1x1(dict, "channel.fc1.weight", where);
   const Shape& wc =
       detail::require_shape(dict, "spatial.conv.conv.weight", {1, 2, kAny, kAny}, where);
   CVATTN_CHECK(wc[2] == wc[3], ValueError, where,
@@ -44,12 +41,8 @@ std::int64_t CbamOptions::reduced_channels() const {
                "CbamOptions: spatial_kernel_size must be odd and in [1, 255] (padding (k-1)/2 "
                "keeps H, W), got ",
                spatial_kernel_size_);
-  CVATTN_CHECK(rd_channels_ >= 0, ValueError,
-               "CbamOptions: rd_channels must be >= 0 (0: from rd_ratio), got ", rd_channels_);
-  if (rd_channels_ > 0) return rd_channels_;
-  CVATTN_CHECK(std::isfinite(rd_ratio_) && rd_ratio_ > 0, ValueError,
-               "CbamOptions: rd_ratio must be positive and finite, got ", rd_ratio_);
-  return make_divisible(static_cast<double>(channels_) * rd_ratio_, rd_divisor_, 0, 0.0);
+  return detail::reduced_channels("CbamOptions", channels_, rd_channels_, rd_ratio_, rd_divisor_,
+                                  0.0);
 }
 
 Cbam::Cbam(const CbamOptions& options) : options_(options), rd_(options.reduced_channels()) {
@@ -84,11 +77,7 @@ Attended Cbam::forward_with_maps(const Tensor& x) const { return run(x, true); }
 
 Attended Cbam::run(const Tensor& x, bool keep_maps) const {
   const std::int64_t channels = options_.channels();
-  check_shape(x, {kAny, channels, kAny, kAny}, "x", kWhere);
-  const Tensor::Nchw s = x.nchw("x");
-  CVATTN_CHECK(s.h >= 1 && s.w >= 1, ShapeError, kWhere,
-               ": tensor 'x' expected H, W >= 1 (the gates pool over them), got ",
-               to_string(x.shape()));
+  const Tensor::Nchw s = detail::gate_input(x, channels, kWhere, "the gates pool over them");
   const std::int64_t hw = s.h * s.w;
   const std::int64_t rd = rd_;
   const std::int64_t k = options_.spatial_kernel_size();

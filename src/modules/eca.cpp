@@ -3,10 +3,10 @@
 #include <cmath>
 #include <sstream>
 
-#include "core/parallel_for.hpp"
 #include "cvattn/core/error.hpp"
-#include "cvattn/core/make_divisible.hpp"
+#include "modules/detail/channel_gate.hpp"
 #include "modules/detail/channel_kernels.hpp"
+#include "modules/detail/reduced_channels.hpp"
 #include "modules/detail/state_dict_shapes.hpp"
 
 namespace cvattn {
@@ -52,14 +52,11 @@ std::int64_t EcaOptions::effective_kernel_size() const {
 }
 
 std::int64_t EcaOptions::reduced_channels() const {
-  CVATTN_CHECK(rd_channels_ >= 0, ValueError,
-               "EcaOptions: rd_channels must be >= 0 (0: from rd_ratio), got ", rd_channels_);
-  if (rd_channels_ > 0) return rd_channels_;
-  CVATTN_CHECK(channels_ >= 1, ValueError,
+  // Only the rd_ratio route needs channels (a negative rd_channels is reported as such).
+  CVATTN_CHECK(rd_channels_ != 0 || channels_ >= 1, ValueError,
                "EcaOptions: use_mlp needs channels or rd_channels to size the hidden layer");
-  CVATTN_CHECK(std::isfinite(rd_ratio_) && rd_ratio_ > 0, ValueError,
-               "EcaOptions: rd_ratio must be positive and finite, got ", rd_ratio_);
-  return make_divisible(static_cast<double>(channels_) * rd_ratio_, rd_divisor_);
+  return detail::reduced_channels("EcaOptions", channels_, rd_channels_, rd_ratio_, rd_divisor_,
+                                  0.9);
 }
 
 Eca::Eca(const EcaOptions& options)
@@ -95,11 +92,7 @@ Attended Eca::forward_with_maps(const Tensor& x) const { return run(x, true); }
 
 Attended Eca::run(const Tensor& x, bool keep_maps) const {
   const std::int64_t want = options_.channels() == 0 ? kAny : options_.channels();
-  check_shape(x, {kAny, want, kAny, kAny}, "x", kWhere);
-  const Tensor::Nchw s = x.nchw("x");
-  CVATTN_CHECK(s.h >= 1 && s.w >= 1, ShapeError, kWhere,
-               ": tensor 'x' expected H, W >= 1 (the gate averages over them), got ",
-               to_string(x.shape()));
+  const Tensor::Nchw s = detail::gate_input(x, want, kWhere, "the gate averages over them");
   const std::int64_t channels = s.c;
   const std::int64_t hw = s.h * s.w;
   const std::int64_t k = k_;
@@ -119,7 +112,6 @@ Attended Eca::run(const Tensor& x, bool keep_maps) const {
   const float* b1 = use_mlp ? conv_bias_.data() : nullptr;
   const float b2 = use_mlp ? conv2_bias_[0] : 0.0f;
   const GateLayer gate_layer = options_.gate_layer();
-  const bool stream = y.nbytes() >= detail::kStreamingBytes;
 
   auto pool = [&](std::int64_t n, std::int64_t c0, std::int64_t c1) {
     for (std::int64_t c = c0; c < c1; ++c) {
@@ -154,36 +146,7 @@ Attended Eca::run(const Tensor& x, bool keep_maps) const {
     }
     detail::apply_gate(gate_layer, g, channels);
   };
-  auto scale = [&](std::int64_t n, std::int64_t c0, std::int64_t c1) {
-    for (std::int64_t c = c0; c < c1; ++c) {
-      const std::int64_t off = (n * channels + c) * hw;
-      detail::scale_plane(xp + off, yp + off, gp[n * channels + c], hw, stream);
-    }
-  };
-  detail::for_samples(
-      s.n, x.numel(),
-      [&](std::int64_t begin, std::int64_t end) {
-        // Software pipeline over the thread's samples: scaling sample n (streaming writes)
-        // and pooling sample n + 1 (reads) share one sweep, so reads and writes overlap as in
-        // a memcpy instead of alternating.
-        pool(begin, 0, channels);
-        for (std::int64_t n = begin; n < end; ++n) {
-          excite(n);
-          for (std::int64_t c = 0; c < channels; ++c) {
-            scale(n, c, c + 1);
-            if (n + 1 < end) pool(n + 1, c, c + 1);
-          }
-        }
-        detail::store_fence();
-      },
-      [&](std::int64_t n) {
-        detail::parallel_chunks(channels, [&](std::int64_t b, std::int64_t e) { pool(n, b, e); });
-        excite(n);
-        detail::parallel_chunks(channels, [&](std::int64_t b, std::int64_t e) {
-          scale(n, b, e);
-          detail::store_fence();
-        });
-      });
+  detail::pool_excite_scale(xp, yp, gp, s.n, channels, hw, pool, excite);
 
   Attended result{y, {}};
   if (keep_maps) result.maps.add(maps::kAttention, gate);

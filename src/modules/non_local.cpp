@@ -5,10 +5,10 @@
 
 #include "core/parallel_for.hpp"
 #include "cvattn/core/error.hpp"
-#include "cvattn/core/make_divisible.hpp"
 #include "cvattn/functional/attention.hpp"
 #include "cvattn/functional/linear.hpp"
 #include "modules/detail/channel_kernels.hpp"
+#include "modules/detail/reduced_channels.hpp"
 #include "modules/detail/state_dict_shapes.hpp"
 #include "modules/repr.hpp"
 
@@ -29,13 +29,9 @@ NonLocalAttnOptions NonLocalAttnOptions::from_state_dict(const StateDict& dict) 
 std::int64_t NonLocalAttnOptions::reduced_channels() const {
   CVATTN_CHECK(in_channels_ >= 1, ValueError, "NonLocalAttnOptions: in_channels must be >= 1, got ",
                in_channels_);
-  CVATTN_CHECK(rd_channels_ >= 0, ValueError,
-               "NonLocalAttnOptions: rd_channels must be >= 0 (0: from rd_ratio), got ",
-               rd_channels_);
-  if (rd_channels_ > 0) return rd_channels_;
-  CVATTN_CHECK(std::isfinite(rd_ratio_) && rd_ratio_ > 0, ValueError,
-               "NonLocalAttnOptions: rd_ratio must be positive and finite, got ", rd_ratio_);
-  return make_divisible(static_cast<double>(in_channels_) * rd_ratio_, rd_divisor_);
+  // timm's NonLocalAttn keeps make_divisible's default round_limit (SE and CBAM pass 0).
+  return detail::reduced_channels("NonLocalAttnOptions", in_channels_, rd_channels_, rd_ratio_,
+                                  rd_divisor_, 0.9);
 }
 
 NonLocalAttn::NonLocalAttn(const NonLocalAttnOptions& options)

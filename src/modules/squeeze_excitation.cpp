@@ -1,13 +1,12 @@
 #include "cvattn/modules/squeeze_excitation.hpp"
 
-#include <cmath>
 #include <sstream>
 #include <vector>
 
-#include "core/parallel_for.hpp"
 #include "cvattn/core/error.hpp"
-#include "cvattn/core/make_divisible.hpp"
+#include "modules/detail/channel_gate.hpp"
 #include "modules/detail/channel_kernels.hpp"
+#include "modules/detail/reduced_channels.hpp"
 #include "modules/detail/state_dict_shapes.hpp"
 
 namespace cvattn {
@@ -27,13 +26,8 @@ SqueezeExcitationOptions SqueezeExcitationOptions::from_state_dict(const StateDi
 std::int64_t SqueezeExcitationOptions::reduced_channels() const {
   CVATTN_CHECK(channels_ >= 1, ValueError, "SqueezeExcitationOptions: channels must be >= 1, got ",
                channels_);
-  CVATTN_CHECK(rd_channels_ >= 0, ValueError,
-               "SqueezeExcitationOptions: rd_channels must be >= 0 (0: from rd_ratio), got ",
-               rd_channels_);
-  if (rd_channels_ > 0) return rd_channels_;
-  CVATTN_CHECK(std::isfinite(rd_ratio_) && rd_ratio_ > 0, ValueError,
-               "SqueezeExcitationOptions: rd_ratio must be positive and finite, got ", rd_ratio_);
-  return make_divisible(static_cast<double>(channels_) * rd_ratio_, rd_divisor_, 0, 0.0);
+  return detail::reduced_channels("SqueezeExcitationOptions", channels_, rd_channels_, rd_ratio_,
+                                  rd_divisor_, 0.0);
 }
 
 SqueezeExcitation::SqueezeExcitation(const SqueezeExcitationOptions& options)
@@ -72,11 +66,7 @@ Attended SqueezeExcitation::forward_with_maps(const Tensor& x) const { return ru
 
 Attended SqueezeExcitation::run(const Tensor& x, bool keep_maps) const {
   const std::int64_t channels = options_.channels();
-  check_shape(x, {kAny, channels, kAny, kAny}, "x", kWhere);
-  const Tensor::Nchw s = x.nchw("x");
-  CVATTN_CHECK(s.h >= 1 && s.w >= 1, ShapeError, kWhere,
-               ": tensor 'x' expected H, W >= 1 (the gate averages over them), got ",
-               to_string(x.shape()));
+  const Tensor::Nchw s = detail::gate_input(x, channels, kWhere, "the gate averages over them");
   const std::int64_t hw = s.h * s.w;
   const std::int64_t rd = rd_;
 
@@ -102,7 +92,6 @@ Attended SqueezeExcitation::run(const Tensor& x, bool keep_maps) const {
   const float* b2 = options_.bias() ? fc2_bias_.data() : nullptr;
   const bool add_maxpool = options_.add_maxpool();
   const GateLayer gate_layer = options_.gate_layer();
-  const bool stream = y.nbytes() >= detail::kStreamingBytes;
 
   auto pool = [&](std::int64_t n, std::int64_t c0, std::int64_t c1) {
     for (std::int64_t c = c0; c < c1; ++c) {
@@ -135,36 +124,7 @@ Attended SqueezeExcitation::run(const Tensor& x, bool keep_maps) const {
     }
     detail::apply_gate(gate_layer, g, channels);
   };
-  auto scale = [&](std::int64_t n, std::int64_t c0, std::int64_t c1) {
-    for (std::int64_t c = c0; c < c1; ++c) {
-      const std::int64_t off = (n * channels + c) * hw;
-      detail::scale_plane(xp + off, yp + off, gp[n * channels + c], hw, stream);
-    }
-  };
-  detail::for_samples(
-      s.n, x.numel(),
-      [&](std::int64_t begin, std::int64_t end) {
-        // Software pipeline over the thread's samples: scaling sample n (streaming writes)
-        // and pooling sample n + 1 (reads) share one sweep, so reads and writes overlap as in
-        // a memcpy instead of alternating.
-        pool(begin, 0, channels);
-        for (std::int64_t n = begin; n < end; ++n) {
-          excite(n);
-          for (std::int64_t c = 0; c < channels; ++c) {
-            scale(n, c, c + 1);
-            if (n + 1 < end) pool(n + 1, c, c + 1);
-          }
-        }
-        detail::store_fence();
-      },
-      [&](std::int64_t n) {
-        detail::parallel_chunks(channels, [&](std::int64_t b, std::int64_t e) { pool(n, b, e); });
-        excite(n);
-        detail::parallel_chunks(channels, [&](std::int64_t b, std::int64_t e) {
-          scale(n, b, e);
-          detail::store_fence();
-        });
-      });
+  detail::pool_excite_scale(xp, yp, gp, s.n, channels, hw, pool, excite);
 
   Attended result{y, {}};
   if (keep_maps) result.maps.add(maps::kAttention, gate);

@@ -15,15 +15,11 @@ namespace {
 
 namespace fs = std::filesystem;
 using ::testing::HasSubstr;
-using ::testing::MatchesRegex;
 using ::testing::StartsWith;
+using test::pair_arg;
 using test::slurp;
 using Result = test::CliResult;
 using Cli = test::CliTest;
-
-std::string pair_arg(const nlohmann::json& v) {
-  return std::to_string(v[0].get<int>()) + "," + std::to_string(v[1].get<int>());
-}
 
 TEST_F(Cli, Conv2dMatchesTorch) {
   const auto cases = test::fixtures_in("cli");
@@ -52,8 +48,7 @@ TEST_F(Cli, RepeatPrintsOneJsonLine) {
                        std::to_string(fx.params()["groups"].get<int>()) +
                        " --repeat 3 --threads 1");
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_THAT(r.out, MatchesRegex(R"(\{"op":"conv2d","repeat":3,"threads":1,"median_ms":[0-9.]+,"min_ms":[0-9.]+\}
-)"));
+  expect_repeat_report(r, "conv2d", 3);
 }
 
 TEST_F(Cli, ListInfoAndHelp) {

@@ -19,14 +19,6 @@ namespace {
 
 using ::testing::HasSubstr;
 
-std::vector<test::Fixture> cases(const std::string& area, const std::string& prefix) {
-  std::vector<test::Fixture> out;
-  for (auto& fx : test::fixtures_in(area)) {
-    if (fx.name().rfind(prefix, 0) == 0) out.push_back(fx);
-  }
-  return out;
-}
-
 // Python's repr of a float setting is not needed: %.17g round-trips the double.
 std::string number(double v) {
   std::ostringstream s;
@@ -61,7 +53,7 @@ class CliAttention : public test::CliTest {
 
 TEST_F(CliAttention, SdpaMatchesPyTorch) {
   int ran = 0;
-  for (const auto& fx : cases("attention", "sdpa_")) {
+  for (const auto& fx : test::fixtures_in("attention", "sdpa_")) {
     // The op's attn_mask is additive float (CLI.md); boolean fixtures are the library's.
     if (fx.params()["mask_type"] != "additive") continue;
     std::string args = "run scaled_dot_product_attention --in query=" + fx.path("query.npy") +
@@ -79,14 +71,14 @@ TEST_F(CliAttention, SdpaMatchesPyTorch) {
 
 TEST_F(CliAttention, PositionEncodingMatchesDetr) {
   int ran = 0;
-  for (const auto& fx : cases("attention", "pos_")) {
+  for (const auto& fx : test::fixtures_in("attention", "pos_")) {
     if (fx.has("mask")) continue;  // the op has no padding mask
     const auto& p = fx.params();
     std::string size;
     for (const auto& d : p["size"]) size += (size.empty() ? "" : ",") + std::to_string(d.get<int>());
     std::string args = "run position_encoding --set size=" + size;
     if (p.contains("normalize")) {
-      args += std::string(" --set normalize=") + (p["normalize"].get<bool>() ? "true" : "false");
+      args += " --set normalize=" + test::bool_arg(p["normalize"]);
     }
     if (p.contains("temperature")) {
       args += " --set temperature=" + number(p["temperature"].get<double>());
@@ -100,7 +92,7 @@ TEST_F(CliAttention, PositionEncodingMatchesDetr) {
 
 TEST_F(CliAttention, MhaMatchesPyTorch) {
   int ran = 0;
-  for (const auto& fx : cases("mha", "mha_")) {
+  for (const auto& fx : test::fixtures_in("mha", "mha_")) {
     const auto& p = fx.params();
     // Masks and add_zero_attn are not CLI settings; those cases are the library test's.
     if (!p.value("cli", false) || fx.name().find("zero_attn") != std::string::npos) continue;
@@ -114,7 +106,7 @@ TEST_F(CliAttention, MhaMatchesPyTorch) {
 
 TEST_F(CliAttention, NonLocalMatchesTimm) {
   int ran = 0;
-  for (const auto& fx : cases("non_local", "nonlocal_")) {
+  for (const auto& fx : test::fixtures_in("non_local", "nonlocal_")) {
     if (!fx.params().value("cli", false)) continue;  // use_scale=false is not a CLI setting
     expect_outputs("run nonlocal --in input=" + fx.path("input.npy") + " --weights " +
                        fx.path("weights.safetensors"),
@@ -137,9 +129,7 @@ TEST_F(CliAttention, ListAndRepeat) {
   const auto fx = test::fixture("mha/mha_h4_self");
   const test::CliResult r = run(mha_args(fx) + " --repeat 2 --threads 1");
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_THAT(r.out, ::testing::MatchesRegex(
-                         R"(\{"op":"mha","repeat":2,"threads":1,"median_ms":[0-9.]+,"min_ms":[0-9.]+\}
-)"));
+  expect_repeat_report(r, "mha", 2);
 }
 
 TEST_F(CliAttention, InputErrorsNameWhatIsWrongAndWriteNothing) {

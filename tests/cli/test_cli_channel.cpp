@@ -17,7 +17,6 @@ namespace cvattn {
 namespace {
 
 using ::testing::HasSubstr;
-using ::testing::MatchesRegex;
 
 class CliChannel : public test::CliTest {
  protected:
@@ -42,8 +41,8 @@ class CliChannel : public test::CliTest {
   // Fixtures of one module whose settings the CLI can infer from the weights.
   static std::vector<test::Fixture> cli_cases(const std::string& prefix) {
     std::vector<test::Fixture> out;
-    for (auto& fx : test::fixtures_in("channel")) {
-      if (fx.name().rfind(prefix, 0) == 0 && fx.params().value("cli", false)) out.push_back(fx);
+    for (auto& fx : test::fixtures_in("channel", prefix)) {
+      if (fx.params().value("cli", false)) out.push_back(fx);
     }
     return out;
   }
@@ -97,8 +96,7 @@ TEST_F(CliChannel, ListHelpAndRepeat) {
   r = run("run se --in input=" + fx.path("input.npy") + " --weights " +
           fx.path("weights.safetensors") + " --repeat 3 --threads 1");
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_THAT(r.out, MatchesRegex(R"(\{"op":"se","repeat":3,"threads":1,"median_ms":[0-9.]+,"min_ms":[0-9.]+\}
-)"));
+  expect_repeat_report(r, "se", 3);
 }
 
 TEST_F(CliChannel, UsageErrors) {

@@ -2,84 +2,28 @@
 // torchvision / mmcv fixtures of tests/fixtures/deform.py (shared/spec/CLI.md).
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 
-#include <algorithm>
-#include <cstdlib>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 #include <string>
 
 #include "cvattn/io/npy.hpp"
 #include "cvattn/io/safetensors.hpp"
+#include "support/cli.hpp"
 #include "support/fixtures.hpp"
 #include "support/tensor_near.hpp"
-
-#ifndef CVATTN_TOOL
-#error "CVATTN_TOOL must name the cvattn binary"
-#endif
 
 namespace cvattn {
 namespace {
 
 namespace fs = std::filesystem;
 using ::testing::HasSubstr;
-using ::testing::MatchesRegex;
-using ::testing::StartsWith;
+using test::pair_arg;
+using Result = test::CliResult;
 
 constexpr test::Tolerance kTol{1e-4, 1e-4};
 
-struct Result {
-  int exit_code = -1;
-  bool signalled = false;
-  std::string out, err;
-};
-
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-std::string pair_arg(const nlohmann::json& v) {
-  return std::to_string(v[0].get<int>()) + "," + std::to_string(v[1].get<int>());
-}
-
-class CliDeform : public ::testing::Test {
+class CliDeform : public test::CliTest {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("cvattn_cli_deform_" +
-            std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-
-  Result run(const std::string& args) {
-    const std::string cmd = std::string("'") + CVATTN_TOOL + "' " + args + " > '" +
-                            (dir_ / "stdout").string() + "' 2> '" + (dir_ / "stderr").string() +
-                            "' < /dev/null";
-    const int status = std::system(cmd.c_str());
-    Result r;
-    if (WIFEXITED(status)) r.exit_code = WEXITSTATUS(status);
-    r.signalled = WIFSIGNALED(status);
-    r.out = slurp(dir_ / "stdout");
-    r.err = slurp(dir_ / "stderr");
-    return r;
-  }
-  std::string path(const std::string& name) const { return (dir_ / name).string(); }
-  void expect_input_error(const Result& r, const std::string& message) {
-    SCOPED_TRACE("expecting '" + message + "'");
-    EXPECT_FALSE(r.signalled);
-    EXPECT_EQ(r.exit_code, 2) << r.err;
-    EXPECT_THAT(r.err, StartsWith("cvattn: error: "));
-    EXPECT_THAT(r.err, HasSubstr(message));
-    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
-    EXPECT_EQ(r.out, "");
-  }
   // The --in and --set arguments of a deform/functional fixture.
   static std::string functional_args(const test::Fixture& fx) {
     const auto& p = fx.params();
@@ -91,8 +35,6 @@ class CliDeform : public ::testing::Test {
     if (fx.has("mask")) args += " --in mask=" + fx.path("mask.npy");
     return args;
   }
-
-  fs::path dir_;
 };
 
 TEST_F(CliDeform, DeformConv2dMatchesTorchvision) {
@@ -147,8 +89,7 @@ TEST_F(CliDeform, RepeatPrintsOneJsonLine) {
   const auto fx = test::fixture("deform/functional/basic_3x3_pad1_n2");
   const Result r = run("run deform_conv2d" + functional_args(fx) + " --repeat 2 --threads 1");
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_THAT(r.out, MatchesRegex(R"(\{"op":"deform_conv2d","repeat":2,"threads":1,"median_ms":[0-9.]+,"min_ms":[0-9.]+\}
-)"));
+  expect_repeat_report(r, "deform_conv2d", 2);
 }
 
 TEST_F(CliDeform, MaskOfDcnV1IsAnInputError) {

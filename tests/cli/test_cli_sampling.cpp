@@ -36,7 +36,7 @@ class CliSampling : public test::CliTest {
     const auto& p = fx.params();
     return " --set mode=" + p.at("mode").get<std::string>() +
            " --set padding_mode=" + p.at("padding_mode").get<std::string>() +
-           " --set align_corners=" + (p.at("align_corners").get<bool>() ? "true" : "false");
+           " --set align_corners=" + test::bool_arg(p.at("align_corners"));
   }
   void expect_ok(const test::CliResult& r, const std::string& what) {
     ASSERT_EQ(r.exit_code, 0) << what << ": " << r.err;
@@ -55,7 +55,7 @@ TEST_F(CliSampling, AffineGridMatchesTorch) {
     }
     const auto r = run("run affine_grid --in theta=" + fx.path("theta.npy") + " --set size=" +
                        size + " --set align_corners=" +
-                       (fx.params().at("align_corners").get<bool>() ? "true" : "false") +
+                       test::bool_arg(fx.params().at("align_corners")) +
                        " --out output=" + path("output.npy"));
     expect_ok(r, fx.name());
     EXPECT_TENSOR_NEAR(io::read_npy(path("output.npy")), fx.tensor("output"), test::Tolerance{})

@@ -2,100 +2,26 @@
 // tests/fixtures/sk/ (written by tests/fixtures/sk.py).
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 
-#include <algorithm>
-#include <cstdlib>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 #include <string>
+#include <vector>
 
 #include "cvattn/io/npy.hpp"
 #include "cvattn/io/safetensors.hpp"
+#include "support/cli.hpp"
 #include "support/fixtures.hpp"
 #include "support/tensor_near.hpp"
-
-#ifndef CVATTN_TOOL
-#error "CVATTN_TOOL must name the cvattn binary"
-#endif
 
 namespace cvattn {
 namespace {
 
 namespace fs = std::filesystem;
 using ::testing::HasSubstr;
-using ::testing::MatchesRegex;
-using ::testing::StartsWith;
-
-struct Result {
-  int exit_code = -1;
-  bool signalled = false;
-  std::string out, err;
-};
-
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-class CliSk : public ::testing::Test {
- protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("cvattn_cli_sk_" +
-            std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-
-  Result run(const std::string& args) {
-    const std::string cmd = std::string("'") + CVATTN_TOOL + "' " + args + " > '" +
-                            (dir_ / "stdout").string() + "' 2> '" + (dir_ / "stderr").string() +
-                            "' < /dev/null";
-    const int status = std::system(cmd.c_str());
-    Result r;
-    if (WIFEXITED(status)) r.exit_code = WEXITSTATUS(status);
-    r.signalled = WIFSIGNALED(status);
-    r.out = slurp(dir_ / "stdout");
-    r.err = slurp(dir_ / "stderr");
-    return r;
-  }
-  std::string path(const std::string& name) const { return (dir_ / name).string(); }
-  void expect_input_error(const Result& r, const std::string& message) {
-    SCOPED_TRACE("expecting '" + message + "'");
-    EXPECT_FALSE(r.signalled);
-    EXPECT_EQ(r.exit_code, 2) << r.err;
-    EXPECT_THAT(r.err, StartsWith("cvattn: error: "));
-    EXPECT_THAT(r.err, HasSubstr(message));
-    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
-    EXPECT_EQ(r.out, "");
-  }
-  // Every file left in the test folder besides the captured stdout/stderr.
-  std::vector<std::string> written() const {
-    std::vector<std::string> out;
-    for (const auto& e : fs::directory_iterator(dir_)) {
-      const std::string name = e.path().filename().string();
-      if (name != "stdout" && name != "stderr") out.push_back(name);
-    }
-    std::sort(out.begin(), out.end());
-    return out;
-  }
-
-  fs::path dir_;
-};
-
-std::string list_arg(const nlohmann::json& v) {
-  if (v.is_number()) return std::to_string(v.get<int>());
-  std::string s;
-  for (const auto& k : v) s += (s.empty() ? "" : ",") + std::to_string(k.get<int>());
-  return s;
-}
-
-std::string bool_arg(const nlohmann::json& v) { return v.get<bool>() ? "true" : "false"; }
+using test::bool_arg;
+using test::list_arg;
+using Result = test::CliResult;
+using CliSk = test::CliTest;
 
 // The settings of a fixture case, spelled as the user would (kernel_size as given to timm, so
 // the single-integer form is exercised too).
@@ -152,10 +78,7 @@ TEST_F(CliSk, RepeatPrintsOneJsonLine) {
   const auto fx = test::fixture("sk/stride2_odd");
   const Result r = run("run sk" + io_of(fx) + settings_of(fx) + " --repeat 3 --threads 1");
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_THAT(
-      r.out,
-      MatchesRegex(R"(\{"op":"sk","repeat":3,"threads":1,"median_ms":[0-9.]+,"min_ms":[0-9.]+\}
-)"));
+  expect_repeat_report(r, "sk", 3);
 }
 
 TEST_F(CliSk, ListAndHelp) {
@@ -196,53 +119,36 @@ TEST_F(CliSk, InputErrorsExitTwoAndWriteNothing) {
   expect_input_error(run("run sk" + io + " --out offset=" + path("o.npy")), "no output 'offset'");
 
   // The input must be [N, C, H, W] with C a multiple of the per-group width.
+  const auto run_on = [&](const std::string& file, const Tensor& input) {
+    io::write_npy(path(file), input);
+    return run("run sk --in input=" + path(file) + " --weights " +
+               fx.path("weights.safetensors") + out);
+  };
   const Tensor x = fx.tensor("input");
-  io::write_npy(path("rank3.npy"), x.reshape({x.dim(0) * x.dim(1), x.dim(2), x.dim(3)}));
-  expect_input_error(run("run sk --in input=" + path("rank3.npy") + " --weights " +
-                         fx.path("weights.safetensors") + out),
-                     "sk: tensor 'input'");
-  io::write_npy(path("c20.npy"), Tensor::zeros({1, 20, 5, 5}));
-  expect_input_error(run("run sk --in input=" + path("c20.npy") + " --weights " +
-                         fx.path("weights.safetensors") + out),
+  expect_input_error(
+      run_on("rank3.npy", x.reshape({x.dim(0) * x.dim(1), x.dim(2), x.dim(3)})),
+      "sk: tensor 'input'");
+  expect_input_error(run_on("c20.npy", Tensor::zeros({1, 20, 5, 5})),
                      "has 8 input channels per group, which must divide the 10 input channels of "
                      "each path");
-  io::write_npy(path("h0.npy"), Tensor::zeros({1, 16, 0, 5}));
-  expect_input_error(run("run sk --in input=" + path("h0.npy") + " --weights " +
-                         fx.path("weights.safetensors") + out),
+  expect_input_error(run_on("h0.npy", Tensor::zeros({1, 16, 0, 5})),
                      "expected H, W >= 1, got [1, 16, 0, 5]");
 
   // Weights: a missing key, an unexpected key, a shape that disagrees.
-  const StateDict good = io::load_safetensors(fx.path("weights.safetensors"));
-  StateDict w = good;
-  w.erase("attn.fc_select.weight");
-  io::save_safetensors(path("missing.safetensors"), w);
-  expect_input_error(run("run sk --in input=" + fx.path("input.npy") + " --weights " +
-                         path("missing.safetensors") + out),
+  const std::string in = "run sk --in input=" + fx.path("input.npy") + " --weights ";
+  expect_input_error(run(in + edited_weights(fx, "attn.fc_select.weight") + out),
                      "missing 'attn.fc_select.weight'");
-  w = good;
-  w.set("attn.extra", Tensor::zeros({2}));
-  io::save_safetensors(path("extra.safetensors"), w);
-  expect_input_error(run("run sk --in input=" + fx.path("input.npy") + " --weights " +
-                         path("extra.safetensors") + out),
+  expect_input_error(run(in + edited_weights(fx, "", "attn.extra", Tensor::zeros({2})) + out),
                      "unexpected 'attn.extra'");
-  w = good;
-  w.set("paths.0.bn.running_mean", Tensor::zeros({12}));
-  io::save_safetensors(path("shape.safetensors"), w);
-  expect_input_error(run("run sk --in input=" + fx.path("input.npy") + " --weights " +
-                         path("shape.safetensors") + out),
-                     "'paths.0.bn.running_mean' expected [16], got [12]");
-  w = good;
-  w.erase("paths.0.conv.weight");
-  io::save_safetensors(path("noconv.safetensors"), w);
-  expect_input_error(run("run sk --in input=" + fx.path("input.npy") + " --weights " +
-                         path("noconv.safetensors") + out),
+  expect_input_error(
+      run(in + edited_weights(fx, "", "paths.0.bn.running_mean", Tensor::zeros({12})) + out),
+      "'paths.0.bn.running_mean' expected [16], got [12]");
+  expect_input_error(run(in + edited_weights(fx, "paths.0.conv.weight") + out),
                      "missing 'paths.0.conv.weight'");
 
   EXPECT_FALSE(fs::exists(path("out.npy")));
   EXPECT_FALSE(fs::exists(path("a.npy")));
-  for (const auto& name : written()) {
-    EXPECT_EQ(name.find(".tmp"), std::string::npos) << name;
-  }
+  EXPECT_TRUE(no_temporary_files()) << ::testing::PrintToString(written());
 }
 
 TEST_F(CliSk, NumBatchesTrackedIsOptional) {

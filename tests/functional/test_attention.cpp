@@ -12,10 +12,10 @@
 #include <vector>
 
 #include "cvattn/core/error.hpp"
-#include "cvattn/core/parallel.hpp"
 #include "support/fixtures.hpp"
 #include "support/random.hpp"
 #include "support/tensor_near.hpp"
+#include "support/threads.hpp"
 
 namespace F = cvattn::functional;
 using cvattn::Shape;
@@ -29,11 +29,7 @@ namespace {
 const float kInf = std::numeric_limits<float>::infinity();
 
 std::vector<cvattn::test::Fixture> cases(const std::string& prefix) {
-  std::vector<cvattn::test::Fixture> out;
-  for (auto& fx : cvattn::test::fixtures_in("attention")) {
-    if (fx.name().rfind(prefix, 0) == 0) out.push_back(fx);
-  }
-  return out;
+  return cvattn::test::fixtures_in("attention", prefix);
 }
 
 F::SdpaOptions options_of(const cvattn::test::Fixture& fx) {
@@ -121,8 +117,7 @@ TEST(ScaledDotProductAttention, FusedPathWithoutWeightsGivesTheSameOutput) {
 }
 
 TEST(ScaledDotProductAttention, SingleThreadMatchesPyTorch) {
-  const int before = cvattn::num_threads();
-  cvattn::set_num_threads(1);
+  const cvattn::test::ThreadScope scope(1);
   for (const auto& fx : cases("sdpa_")) {
     SCOPED_TRACE(fx.name());
     const Tensor mask = fx.has("attn_mask") ? fx.tensor("attn_mask") : Tensor();
@@ -130,7 +125,6 @@ TEST(ScaledDotProductAttention, SingleThreadMatchesPyTorch) {
                                                    fx.tensor("value"), mask, options_of(fx));
     EXPECT_TENSOR_NEAR(r.output, fx.tensor("output"), Tolerance{});
   }
-  cvattn::set_num_threads(before);
 }
 
 TEST(ScaledDotProductAttention, PackedHeadsMatchPyTorch) {

@@ -2,11 +2,11 @@
 #include <gtest/gtest.h>
 
 #include "cvattn/core/error.hpp"
-#include "cvattn/core/parallel.hpp"
 #include "cvattn/functional/conv.hpp"
 #include "support/fixtures.hpp"
 #include "support/random.hpp"
 #include "support/tensor_near.hpp"
+#include "support/threads.hpp"
 
 namespace cvattn {
 namespace {
@@ -14,23 +14,11 @@ namespace {
 namespace F = functional;
 using ::testing::HasSubstr;
 using ::testing::ThrowsMessage;
+using test::pair;
+using test::ThreadScope;
 
 constexpr test::Tolerance kTol{1e-4, 1e-4};
 constexpr test::Tolerance kExact{0, 0};
-
-Pair2 pair(const nlohmann::json& j) {
-  return {j.at(0).get<std::int64_t>(), j.at(1).get<std::int64_t>()};
-}
-
-// Restores the thread count when a test ends.
-class ThreadScope {
- public:
-  explicit ThreadScope(int threads) : saved_(num_threads()) { set_num_threads(threads); }
-  ~ThreadScope() { set_num_threads(saved_); }
-
- private:
-  int saved_;
-};
 
 TEST(Conv2d, MatchesPyTorch) {
   int cases = 0;

@@ -9,12 +9,12 @@
 #include <vector>
 
 #include "cvattn/core/error.hpp"
-#include "cvattn/core/parallel.hpp"
 #include "cvattn/functional/conv.hpp"
 #include "cvattn/functional/deform_conv.hpp"
 #include "support/fixtures.hpp"
 #include "support/random.hpp"
 #include "support/tensor_near.hpp"
+#include "support/threads.hpp"
 
 namespace cvattn {
 namespace {
@@ -22,25 +22,14 @@ namespace {
 namespace F = functional;
 using ::testing::HasSubstr;
 using ::testing::ThrowsMessage;
+using test::pair;
+using test::ThreadScope;
 
 constexpr test::Tolerance kTol{1e-4, 1e-4};
 constexpr test::Tolerance kTight{1e-6, 0};
 constexpr test::Tolerance kExact{0, 0};
 constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
 constexpr float kInf = std::numeric_limits<float>::infinity();
-
-Pair2 pair(const nlohmann::json& j) {
-  return {j.at(0).get<std::int64_t>(), j.at(1).get<std::int64_t>()};
-}
-
-class ThreadScope {
- public:
-  explicit ThreadScope(int threads) : saved_(num_threads()) { set_num_threads(threads); }
-  ~ThreadScope() { set_num_threads(saved_); }
-
- private:
-  int saved_;
-};
 
 Tensor optional(const test::Fixture& fx, const char* name) {
   return fx.has(name) ? fx.tensor(name) : Tensor();

@@ -5,11 +5,11 @@
 #include <limits>
 
 #include "cvattn/core/error.hpp"
-#include "cvattn/core/parallel.hpp"
 #include "cvattn/functional/pooling.hpp"
 #include "support/fixtures.hpp"
 #include "support/random.hpp"
 #include "support/tensor_near.hpp"
+#include "support/threads.hpp"
 
 namespace cvattn {
 namespace {
@@ -17,30 +17,15 @@ namespace {
 namespace F = functional;
 using ::testing::HasSubstr;
 using ::testing::ThrowsMessage;
+using test::pair;
+using test::ThreadScope;
 
 constexpr test::Tolerance kTol{1e-4, 1e-4};
 constexpr test::Tolerance kExact{0, 0};
 
-Pair2 pair(const nlohmann::json& j) {
-  return {j.at(0).get<std::int64_t>(), j.at(1).get<std::int64_t>()};
-}
-
 std::vector<test::Fixture> cases(const std::string& prefix) {
-  std::vector<test::Fixture> out;
-  for (auto& fx : test::fixtures_in("functional")) {
-    if (fx.name().rfind(prefix, 0) == 0) out.push_back(fx);
-  }
-  return out;
+  return test::fixtures_in("functional", prefix);
 }
-
-class ThreadScope {
- public:
-  explicit ThreadScope(int threads) : saved_(num_threads()) { set_num_threads(threads); }
-  ~ThreadScope() { set_num_threads(saved_); }
-
- private:
-  int saved_;
-};
 
 TEST(MaxPool2d, MatchesPyTorch) {
   const auto fixtures = cases("max_pool2d_");

@@ -9,10 +9,10 @@
 #include <string>
 
 #include "cvattn/core/error.hpp"
-#include "cvattn/core/parallel.hpp"
 #include "support/fixtures.hpp"
 #include "support/random.hpp"
 #include "support/tensor_near.hpp"
+#include "support/threads.hpp"
 
 namespace F = cvattn::functional;
 using cvattn::Shape;
@@ -24,11 +24,7 @@ using ::testing::ThrowsMessage;
 namespace {
 
 std::vector<cvattn::test::Fixture> cases(const std::string& prefix) {
-  std::vector<cvattn::test::Fixture> out;
-  for (auto& fx : cvattn::test::fixtures_in("attention")) {
-    if (fx.name().rfind(prefix, 0) == 0) out.push_back(fx);
-  }
-  return out;
+  return cvattn::test::fixtures_in("attention", prefix);
 }
 
 // Keys scattered around a few centres, queries near them: the structure ANN search exploits.
@@ -121,14 +117,10 @@ TEST(LocalAttention, SameResultOnOneAndTwoThreads) {
   const Tensor q = cvattn::test::random_tensor({2, 8, 9, 11}, 1);
   const Tensor k = cvattn::test::random_tensor({2, 8, 9, 11}, 2);
   const Tensor v = cvattn::test::random_tensor({2, 5, 9, 11}, 3);
-  const int before = cvattn::num_threads();
-  cvattn::set_num_threads(1);
-  const auto one = F::local_attention(q, k, v, 2);
-  cvattn::set_num_threads(2);
-  const auto two = F::local_attention(q, k, v, 2);
-  cvattn::set_num_threads(before);
-  EXPECT_TENSOR_NEAR(one.output, two.output, (Tolerance{0, 0}));
-  EXPECT_TENSOR_NEAR(one.attn_weights, two.attn_weights, (Tolerance{0, 0}));
+  cvattn::test::expect_same_on_one_and_two_threads([&] {
+    const auto r = F::local_attention(q, k, v, 2);
+    return std::vector<Tensor>{r.output, r.attn_weights};
+  });
 }
 
 TEST(LocalAttention, RejectsBadInput) {

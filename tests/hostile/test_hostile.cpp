@@ -25,7 +25,6 @@
 #include <limits>
 #include <memory>
 #include <set>
-#include <sstream>
 #include <string>
 #include <typeinfo>
 #include <variant>
@@ -34,6 +33,7 @@
 #include <opencv2/core.hpp>
 
 #include "cvattn/cvattn.hpp"
+#include "support/cli.hpp"
 #include "support/fixtures.hpp"
 
 namespace cvattn {
@@ -614,12 +614,7 @@ struct ToolResult {
   std::string out, err;
 };
 
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+using test::slurp;
 
 std::string shell_quote(const std::string& s) {
   std::string out = "'";

@@ -4,15 +4,15 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <thread>
 #include <vector>
 
 #include "cvattn/core/error.hpp"
-#include "cvattn/core/parallel.hpp"
 #include "cvattn/io/safetensors.hpp"
+#include "support/concurrency.hpp"
 #include "support/fixtures.hpp"
 #include "support/random.hpp"
 #include "support/tensor_near.hpp"
+#include "support/threads.hpp"
 
 namespace cvattn {
 namespace {
@@ -26,10 +26,6 @@ std::vector<test::Fixture> cbam_cases() {
     if (fx.name().rfind("cbam_", 0) == 0) out.push_back(fx);
   }
   return out;
-}
-
-StateDict weights(const test::Fixture& fx) {
-  return io::load_safetensors(fx.path("weights.safetensors"));
 }
 
 Cbam random_cbam(const CbamOptions& o, std::uint64_t seed) {
@@ -52,14 +48,14 @@ TEST(Cbam, MatchesTimm) {
   for (const auto& fx : cases) {
     SCOPED_TRACE(fx.name());
     const auto& p = fx.params();
-    const CbamOptions o = CbamOptions::from_state_dict(weights(fx)).gate_layer(
+    const CbamOptions o = CbamOptions::from_state_dict(fx.weights()).gate_layer(
         parse_gate_layer(p.value("gate_layer", std::string("sigmoid"))));
     EXPECT_EQ(o.channels(), p["channels"].get<std::int64_t>());
     EXPECT_EQ(o.reduced_channels(), p["rd_channels"].get<std::int64_t>());
     EXPECT_EQ(o.spatial_kernel_size(), p["spatial_kernel_size"].get<std::int64_t>());
     EXPECT_EQ(o.mlp_bias(), p.value("mlp_bias", false));
     Cbam cbam(o);
-    cbam.load_state_dict(weights(fx));
+    cbam.load_state_dict(fx.weights());
     const Tensor x = fx.tensor("input");
     const Attended r = cbam.forward_with_maps(x);
     EXPECT_TENSOR_NEAR(r.output, fx.tensor("output"), test::Tolerance{});
@@ -75,9 +71,9 @@ TEST(Cbam, OldTimmWidthLoadsByShape) {
   // timm <= 0.4.9: R = C // 16 = 4 for C = 72; today's rule gives trunc(4.5 + 0.5) = 5.
   const auto fx = test::fixture("channel/cbam_c72_old_r4");
   EXPECT_EQ(CbamOptions(72).reduced_channels(), 5);
-  EXPECT_EQ(CbamOptions::from_state_dict(weights(fx)).reduced_channels(), 4);
+  EXPECT_EQ(CbamOptions::from_state_dict(fx.weights()).reduced_channels(), 4);
   Cbam fresh(CbamOptions(72));
-  EXPECT_THAT([&] { fresh.load_state_dict(weights(fx)); },
+  EXPECT_THAT([&] { fresh.load_state_dict(fx.weights()); },
               ThrowsMessage<ValueError>(HasSubstr(
                   "'channel.fc1.weight' expected [5, 72, 1, 1], got [4, 72, 1, 1]")));
 }
@@ -167,9 +163,8 @@ TEST(Cbam, LargeOutputsTakeTheStreamingPathExactly) {
   const Cbam cbam = random_cbam(CbamOptions(64), 41);
   const Tensor x = test::random_tensor({2, 64, 97, 91}, 12);
   const std::int64_t hw = 97 * 91;
-  const int before = num_threads();
   for (const int threads : {1, 2}) {
-    set_num_threads(threads);
+    const test::ThreadScope scope(threads);
     const Attended r = cbam.forward_with_maps(x);
     const Tensor& g = r.maps.at(maps::kChannelAttention);
     const Tensor& s = r.maps.at(maps::kSpatialAttention);
@@ -178,7 +173,6 @@ TEST(Cbam, LargeOutputsTakeTheStreamingPathExactly) {
       ASSERT_EQ(r.output[i], (x[i] * g[nc]) * s[n * hw + i % hw]) << i;
     }
   }
-  set_num_threads(before);
 }
 
 TEST(Cbam, NanPropagatesWithoutCrashing) {
@@ -212,7 +206,7 @@ TEST(Cbam, RejectsInvalidOptions) {
 
 TEST(Cbam, LoadingErrorsNameTheKey) {
   const auto fx = test::fixture("channel/cbam_c64_default");
-  StateDict d = weights(fx);
+  StateDict d = fx.weights();
   d.erase("spatial.conv.conv.weight");
   EXPECT_THAT([&] { (void)CbamOptions::from_state_dict(d); },
               ThrowsMessage<ValueError>(HasSubstr("missing 'spatial.conv.conv.weight'")));
@@ -224,14 +218,14 @@ TEST(Cbam, LoadingErrorsNameTheKey) {
               ThrowsMessage<ValueError>(
                   HasSubstr("'spatial.conv.conv.weight' expected [1, 2, *, *], got [1, 1, 7, 7]")));
   // Strict loading: biases present but the module has mlp_bias=false; a kernel size mismatch.
-  StateDict biased = weights(test::fixture("channel/cbam_c72_mlp_bias"));
+  StateDict biased = test::fixture("channel/cbam_c72_mlp_bias").weights();
   Cbam plain(CbamOptions(72).spatial_kernel_size(3));
   EXPECT_THAT([&] { plain.load_state_dict(biased); },
               ThrowsMessage<ValueError>(HasSubstr(
                   "unexpected 'channel.fc1.bias', 'channel.fc2.bias'; 'spatial.conv.conv.weight' "
                   "expected [1, 2, 3, 3], got [1, 2, 7, 7]")));
   // num_batches_tracked is optional.
-  StateDict no_count = weights(fx);
+  StateDict no_count = fx.weights();
   ASSERT_TRUE(no_count.erase("spatial.conv.bn.num_batches_tracked"));
   Cbam cbam(CbamOptions::from_state_dict(no_count));
   cbam.load_state_dict(no_count);
@@ -241,36 +235,20 @@ TEST(Cbam, LoadingErrorsNameTheKey) {
 TEST(Cbam, ForwardIsThreadSafe) {
   const Cbam cbam = random_cbam(CbamOptions(48).mlp_bias(true), 21);
   const Tensor x = test::random_tensor({3, 48, 9, 7}, 4);
-  const Attended serial = cbam.forward_with_maps(x);
-  std::vector<Attended> results(8);
-  std::vector<std::thread> threads;
-  for (std::size_t t = 0; t < results.size(); ++t) {
-    threads.emplace_back([&, t] {
-      for (int rep = 0; rep < 3; ++rep) results[t] = cbam.forward_with_maps(x);
-    });
-  }
-  for (auto& t : threads) t.join();
-  for (const auto& r : results) {
-    EXPECT_TENSOR_NEAR(r.output, serial.output, (test::Tolerance{0, 0}));
-    EXPECT_TENSOR_NEAR(r.maps.at(maps::kSpatialAttention),
-                       serial.maps.at(maps::kSpatialAttention), (test::Tolerance{0, 0}));
-  }
+  test::expect_thread_safe([&] {
+    const Attended r = cbam.forward_with_maps(x);
+    return std::vector<Tensor>{r.output, r.maps.at(maps::kSpatialAttention)};
+  });
 }
 
 TEST(Cbam, ThreadCountDoesNotChangeTheResult) {
   const Cbam cbam = random_cbam(CbamOptions(40), 5);
-  const int before = num_threads();
   // 40 x 45 x 47 elements per sample: over the serial cut-off, and 2115 pixels make more than
   // one 1024-pixel block per thread.
   for (const std::int64_t n : {1, 3}) {
     const Tensor x = test::random_tensor({n, 40, 45, 47}, 8);
-    set_num_threads(1);
-    const Tensor one = cbam.forward(x);
-    set_num_threads(2);
-    const Tensor two = cbam.forward(x);
-    EXPECT_TENSOR_NEAR(two, one, (test::Tolerance{0, 0}));
+    test::expect_same_on_one_and_two_threads([&] { return cbam.forward(x); });
   }
-  set_num_threads(before);
 }
 
 }  // namespace

@@ -11,12 +11,9 @@ namespace {
 
 using ::testing::HasSubstr;
 using ::testing::ThrowsMessage;
+using test::pair;
 
 constexpr test::Tolerance kTol{1e-4, 1e-4};
-
-Pair2 pair(const nlohmann::json& j) {
-  return {j.at(0).get<std::int64_t>(), j.at(1).get<std::int64_t>()};
-}
 
 TEST(Conv2dModule, MatchesPyTorch) {
   for (const char* name : {"basic_modules/conv2d", "basic_modules/conv2d_1x1_no_bias"}) {

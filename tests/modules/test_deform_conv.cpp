@@ -9,12 +9,12 @@
 #include <vector>
 
 #include "cvattn/core/error.hpp"
-#include "cvattn/core/parallel.hpp"
 #include "cvattn/functional/conv.hpp"
 #include "cvattn/io/safetensors.hpp"
 #include "support/fixtures.hpp"
 #include "support/random.hpp"
 #include "support/tensor_near.hpp"
+#include "support/threads.hpp"
 
 namespace cvattn {
 namespace {
@@ -22,22 +22,16 @@ namespace {
 namespace F = functional;
 using ::testing::HasSubstr;
 using ::testing::ThrowsMessage;
+using test::pair;
+using test::ThreadScope;
 
 constexpr test::Tolerance kTol{1e-4, 1e-4};
 constexpr test::Tolerance kExact{0, 0};
 
-Pair2 pair(const nlohmann::json& j) {
-  return {j.at(0).get<std::int64_t>(), j.at(1).get<std::int64_t>()};
-}
-
-StateDict weights_of(const test::Fixture& fx) {
-  return io::load_safetensors(fx.path("weights.safetensors"));
-}
-
 // A module from a fixture, as a user would build it: shapes from the weights, the rest given.
 DeformConv2d module_of(const test::Fixture& fx) {
   const auto& p = fx.params();
-  const StateDict sd = weights_of(fx);
+  const StateDict sd = fx.weights();
   auto options = DeformConv2dOptions::from_state_dict(sd, p["deform_groups"].get<std::int64_t>())
                      .stride(pair(p["stride"]))
                      .padding(pair(p["padding"]))
@@ -46,15 +40,6 @@ DeformConv2d module_of(const test::Fixture& fx) {
   m.load_state_dict(sd);
   return m;
 }
-
-class ThreadScope {
- public:
-  explicit ThreadScope(int threads) : saved_(num_threads()) { set_num_threads(threads); }
-  ~ThreadScope() { set_num_threads(saved_); }
-
- private:
-  int saved_;
-};
 
 void set_random(const Tensor& t, std::uint64_t seed, float lo = -1, float hi = 1) {
   Tensor(t).copy_from(test::random_tensor(t.shape(), seed, lo, hi));

@@ -4,15 +4,15 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <thread>
 #include <vector>
 
 #include "cvattn/core/error.hpp"
-#include "cvattn/core/parallel.hpp"
 #include "cvattn/io/safetensors.hpp"
+#include "support/concurrency.hpp"
 #include "support/fixtures.hpp"
 #include "support/random.hpp"
 #include "support/tensor_near.hpp"
+#include "support/threads.hpp"
 
 namespace cvattn {
 namespace {
@@ -26,10 +26,6 @@ std::vector<test::Fixture> eca_cases() {
     if (fx.name().rfind("eca_", 0) == 0) out.push_back(fx);
   }
   return out;
-}
-
-StateDict weights(const test::Fixture& fx) {
-  return io::load_safetensors(fx.path("weights.safetensors"));
 }
 
 GateLayer gate_of(const test::Fixture& fx) {
@@ -68,13 +64,13 @@ TEST(Eca, MatchesTimm) {
     const Tensor x = fx.tensor("input");
     // Built as timm was (kernel size from channels, gamma, beta) and from the weights alone.
     const EcaOptions built = constructor_options(fx);
-    const EcaOptions inferred = EcaOptions::from_state_dict(weights(fx)).gate_layer(gate_of(fx));
+    const EcaOptions inferred = EcaOptions::from_state_dict(fx.weights()).gate_layer(gate_of(fx));
     EXPECT_EQ(built.effective_kernel_size(), fx.params()["kernel_size"].get<std::int64_t>());
     EXPECT_EQ(inferred.effective_kernel_size(), built.effective_kernel_size());
     EXPECT_EQ(inferred.use_mlp(), built.use_mlp());
     for (const EcaOptions& o : {built, inferred}) {
       Eca eca(o);
-      eca.load_state_dict(weights(fx));
+      eca.load_state_dict(fx.weights());
       const Attended r = eca.forward_with_maps(x);
       EXPECT_TENSOR_NEAR(r.output, fx.tensor("output"), test::Tolerance{});
       EXPECT_TENSOR_NEAR(r.maps.at(maps::kAttention), fx.tensor("attention"), test::Tolerance{});
@@ -198,41 +194,26 @@ TEST(Eca, LoadingErrorsNameTheKey) {
   // A C=200 module has k=5: k=3 weights do not fit.
   const auto fx = test::fixture("channel/eca_c64_k3");
   Eca eca(EcaOptions(200));
-  EXPECT_THAT([&] { eca.load_state_dict(weights(fx)); },
+  EXPECT_THAT([&] { eca.load_state_dict(fx.weights()); },
               ThrowsMessage<ValueError>(
                   HasSubstr("'conv.weight' expected [1, 1, 5], got [1, 1, 3]")));
   Eca mlp(EcaOptions(72).use_mlp(true));
-  EXPECT_THAT([&] { mlp.load_state_dict(weights(fx)); },
+  EXPECT_THAT([&] { mlp.load_state_dict(fx.weights()); },
               ThrowsMessage<ValueError>(HasSubstr("missing 'conv.bias', 'conv2.weight'")));
 }
 
 TEST(Eca, ForwardIsThreadSafe) {
   const Eca eca = random_eca(EcaOptions(72).use_mlp(true), 13);
   const Tensor x = test::random_tensor({3, 72, 9, 7}, 4);
-  const Tensor serial = eca.forward(x);
-  std::vector<Tensor> results(8);
-  std::vector<std::thread> threads;
-  for (std::size_t t = 0; t < results.size(); ++t) {
-    threads.emplace_back([&, t] {
-      for (int rep = 0; rep < 3; ++rep) results[t] = eca.forward(x);
-    });
-  }
-  for (auto& t : threads) t.join();
-  for (const auto& r : results) EXPECT_TENSOR_NEAR(r, serial, (test::Tolerance{0, 0}));
+  test::expect_thread_safe([&] { return eca.forward(x); });
 }
 
 TEST(Eca, ThreadCountDoesNotChangeTheResult) {
   const Eca eca = random_eca(EcaOptions(40), 5);
-  const int before = num_threads();
   for (const std::int64_t n : {1, 3}) {
     const Tensor x = test::random_tensor({n, 40, 45, 47}, 8);  // over the serial cut-off
-    set_num_threads(1);
-    const Tensor one = eca.forward(x);
-    set_num_threads(2);
-    const Tensor two = eca.forward(x);
-    EXPECT_TENSOR_NEAR(two, one, (test::Tolerance{0, 0}));
+    test::expect_same_on_one_and_two_threads([&] { return eca.forward(x); });
   }
-  set_num_threads(before);
 }
 
 }  // namespace

@@ -25,19 +25,11 @@ using ::testing::HasSubstr;
 using ::testing::ThrowsMessage;
 
 std::vector<test::Fixture> cases(const std::string& prefix) {
-  std::vector<test::Fixture> out;
-  for (auto& fx : test::fixtures_in("mha")) {
-    if (fx.name().rfind(prefix, 0) == 0) out.push_back(fx);
-  }
-  return out;
-}
-
-StateDict weights(const test::Fixture& fx) {
-  return io::load_safetensors(fx.path("weights.safetensors"));
+  return test::fixtures_in("mha", prefix);
 }
 
 MultiheadAttention loaded(const test::Fixture& fx) {
-  const StateDict w = weights(fx);
+  const StateDict w = fx.weights();
   MultiheadAttention m(
       MultiheadAttentionOptions::from_state_dict(w, fx.params()["num_heads"].get<std::int64_t>())
           .add_zero_attn(fx.name().find("zero_attn") != std::string::npos));
@@ -102,19 +94,19 @@ TEST(MultiheadAttention, WithoutWeightsGivesTheSameOutput) {
 
 TEST(MultiheadAttention, OptionsFromStateDict) {
   const auto kv = MultiheadAttentionOptions::from_state_dict(
-      weights(test::fixture("mha/mha_kvdim")), 2);
+      test::fixture("mha/mha_kvdim").weights(), 2);
   EXPECT_EQ(kv.embed_dim(), 8);
   EXPECT_EQ(kv.key_dim(), 5);
   EXPECT_EQ(kv.value_dim(), 3);
   EXPECT_FALSE(kv.packed());
   EXPECT_TRUE(kv.bias());
   const auto nb = MultiheadAttentionOptions::from_state_dict(
-      weights(test::fixture("mha/mha_no_bias")), 4);
+      test::fixture("mha/mha_no_bias").weights(), 4);
   EXPECT_TRUE(nb.packed());
   EXPECT_FALSE(nb.bias());
   EXPECT_FALSE(nb.add_bias_kv());
   EXPECT_TRUE(MultiheadAttentionOptions::from_state_dict(
-                  weights(test::fixture("mha/mha_bias_kv")), 2)
+                  test::fixture("mha/mha_bias_kv").weights(), 2)
                   .add_bias_kv());
   const MultiheadAttention m(MultiheadAttentionOptions(16, 4));
   EXPECT_EQ(m.describe(),
@@ -229,7 +221,7 @@ TEST(MultiheadAttention, RejectsBadShapesAndMasks) {
 
 TEST(MultiheadAttention, LoadRejectsMissingAndMisshapenKeys) {
   const auto fx = test::fixture("mha/mha_h4_self");
-  StateDict w = weights(fx);
+  StateDict w = fx.weights();
   w.erase("in_proj_bias");
   MultiheadAttention m(MultiheadAttentionOptions(16, 4));
   EXPECT_THAT([&] { m.load_state_dict(w); },

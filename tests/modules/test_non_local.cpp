@@ -20,10 +20,6 @@ namespace {
 using ::testing::HasSubstr;
 using ::testing::ThrowsMessage;
 
-StateDict weights(const test::Fixture& fx) {
-  return io::load_safetensors(fx.path("weights.safetensors"));
-}
-
 NonLocalAttnOptions options_of(const test::Fixture& fx) {
   const auto& o = fx.params()["options"];
   NonLocalAttnOptions opts(fx.params()["in_channels"].get<std::int64_t>());
@@ -43,7 +39,7 @@ TEST(NonLocalAttn, MatchesTimm) {
     const NonLocalAttnOptions o = options_of(fx);
     EXPECT_EQ(o.reduced_channels(), fx.params()["rd_channels"].get<std::int64_t>());
     NonLocalAttn m(o);
-    m.load_state_dict(weights(fx));
+    m.load_state_dict(fx.weights());
     const Tensor x = fx.tensor("input");
     const Attended r = m.forward_with_maps(x);
     EXPECT_TENSOR_NEAR(r.output, fx.tensor("output"), test::Tolerance{});
@@ -54,7 +50,7 @@ TEST(NonLocalAttn, MatchesTimm) {
 
 TEST(NonLocalAttn, OptionsFromStateDict) {
   const auto fx = test::fixture("non_local/nonlocal_c72_bump");
-  const auto o = NonLocalAttnOptions::from_state_dict(weights(fx));
+  const auto o = NonLocalAttnOptions::from_state_dict(fx.weights());
   EXPECT_EQ(o.in_channels(), 72);
   EXPECT_EQ(o.reduced_channels(), 16);
   EXPECT_TRUE(o.use_scale());
@@ -103,7 +99,7 @@ TEST(NonLocalAttn, RejectsBadInputAndOptions) {
   EXPECT_THAT([] { (void)NonLocalAttnOptions(8).rd_ratio(-1).reduced_channels(); },
               ThrowsMessage<ValueError>(HasSubstr("rd_ratio must be positive")));
   const auto fx = test::fixture("non_local/nonlocal_c16_default");
-  StateDict w = weights(fx);
+  StateDict w = fx.weights();
   w.erase("norm.running_var");
   NonLocalAttn fresh(NonLocalAttnOptions(16));
   EXPECT_THAT([&] { fresh.load_state_dict(w); },
@@ -115,7 +111,7 @@ TEST(NonLocalAttn, RejectsBadInputAndOptions) {
 TEST(NonLocalAttn, ForwardIsThreadSafe) {
   const auto fx = test::fixture("non_local/nonlocal_c16_default");
   NonLocalAttn m(options_of(fx));
-  m.load_state_dict(weights(fx));
+  m.load_state_dict(fx.weights());
   const Tensor x = fx.tensor("input");
   test::expect_thread_safe([&] {
     const Attended r = m.forward_with_maps(x);

@@ -4,15 +4,15 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <thread>
 #include <vector>
 
 #include "cvattn/core/error.hpp"
-#include "cvattn/core/parallel.hpp"
 #include "cvattn/io/safetensors.hpp"
+#include "support/concurrency.hpp"
 #include "support/fixtures.hpp"
 #include "support/random.hpp"
 #include "support/tensor_near.hpp"
+#include "support/threads.hpp"
 
 namespace cvattn {
 namespace {
@@ -28,14 +28,10 @@ std::vector<test::Fixture> se_cases() {
   return out;
 }
 
-StateDict weights(const test::Fixture& fx) {
-  return io::load_safetensors(fx.path("weights.safetensors"));
-}
-
 // Options from the weights plus the switches that leave no trace in them.
 SqueezeExcitationOptions options_for(const test::Fixture& fx) {
   const auto& p = fx.params();
-  return SqueezeExcitationOptions::from_state_dict(weights(fx))
+  return SqueezeExcitationOptions::from_state_dict(fx.weights())
       .add_maxpool(p.value("add_maxpool", false))
       .gate_layer(parse_gate_layer(p.value("gate_layer", std::string("sigmoid"))));
 }
@@ -69,7 +65,7 @@ TEST(SqueezeExcitation, MatchesTimm) {
     EXPECT_EQ(o.bias(), p.value("bias", true));
     EXPECT_EQ(o.norm_layer() == NormLayer::batch_norm, p["norm"].get<bool>());
     SqueezeExcitation se(o);
-    se.load_state_dict(weights(fx));
+    se.load_state_dict(fx.weights());
     const Tensor x = fx.tensor("input");
     const Attended r = se.forward_with_maps(x);
     EXPECT_TENSOR_NEAR(r.output, fx.tensor("output"), test::Tolerance{});
@@ -82,10 +78,10 @@ TEST(SqueezeExcitation, OldTimmWidthLoadsByShape) {
   // timm <= 0.4.9 made R = max(8, C // 16) = 12 for C = 200; today's rule gives 16.
   const auto fx = test::fixture("channel/se_c200_old_r12");
   EXPECT_EQ(SqueezeExcitationOptions(200).reduced_channels(), 16);
-  const SqueezeExcitationOptions o = SqueezeExcitationOptions::from_state_dict(weights(fx));
+  const SqueezeExcitationOptions o = SqueezeExcitationOptions::from_state_dict(fx.weights());
   EXPECT_EQ(o.reduced_channels(), 12);
   SqueezeExcitation fresh(SqueezeExcitationOptions(200));
-  EXPECT_THAT([&] { fresh.load_state_dict(weights(fx)); },
+  EXPECT_THAT([&] { fresh.load_state_dict(fx.weights()); },
               ThrowsMessage<ValueError>(
                   HasSubstr("'fc1.weight' expected [16, 200, 1, 1], got [12, 200, 1, 1]")));
 }
@@ -170,15 +166,13 @@ TEST(SqueezeExcitation, LargeOutputsTakeTheStreamingPathExactly) {
   // most planes start off a 16-byte boundary and exercise the unaligned head.
   const SqueezeExcitation se = random_se(SqueezeExcitationOptions(64), 31);
   const Tensor x = test::random_tensor({2, 64, 97, 91}, 12);
-  const int before = num_threads();
   for (const int threads : {1, 2}) {
-    set_num_threads(threads);
+    const test::ThreadScope scope(threads);
     const Attended r = se.forward_with_maps(x);
     const Tensor& g = r.maps.at(maps::kAttention);
     const std::int64_t hw = 97 * 91;
     for (std::int64_t i = 0; i < x.numel(); ++i) ASSERT_EQ(r.output[i], x[i] * g[i / hw]) << i;
   }
-  set_num_threads(before);
 }
 
 TEST(SqueezeExcitation, ZeroExcitationHalvesTheInput) {
@@ -260,13 +254,13 @@ TEST(SqueezeExcitation, StrictLoadingReportsEveryProblem) {
   // BatchNorm keys select the norm; without it they are unexpected.
   const auto fx = test::fixture("channel/se_c72_bn");
   SqueezeExcitation plain(SqueezeExcitationOptions(72));
-  EXPECT_THAT([&] { plain.load_state_dict(weights(fx)); },
+  EXPECT_THAT([&] { plain.load_state_dict(fx.weights()); },
               ThrowsMessage<ValueError>(HasSubstr("unexpected 'bn.bias'")));
 }
 
 TEST(SqueezeExcitation, NumBatchesTrackedIsOptional) {
   const auto fx = test::fixture("channel/se_c72_bn");
-  StateDict d = weights(fx);
+  StateDict d = fx.weights();
   ASSERT_TRUE(d.erase("bn.num_batches_tracked"));
   SqueezeExcitation se(SqueezeExcitationOptions::from_state_dict(d));
   se.load_state_dict(d);
@@ -276,30 +270,15 @@ TEST(SqueezeExcitation, NumBatchesTrackedIsOptional) {
 TEST(SqueezeExcitation, ForwardIsThreadSafe) {
   const SqueezeExcitation se = random_se(SqueezeExcitationOptions(48).add_maxpool(true), 21);
   const Tensor x = test::random_tensor({3, 48, 9, 7}, 4);
-  const Tensor serial = se.forward(x);
-  std::vector<Tensor> results(8);
-  std::vector<std::thread> threads;
-  for (std::size_t t = 0; t < results.size(); ++t) {
-    threads.emplace_back([&, t] {
-      for (int rep = 0; rep < 3; ++rep) results[t] = se.forward(x);
-    });
-  }
-  for (auto& t : threads) t.join();
-  for (const auto& r : results) EXPECT_TENSOR_NEAR(r, serial, (test::Tolerance{0, 0}));
+  test::expect_thread_safe([&] { return se.forward(x); });
 }
 
 TEST(SqueezeExcitation, ThreadCountDoesNotChangeTheResult) {
   const SqueezeExcitation se = random_se(SqueezeExcitationOptions(40), 5);
-  const int before = num_threads();
   for (const std::int64_t n : {1, 3}) {  // N < threads splits one sample over the threads
     const Tensor x = test::random_tensor({n, 40, 45, 47}, 8);  // over the serial cut-off
-    set_num_threads(1);
-    const Tensor one = se.forward(x);
-    set_num_threads(2);
-    const Tensor two = se.forward(x);
-    EXPECT_TENSOR_NEAR(two, one, (test::Tolerance{0, 0}));
+    test::expect_same_on_one_and_two_threads([&] { return se.forward(x); });
   }
-  set_num_threads(before);
 }
 
 }  // namespace

@@ -7,18 +7,15 @@
 #include <vector>
 
 #include <gtest/gtest.h>
-#include <opencv2/core.hpp>
-#include <opencv2/imgcodecs.hpp>
 
-#include "support/cli.hpp"
-
-#ifndef CVATTN_SAMPLES_DIR
-#error "CVATTN_SAMPLES_DIR must name the folder of the sample binaries"
-#endif
+#include "support/samples.hpp"
 
 namespace {
 
 namespace fs = std::filesystem;
+using cvattn::test::expect_picture;
+using cvattn::test::SampleRun;
+using cvattn::test::SampleTest;
 
 const std::vector<std::string> kPhotos = {"astronaut", "camera", "chelsea", "coffee",
                                           "hubble",    "ihc",    "retina",  "rocket"};
@@ -26,38 +23,6 @@ std::vector<std::string> synthetic_stems() {
   std::vector<std::string> out;
   for (int i = 0; i < 12; ++i) out.push_back((i < 10 ? "shape_0" : "shape_") + std::to_string(i));
   return out;
-}
-
-using SampleRun = cvattn::test::CliResult;
-
-class SampleTest : public cvattn::test::CliTest {
- protected:
-  SampleRun run(const std::string& sample, const std::string& args) {
-    return run_program((fs::path(CVATTN_SAMPLES_DIR) / sample).string(), args);
-  }
-  fs::path out() const { return dir_ / "out"; }
-  std::string out_arg() const { return "--output='" + out().string() + "'"; }
-};
-
-// The PNG exists, is 8-bit BGR of `size` (0 means any) and is a picture: several distinct
-// colours and a real spread of values, not a flat or near-flat canvas.
-void expect_picture(const fs::path& file, cv::Size size = {}) {
-  SCOPED_TRACE(file.string());
-  ASSERT_TRUE(fs::exists(file));
-  const cv::Mat img = cv::imread(file.string(), cv::IMREAD_UNCHANGED);
-  ASSERT_FALSE(img.empty());
-  EXPECT_EQ(img.type(), CV_8UC3);
-  if (!size.empty()) {
-    EXPECT_EQ(img.size(), size);
-  }
-  cv::Scalar mean, stddev;
-  cv::meanStdDev(img, mean, stddev);
-  EXPECT_GT(stddev[0] + stddev[1] + stddev[2], 30.0);
-  cv::Mat gray;
-  cv::extractChannel(img, gray, 1);
-  int bins = 0;
-  for (int v = 0; v < 256; v += 8) bins += cv::countNonZero((gray >= v) & (gray < v + 8)) > 0;
-  EXPECT_GE(bins, 8);
 }
 
 // ---- attention_demo -----------------------------------------------------------------------

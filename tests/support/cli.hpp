@@ -14,6 +14,7 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "cvattn/io/safetensors.hpp"
 #include "support/fixtures.hpp"
@@ -32,6 +33,19 @@ inline std::string slurp(const std::filesystem::path& p) {
   ss << in.rdbuf();
   return ss.str();
 }
+
+// Fixture parameters spelled as --set values: "2,3" for a pair, "3,5" or "3" for an integer or
+// an integer list (as given), "true"/"false" for a boolean.
+inline std::string pair_arg(const nlohmann::json& v) {
+  return std::to_string(v[0].get<int>()) + "," + std::to_string(v[1].get<int>());
+}
+inline std::string list_arg(const nlohmann::json& v) {
+  if (v.is_number()) return std::to_string(v.get<int>());
+  std::string s;
+  for (const auto& k : v) s += (s.empty() ? "" : ",") + std::to_string(k.get<int>());
+  return s;
+}
+inline std::string bool_arg(const nlohmann::json& v) { return v.get<bool>() ? "true" : "false"; }
 
 class CliTest : public ::testing::Test {
  protected:
@@ -85,12 +99,30 @@ class CliTest : public ::testing::Test {
     EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
     EXPECT_EQ(r.out, "");
   }
+  // The --repeat report of a run with --threads 1: one JSON line with the op, the repeat count
+  // and the timings.
+  void expect_repeat_report(const CliResult& r, const std::string& op, int repeat) {
+    EXPECT_THAT(r.out, ::testing::MatchesRegex("\\{\"op\":\"" + op + "\",\"repeat\":" +
+                                               std::to_string(repeat) +
+                                               ",\"threads\":1,\"median_ms\":[0-9.]+,"
+                                               "\"min_ms\":[0-9.]+\\}\n"));
+  }
   // True if the folder holds no leftover temporary file of an aborted write.
   bool no_temporary_files() const {
     for (const auto& e : std::filesystem::directory_iterator(dir_)) {
       if (e.path().string().find(".tmp") != std::string::npos) return false;
     }
     return true;
+  }
+  // Every file left in the test folder besides the captured stdout/stderr, sorted.
+  std::vector<std::string> written() const {
+    std::vector<std::string> out;
+    for (const auto& e : std::filesystem::directory_iterator(dir_)) {
+      const std::string name = e.path().filename().string();
+      if (name != "stdout" && name != "stderr") out.push_back(name);
+    }
+    std::sort(out.begin(), out.end());
+    return out;
   }
 
   std::filesystem::path dir_;

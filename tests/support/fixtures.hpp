@@ -9,8 +9,11 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "cvattn/core/options.hpp"
+#include "cvattn/core/state_dict.hpp"
 #include "cvattn/core/tensor.hpp"
 #include "cvattn/io/npy.hpp"
+#include "cvattn/io/safetensors.hpp"
 
 #ifndef CVATTN_FIXTURES_DIR
 #error "CVATTN_FIXTURES_DIR must point at tests/fixtures"
@@ -34,6 +37,10 @@ class Fixture {
   }
   [[nodiscard]] std::string path(const std::string& file) const { return (dir_ / file).string(); }
   [[nodiscard]] const nlohmann::json& params() const { return params_; }
+  // The case's weights.safetensors.
+  [[nodiscard]] StateDict weights() const {
+    return io::load_safetensors(path("weights.safetensors"));
+  }
 
  private:
   std::filesystem::path dir_;
@@ -57,6 +64,20 @@ inline std::vector<Fixture> fixtures_in(const std::string& area) {
   std::vector<Fixture> out;
   for (auto& d : dirs) out.emplace_back(d);
   return out;
+}
+
+// The case folders under fixtures/<area> whose name starts with `prefix`, sorted by name.
+inline std::vector<Fixture> fixtures_in(const std::string& area, const std::string& prefix) {
+  std::vector<Fixture> out;
+  for (auto& fx : fixtures_in(area)) {
+    if (fx.name().rfind(prefix, 0) == 0) out.push_back(fx);
+  }
+  return out;
+}
+
+// A params.json pair such as "stride": [2, 1].
+inline Pair2 pair(const nlohmann::json& j) {
+  return {j.at(0).get<std::int64_t>(), j.at(1).get<std::int64_t>()};
 }
 
 }  // namespace cvattn::test
