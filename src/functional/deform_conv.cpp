@@ -228,7 +228,9 @@ void to_channels_last(const Geometry& g, const float* in, std::int64_t images, f
   const std::int64_t hw = g.h * g.w;
   const std::int64_t cin = g.cin;
   const std::int64_t tiles = ceil_div(hw + 1, kTile);
-  cvattn::detail::parallel_for(images * tiles, [&](std::int64_t t) {
+  // Handed out dynamically like the pixel chunks of deform_conv2d, for the same reason.
+  const std::int64_t tasks = images * tiles;
+  detail::for_each_task_dynamic(tasks, detail::slot_count(tasks), [&](std::int64_t t, auto) {
     const std::int64_t img = t / tiles;
     const std::int64_t p0 = (t % tiles) * kTile;
     const std::int64_t p1 = std::min(hw, p0 + kTile);
