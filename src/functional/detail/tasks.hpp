@@ -67,4 +67,19 @@ void for_each_task(std::int64_t tasks, std::int64_t slots, Body&& body) {
   });
 }
 
+// for_each_task, but tasks are handed out one at a time from a shared counter instead of in
+// fixed contiguous ranges: when a thread starts late (its core busy with another process) or
+// runs slower, the others take over its tasks instead of waiting for it at the end. Only for
+// tasks whose result does not depend on which thread, or in which order, runs them.
+template <class Body>
+void for_each_task_dynamic(std::int64_t tasks, std::int64_t slots, Body&& body) {
+  std::atomic<std::int64_t> next{0};
+  guarded_parallel_for(slots, [&](std::int64_t slot) {
+    for (std::int64_t t = next.fetch_add(1, std::memory_order_relaxed); t < tasks;
+         t = next.fetch_add(1, std::memory_order_relaxed)) {
+      body(t, slot);
+    }
+  });
+}
+
 }  // namespace cvattn::functional::detail
