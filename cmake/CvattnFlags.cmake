@@ -1,15 +1,27 @@
 # cvattn_flags: a private INTERFACE target carrying warnings, CPU tuning and sanitizers for our
 # own targets only (linked as $<BUILD_INTERFACE:...>, so consumers never inherit it).
-add_library(cvattn_flags INTERFACE)
-target_compile_options(cvattn_flags INTERFACE
-  $<$<CXX_COMPILER_ID:GNU,Clang>:-Wall -Wextra -Wpedantic -Wshadow>)
+# cvattn_test_flags: the same for test programs, except that under ASan/UBSan their own sources
+# are not instrumented: the runtimes are linked and the library, the tool and the samples they
+# exercise are instrumented, but GoogleTest-heavy test code is not (it tripled the sanitizer
+# build's compile time and is not what the sanitizers are there to check). ThreadSanitizer
+# instruments the tests too: it must see their synchronisation to judge the library's.
+set(_cvattn_common_options $<$<CXX_COMPILER_ID:GNU,Clang>:-Wall -Wextra -Wpedantic -Wshadow>)
 if(CVATTN_NATIVE)
-  target_compile_options(cvattn_flags INTERFACE
-    $<$<AND:$<CONFIG:Release,RelWithDebInfo>,$<CXX_COMPILER_ID:GNU,Clang>>:-march=native>)
+  list(APPEND _cvattn_common_options
+       $<$<AND:$<CONFIG:Release,RelWithDebInfo>,$<CXX_COMPILER_ID:GNU,Clang>>:-march=native>)
 endif()
+add_library(cvattn_flags INTERFACE)
+add_library(cvattn_test_flags INTERFACE)
+target_compile_options(cvattn_flags INTERFACE ${_cvattn_common_options})
+target_compile_options(cvattn_test_flags INTERFACE ${_cvattn_common_options})
 if(CVATTN_SANITIZERS)
   string(REPLACE ";" "," _cvattn_san "${CVATTN_SANITIZERS}")
   target_compile_options(cvattn_flags INTERFACE -fsanitize=${_cvattn_san} -fno-omit-frame-pointer
                          -fno-sanitize-recover=all)
   target_link_options(cvattn_flags INTERFACE -fsanitize=${_cvattn_san})
+  if("thread" IN_LIST CVATTN_SANITIZERS)
+    target_link_libraries(cvattn_test_flags INTERFACE cvattn_flags)
+  else()
+    target_link_options(cvattn_test_flags INTERFACE -fsanitize=${_cvattn_san})
+  endif()
 endif()
