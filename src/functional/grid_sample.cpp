@@ -287,7 +287,6 @@ inline float bicubic_read(const float* src, const CubicTaps& t) {
 struct alignas(64) BilinearBlock {
   std::int32_t nw[kBlock];  // offset of the nw corner for interior samples, 0 otherwise
   float w[4][kBlock];
-  std::uint32_t inside[kBlock];
 };
 
 // The other samples of a block, handled one by one with the masked rule.
@@ -330,6 +329,52 @@ inline float bilinear1(const float* s, std::int32_t o, std::int64_t w, float w0,
   return std::fma(s[o + w + 1], w3, std::fma(s[o + w], w2, std::fma(s[o + 1], w1, s[o] * w0)));
 }
 
+// Weights and nw offset of every sample of a block (bit-identical to detail::bilinear_taps);
+// samples with a corner outside the plane get offset 0 and are listed in `edges` for the masked
+// rule. Returns how many were listed.
+inline std::int64_t interior_taps(const float* xs, const float* ys, std::int64_t count,
+                                  std::int32_t h, std::int32_t w, BilinearBlock& b,
+                                  std::int32_t* edges) {
+  std::int64_t n = 0;
+  std::int64_t p = 0;
+#if CVATTN_SAMPLING_SSE && defined(__AVX2__)
+  // Eight samples per step with an integer bounds test; the edge list comes from the lane mask,
+  // so the common all-interior step has no per-sample branch.
+  const __m256 one = _mm256_set1_ps(1.0f);
+  const __m256i vw = _mm256_set1_epi32(w), minus1 = _mm256_set1_epi32(-1);
+  const __m256i last_x = _mm256_set1_epi32(w - 1), last_y = _mm256_set1_epi32(h - 1);
+  for (; p + 8 <= count; p += 8) {
+    const __m256 x = _mm256_load_ps(xs + p), y = _mm256_load_ps(ys + p);
+    const __m256 x0 = _mm256_floor_ps(x), y0 = _mm256_floor_ps(y);
+    const __m256 lx = _mm256_sub_ps(x, x0), ly = _mm256_sub_ps(y, y0);
+    const __m256 hx = _mm256_sub_ps(one, lx), hy = _mm256_sub_ps(one, ly);
+    _mm256_store_ps(b.w[0] + p, _mm256_mul_ps(hy, hx));
+    _mm256_store_ps(b.w[1] + p, _mm256_mul_ps(hy, lx));
+    _mm256_store_ps(b.w[2] + p, _mm256_mul_ps(ly, hx));
+    _mm256_store_ps(b.w[3] + p, _mm256_mul_ps(ly, lx));
+    // NaN, +-inf and values past the int32 range convert to INT_MIN, which fails xi > -1.
+    const __m256i xi = _mm256_cvttps_epi32(x0), yi = _mm256_cvttps_epi32(y0);
+    const __m256i in = _mm256_and_si256(
+        _mm256_and_si256(_mm256_cmpgt_epi32(xi, minus1), _mm256_cmpgt_epi32(last_x, xi)),
+        _mm256_and_si256(_mm256_cmpgt_epi32(yi, minus1), _mm256_cmpgt_epi32(last_y, yi)));
+    const __m256i nw = _mm256_add_epi32(_mm256_mullo_epi32(yi, vw), xi);
+    _mm256_store_si256(reinterpret_cast<__m256i*>(b.nw + p), _mm256_and_si256(nw, in));
+    auto outside = static_cast<unsigned>(~_mm256_movemask_ps(_mm256_castsi256_ps(in))) & 0xffu;
+    while (outside != 0u) {
+      edges[n++] = static_cast<std::int32_t>(p + __builtin_ctz(outside));
+      outside &= outside - 1u;
+    }
+  }
+#endif
+  for (; p < count; ++p) {
+    const BilinearTaps t = detail::bilinear_taps(xs[p], ys[p], h, w);
+    b.nw[p] = t.inside == kAllInside ? t.offset[0] : 0;
+    for (int k = 0; k < 4; ++k) b.w[k][p] = t.weight[k];
+    if (t.inside != kAllInside) edges[n++] = static_cast<std::int32_t>(p);
+  }
+  return n;
+}
+
 template <PaddingMode P, bool AC>
 void bilinear_block(const Geometry& g, const Axis<P, AC>& ax, const Axis<P, AC>& ay,
                     const float* in, const float* grid, float* out, std::int64_t count) {
@@ -337,21 +382,17 @@ void bilinear_block(const Geometry& g, const Axis<P, AC>& ax, const Axis<P, AC>&
   EdgeSamples edges;
   const auto h = static_cast<std::int32_t>(g.h);
   const auto w = static_cast<std::int32_t>(g.w);
-  // Vectorised: keep this loop free of bool values and reductions.
+  // Sample positions first: the padding transform alone vectorises as plain float code.
+  alignas(32) float xs[kBlock];
+  alignas(32) float ys[kBlock];
   for (std::int64_t p = 0; p < count; ++p) {
-    const BilinearTaps t =
-        detail::bilinear_taps(ax.apply(grid[2 * p]), ay.apply(grid[2 * p + 1]), h, w);
-    b.nw[p] = t.inside == kAllInside ? t.offset[0] : 0;
-    for (int k = 0; k < 4; ++k) b.w[k][p] = t.weight[k];
-    b.inside[p] = t.inside;
+    xs[p] = ax.apply(grid[2 * p]);
+    ys[p] = ay.apply(grid[2 * p + 1]);
   }
-  std::int64_t n_edges = 0;  // a local counter: one in memory would serialise the loop
-  for (std::int64_t p = 0; p < count; ++p) {
-    if (b.inside[p] != kAllInside) {
-      edges.pixel[n_edges] = static_cast<std::int32_t>(p);
-      edges.taps[n_edges++] =
-          detail::bilinear_taps(ax.apply(grid[2 * p]), ay.apply(grid[2 * p + 1]), h, w);
-    }
+  const std::int64_t n_edges = interior_taps(xs, ys, count, h, w, b, edges.pixel);
+  for (std::int64_t e = 0; e < n_edges; ++e) {
+    const std::int32_t p = edges.pixel[e];
+    edges.taps[e] = detail::bilinear_taps(xs[p], ys[p], h, w);
   }
   edges.count = n_edges;
   const std::int64_t interior = count - n_edges;
