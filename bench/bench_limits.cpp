@@ -6,6 +6,10 @@
 // - single-core SGEMM: Eigen's float matrix product, C += A * B, on square matrices; Arg = n.
 //   Eigen is the GEMM every cvattn kernel calls, so this is the FLOP/s ceiling of conv2d, SK and
 //   deform_conv2d on one core.
+// - single-core FMA peak: independent fused multiply-adds on registers only (no memory), the
+//   arithmetic ceiling no kernel can pass; GEMM-bound ops are judged against it in
+//   docs/performance.md (e.g. why mha cannot reach 2x PyTorch on a core where PyTorch's own
+//   projection GEMMs already run near it).
 #include <benchmark/benchmark.h>
 #include <immintrin.h>
 
@@ -84,8 +88,37 @@ void BM_SgemmEigen(benchmark::State& state) {
   cvattn::bench::set_flops(state, 2.0 * nd * nd * nd);
 }
 
+// 12 independent accumulators: enough to cover the FMA latency (4-5 cycles) on two pipes.
+void BM_FmaPeak(benchmark::State& state) {
+  constexpr int kAcc = 12;
+  constexpr long kSteps = 1 << 20;
+#if defined(__AVX__) && defined(__FMA__)
+  using V = __m256;
+  constexpr int kLanes = 8;
+  const auto fma = [](V a, V b, V c) { return _mm256_fmadd_ps(a, b, c); };
+  const V mul = _mm256_set1_ps(0.999999f), add = _mm256_set1_ps(1e-6f);
+  V acc[kAcc];
+  for (int i = 0; i < kAcc; ++i) acc[i] = _mm256_set1_ps(static_cast<float>(i));
+#else
+  using V = float;
+  constexpr int kLanes = 1;
+  const auto fma = [](V a, V b, V c) { return a * b + c; };
+  const V mul = 0.999999f, add = 1e-6f;
+  V acc[kAcc];
+  for (int i = 0; i < kAcc; ++i) acc[i] = static_cast<float>(i);
+#endif
+  for (auto _ : state) {
+    for (long s = 0; s < kSteps; ++s) {
+      for (auto& a : acc) a = fma(a, mul, add);
+    }
+    for (auto& a : acc) benchmark::DoNotOptimize(a);
+  }
+  cvattn::bench::set_flops(state, 2.0 * kLanes * kAcc * static_cast<double>(kSteps));
+}
+
 }  // namespace
 
+BENCHMARK(BM_FmaPeak)->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_CopyMemcpy)
     ->ArgName("threads")
     ->Arg(1)
