@@ -34,11 +34,29 @@ std::int64_t block_rows(std::int64_t L, std::int64_t target, std::int64_t multip
 constexpr std::int64_t kTileRows = 6;
 constexpr std::int64_t kPanel = 16;
 
-// Kp[jp][e][0..16) = K[jp*16 + jj][e] (0 past S).
+// The register tiles' loops over rows and vectors must unroll before GCC decides where the
+// accumulator arrays live; otherwise it keeps a copy in memory and stores them every step.
+#define CVATTN_UNROLL _Pragma("GCC unroll 16")
+
+// Width of the key panel starting at j0: 16, except that the last one is cut to 4 or 8 (a
+// 4-wide tile uses 128-bit FMAs, which on cores that split 256-bit ops run at the same FLOP
+// rate), so S = 196 wastes nothing instead of computing 12 padded columns per row.
+std::int64_t panel_width(std::int64_t S, std::int64_t j0) {
+  const std::int64_t n = S - j0;
+  return n > 8 ? kPanel : n > 4 ? 8 : 4;
+}
+
+// Row stride of the score rows: every panel's full width.
+std::int64_t padded_keys(std::int64_t S) {
+  const std::int64_t full = S / kPanel * kPanel;
+  return full == S ? S : full + panel_width(S, full);
+}
+
+// Kp[j0 * E + e * w + jj] = K[j0 + jj][e] for the panel at j0 of width w (0 past S).
 void pack_k(const float* k, std::int64_t k_rs, std::int64_t S, std::int64_t E, float* kp) {
   for (std::int64_t j0 = 0; j0 < S; j0 += kPanel) {
     float* dst = kp + j0 * E;
-    const std::int64_t n = std::min(kPanel, S - j0);
+    const std::int64_t w = panel_width(S, j0), n = std::min(w, S - j0);
     std::int64_t e0 = 0;
     if (n == kPanel) {  // full panels: 8x8 register transposes
       for (; e0 + 8 <= E; e0 += 8) {
@@ -47,8 +65,8 @@ void pack_k(const float* k, std::int64_t k_rs, std::int64_t S, std::int64_t E, f
       }
     }
     for (std::int64_t e = e0; e < E; ++e) {
-      for (std::int64_t jj = 0; jj < n; ++jj) dst[e * kPanel + jj] = k[(j0 + jj) * k_rs + e];
-      for (std::int64_t jj = n; jj < kPanel; ++jj) dst[e * kPanel + jj] = 0.0f;
+      for (std::int64_t jj = 0; jj < n; ++jj) dst[e * w + jj] = k[(j0 + jj) * k_rs + e];
+      for (std::int64_t jj = n; jj < w; ++jj) dst[e * w + jj] = 0.0f;
     }
   }
 }
@@ -66,38 +84,79 @@ void pack_v(const float* v, std::int64_t v_rs, std::int64_t S, std::int64_t Ev, 
   }
 }
 
-// c[r][0..16) = sum_e a[r][e] * bp[e][0..16) for r < R. With vmax, also folds the first
-// `valid` columns into the running per-lane row maxima vmax[r][0..8) (the softmax then needs
-// no separate max pass).
-template <int R>
+// c[r][0..W) = sum_e a[r][e] * bp[e][0..W) for r < R, W = 16 or 8. With vmax, also folds the
+// first `valid` columns into the running per-lane row maxima vmax[r][0..8) (the softmax then
+// needs no separate max pass).
+template <int R, int W>
 void tile_qk(const float* a, std::int64_t lda, const float* bp, std::int64_t E, float* c,
              std::int64_t ldc, float* vmax, std::int64_t valid) {
-  __m256 acc[R][2];
-  for (int r = 0; r < R; ++r) acc[r][0] = acc[r][1] = _mm256_setzero_ps();
+  constexpr int NV = W / 8;
+  __m256 acc[R][NV];
+  CVATTN_UNROLL
+  for (int r = 0; r < R; ++r) {
+    CVATTN_UNROLL
+    for (int u = 0; u < NV; ++u) acc[r][u] = _mm256_setzero_ps();
+  }
   for (std::int64_t e = 0; e < E; ++e) {
-    const __m256 b0 = _mm256_loadu_ps(bp + e * kPanel);
-    const __m256 b1 = _mm256_loadu_ps(bp + e * kPanel + 8);
+    __m256 b[NV];
+    CVATTN_UNROLL
+    for (int u = 0; u < NV; ++u) b[u] = _mm256_loadu_ps(bp + e * W + 8 * u);
+    CVATTN_UNROLL
     for (int r = 0; r < R; ++r) {
       const __m256 x = _mm256_broadcast_ss(a + r * lda + e);
-      acc[r][0] = _mm256_fmadd_ps(x, b0, acc[r][0]);
-      acc[r][1] = _mm256_fmadd_ps(x, b1, acc[r][1]);
+      CVATTN_UNROLL
+      for (int u = 0; u < NV; ++u) acc[r][u] = _mm256_fmadd_ps(x, b[u], acc[r][u]);
     }
   }
+  CVATTN_UNROLL
   for (int r = 0; r < R; ++r) {
-    _mm256_storeu_ps(c + r * ldc, acc[r][0]);
-    _mm256_storeu_ps(c + r * ldc + 8, acc[r][1]);
+    CVATTN_UNROLL
+    for (int u = 0; u < NV; ++u) _mm256_storeu_ps(c + r * ldc + 8 * u, acc[r][u]);
   }
   if (vmax == nullptr) return;
   const __m256 lowest = _mm256_set1_ps(-std::numeric_limits<float>::infinity());
+  CVATTN_UNROLL
   for (int r = 0; r < R; ++r) {
-    __m256 m0 = acc[r][0], m1 = acc[r][1];
-    if (valid < kPanel) {  // zero-padded keys past S must not raise the maximum
-      m0 = valid >= 8 ? m0 : _mm256_blendv_ps(lowest, m0, _mm256_castsi256_ps(tail_lanes(valid)));
-      m1 = valid <= 8 ? lowest
-                      : _mm256_blendv_ps(lowest, m1, _mm256_castsi256_ps(tail_lanes(valid - 8)));
+    __m256 m = lowest;
+    CVATTN_UNROLL
+    for (int u = 0; u < NV; ++u) {
+      // Zero-padded keys past S must not raise the maximum.
+      const std::int64_t lanes = valid - 8 * u;
+      if (lanes >= 8) {
+        m = _mm256_max_ps(m, acc[r][u]);
+      } else if (lanes > 0) {
+        m = _mm256_max_ps(
+            m, _mm256_blendv_ps(lowest, acc[r][u], _mm256_castsi256_ps(tail_lanes(lanes))));
+      }
     }
     float* vm = vmax + r * 8;
-    _mm256_storeu_ps(vm, _mm256_max_ps(_mm256_loadu_ps(vm), _mm256_max_ps(m0, m1)));
+    _mm256_storeu_ps(vm, _mm256_max_ps(_mm256_loadu_ps(vm), m));
+  }
+}
+
+// The 4-wide last panel in 128-bit registers; maxima fold into lanes 0..3 of vmax.
+template <int R>
+void tile_qk4(const float* a, std::int64_t lda, const float* bp, std::int64_t E, float* c,
+              std::int64_t ldc, float* vmax, std::int64_t valid) {
+  __m128 acc[R];
+  CVATTN_UNROLL
+  for (int r = 0; r < R; ++r) acc[r] = _mm_setzero_ps();
+  for (std::int64_t e = 0; e < E; ++e) {
+    const __m128 b = _mm_loadu_ps(bp + e * 4);
+    CVATTN_UNROLL
+    for (int r = 0; r < R; ++r) acc[r] = _mm_fmadd_ps(_mm_broadcast_ss(a + r * lda + e), b, acc[r]);
+  }
+  CVATTN_UNROLL
+  for (int r = 0; r < R; ++r) _mm_storeu_ps(c + r * ldc, acc[r]);
+  if (vmax == nullptr) return;
+  const __m128 lowest = _mm_set1_ps(-std::numeric_limits<float>::infinity());
+  const __m128 keep = _mm_castsi128_ps(
+      _mm_cmpgt_epi32(_mm_set1_epi32(static_cast<int>(std::min<std::int64_t>(valid, 4))),
+                      _mm_setr_epi32(0, 1, 2, 3)));
+  CVATTN_UNROLL
+  for (int r = 0; r < R; ++r) {
+    float* vm = vmax + r * 8;
+    _mm_storeu_ps(vm, _mm_max_ps(_mm_loadu_ps(vm), _mm_blendv_ps(lowest, acc[r], keep)));
   }
 }
 
@@ -106,16 +165,19 @@ template <int R>
 void tile_pv(const float* p, std::int64_t ldp, const float* vp, std::int64_t K, float* out,
              std::int64_t ldo, std::int64_t cols, const float* scale) {
   __m256 acc[R][2];
+  CVATTN_UNROLL
   for (int r = 0; r < R; ++r) acc[r][0] = acc[r][1] = _mm256_setzero_ps();
   for (std::int64_t k = 0; k < K; ++k) {
     const __m256 b0 = _mm256_loadu_ps(vp + k * kPanel);
     const __m256 b1 = _mm256_loadu_ps(vp + k * kPanel + 8);
+    CVATTN_UNROLL
     for (int r = 0; r < R; ++r) {
       const __m256 x = _mm256_broadcast_ss(p + r * ldp + k);
       acc[r][0] = _mm256_fmadd_ps(x, b0, acc[r][0]);
       acc[r][1] = _mm256_fmadd_ps(x, b1, acc[r][1]);
     }
   }
+  CVATTN_UNROLL
   for (int r = 0; r < R; ++r) {
     const __m256 s = _mm256_set1_ps(scale[r]);
     const __m256 o0 = _mm256_mul_ps(acc[r][0], s), o1 = _mm256_mul_ps(acc[r][1], s);
@@ -134,7 +196,7 @@ void tile_pv(const float* p, std::int64_t ldp, const float* vp, std::int64_t K, 
 
 // Scratch floats one thread needs.
 std::int64_t scratch_size(const SdpaPlan& p, std::int64_t block) {
-  const std::int64_t Sp = round_up(p.S, kPanel);
+  const std::int64_t Sp = padded_keys(p.S);
   return Sp * p.E + round_up(p.Ev, kPanel) * p.S + block * (p.E + Sp + 8 + 1);
 }
 
@@ -142,7 +204,12 @@ template <int R>
 void qk_strip(const SdpaPlan& p, const float* qrow, const float* kp, std::int64_t kmax,
               std::int64_t Sp, float* scores, float* vmax) {
   for (std::int64_t j0 = 0; j0 < kmax; j0 += kPanel) {
-    tile_qk<R>(qrow, p.E, kp + j0 * p.E, p.E, scores + j0, Sp, vmax, p.S - j0);
+    const float* panel = kp + j0 * p.E;
+    switch (panel_width(p.S, j0)) {
+      case kPanel: tile_qk<R, kPanel>(qrow, p.E, panel, p.E, scores + j0, Sp, vmax, p.S - j0); break;
+      case 8: tile_qk<R, 8>(qrow, p.E, panel, p.E, scores + j0, Sp, vmax, p.S - j0); break;
+      default: tile_qk4<R>(qrow, p.E, panel, p.E, scores + j0, Sp, vmax, p.S - j0); break;
+    }
   }
 }
 
@@ -172,7 +239,7 @@ void with_rows(std::int64_t R, F&& f) {
 // all QK tiles (packed K), then the softmax rows, then all PV tiles (packed V).
 void run_block(const SdpaPlan& p, std::int64_t h, std::int64_t r0, std::int64_t rows,
                std::int64_t block, float* scratch, bool pack) {
-  const std::int64_t Sp = round_up(p.S, kPanel);
+  const std::int64_t Sp = padded_keys(p.S);
   float* kp = scratch;
   float* vp = kp + Sp * p.E;
   float* qs = vp + round_up(p.Ev, kPanel) * p.S;
