@@ -274,10 +274,9 @@ void run_block(const SdpaPlan& p, std::int64_t h, std::int64_t r0, std::int64_t 
                                    fused_max ? vmax + s0 * 8 : nullptr);
     });
   }
-  // Softmax. With weights the normalised row goes straight to the output tensor, which then
-  // feeds P V; without, the numerators stay in scratch and the output rows are scaled instead.
-  float* probs = p.weights ? p.weights + (h * p.L + r0) * p.S : scores;
-  const std::int64_t ldp = p.weights ? p.S : Sp;
+  // Softmax: the numerators stay in scratch for P V, whose output rows are scaled by 1/sum
+  // instead (that rounds differently from normalising first, by ~1 ulp); the normalised
+  // weights, when wanted, are written once, straight to the result tensor.
   for (std::int64_t r = 0; r < rows; ++r) {
     const std::int64_t i = r0 + r;
     const std::int64_t s0 = r - r % kTileRows;  // the strip this row belongs to
@@ -292,22 +291,17 @@ void run_block(const SdpaPlan& p, std::int64_t h, std::int64_t r0, std::int64_t 
     inv[r] = softmax2_numerator(row, kmax, mask, p.mask_cs, p.causal ? i + 1 : p.S,
                                 fused_max ? &row_max : nullptr);
     if (p.weights) {
-      float* w = probs + r * ldp;
-      const float a = inv[r];
-      if (a != 0.0f) {
-        for (std::int64_t j = 0; j < kmax; ++j) w[j] = row[j] * a;
-      } else {
-        for (std::int64_t j = 0; j < kmax; ++j) w[j] = row[j];  // all 0 (or NaN) already
-      }
+      float* w = p.weights + (h * p.L + i) * p.S;
+      // inv = 0: the row is all 0 (fully masked) or NaN already, and stays so.
+      scale_into(row, kmax, inv[r] != 0.0f ? inv[r] : 1.0f, w);
       zero_row(w + kmax, p.S - kmax);
-      inv[r] = 1.0f;
     }
   }
   float* out = p.out + p.out_off[h] + r0 * p.out_rs;
   for (std::int64_t s0 = 0; s0 < rows; s0 += kTileRows) {
     const std::int64_t R = std::min(kTileRows, rows - s0);
     with_rows(R, [&](auto n) {
-      pv_strip<decltype(n)::value>(p, probs + s0 * ldp, ldp, vp, kmax_of(s0, R),
+      pv_strip<decltype(n)::value>(p, scores + s0 * Sp, Sp, vp, kmax_of(s0, R),
                                    out + s0 * p.out_rs, inv + s0);
     });
   }
