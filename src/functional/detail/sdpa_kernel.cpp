@@ -283,13 +283,13 @@ void run_block(const SdpaPlan& p, std::int64_t h, std::int64_t r0, std::int64_t 
     const std::int64_t kmax = kmax_of(s0, std::min(kTileRows, rows - s0));
     const float* mask = p.mask ? p.mask + p.mask_off[h] + i * p.mask_rs : nullptr;
     float* row = scores + r * Sp;
-    float row_max = 0.0f;
-    if (fused_max) {
-      row_max = vmax[r * 8];
-      for (int l = 1; l < 8; ++l) row_max = std::max(row_max, vmax[r * 8 + l]);
+    if (fused_max && mask == nullptr) {
+      inv[r] = softmax2_numerator_unmasked(row, kmax, hmax256(_mm256_loadu_ps(vmax + r * 8)));
+    } else {
+      const float row_max = fused_max ? hmax256(_mm256_loadu_ps(vmax + r * 8)) : 0.0f;
+      inv[r] = softmax2_numerator(row, kmax, mask, p.mask_cs, p.causal ? i + 1 : p.S,
+                                  fused_max ? &row_max : nullptr);
     }
-    inv[r] = softmax2_numerator(row, kmax, mask, p.mask_cs, p.causal ? i + 1 : p.S,
-                                fused_max ? &row_max : nullptr);
     if (p.weights) {
       float* w = p.weights + (h * p.L + i) * p.S;
       // inv = 0: the row is all 0 (fully masked) or NaN already, and stays so.

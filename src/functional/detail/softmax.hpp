@@ -34,6 +34,16 @@ inline float exp2_scalar(float y) { return y < -126.5f ? 0.0f : std::exp2(y); }
 #if CVATTN_DETAIL_AVX2
 // v[u] <- 2^(v[u] + 1/2) for U vectors, interleaved so the FMA latency chains overlap (Horner is
 // fewer ops than Estrin, and with U independent chains latency is hidden anyway).
+// 2^(f + 1/2) for f in [-1/2, 1/2]: minimax (relative error) coefficients fitted by Remez
+// exchange and rounded to float, 2.7e-6 relative error evaluated in float32.
+inline __m256 exp2_half_poly(__m256 f) {
+  __m256 p = _mm256_fmadd_ps(_mm256_set1_ps(0.013534167781472206f), f,
+                             _mm256_set1_ps(0.07907979935407639f));
+  p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(0.3397611975669861f));
+  p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(0.9802222847938538f));
+  return _mm256_fmadd_ps(p, f, _mm256_set1_ps(1.4142124652862549f));
+}
+
 template <int U>
 inline void exp2_half_shifted(__m256* v) {
   // 1.5*2^23 + 127: adding it rounds v to an integer n (the float's ulp there is 1) and leaves
@@ -47,21 +57,7 @@ inline void exp2_half_shifted(__m256* v) {
     t[u] = _mm256_add_ps(v[u], magic);
   }
   for (int u = 0; u < U; ++u) f[u] = _mm256_sub_ps(v[u], _mm256_sub_ps(t[u], magic));
-  // Minimax (relative error) coefficients of 2^(f + 1/2) on [-1/2, 1/2], fitted by Remez
-  // exchange and rounded to float: 2.7e-6 relative error evaluated in float32.
-  for (int u = 0; u < U; ++u) {
-    p[u] = _mm256_fmadd_ps(_mm256_set1_ps(0.013534167781472206f), f[u],
-                           _mm256_set1_ps(0.07907979935407639f));
-  }
-  for (int u = 0; u < U; ++u) {
-    p[u] = _mm256_fmadd_ps(p[u], f[u], _mm256_set1_ps(0.3397611975669861f));
-  }
-  for (int u = 0; u < U; ++u) {
-    p[u] = _mm256_fmadd_ps(p[u], f[u], _mm256_set1_ps(0.9802222847938538f));
-  }
-  for (int u = 0; u < U; ++u) {
-    p[u] = _mm256_fmadd_ps(p[u], f[u], _mm256_set1_ps(1.4142124652862549f));
-  }
+  for (int u = 0; u < U; ++u) p[u] = exp2_half_poly(f[u]);
   for (int u = 0; u < U; ++u) {
     v[u] = _mm256_mul_ps(p[u], _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_castps_si256(t[u]), 23)));
   }
@@ -222,6 +218,63 @@ inline float softmax2_numerator(float* x, std::int64_t n, const float* mask,
 #endif
   for (std::int64_t i = a; i < n; ++i) x[i] = 0.0f;
   return 1.0f / s;
+}
+
+// softmax2_numerator for a row without mask whose maximum m is known (from the score tiles),
+// up to a common factor of all entries (which 1/sum cancels): the hot path of attention.
+// The shift by the maximum goes into the exponent instead of into every element: with the
+// integer c = ceil(m), 2^(x - c) = 2^f * 2^(round(x) - c), f = x - round(x), and round(x) - c
+// + 127 comes out of one add of (1.5*2^23 + 127 - c) to x. That saves the per-element bias add;
+// the polynomial for 2^(f + 1/2) >= 1 scales every entry by sqrt(2), cancelled by 1/sum.
+// Clamping x at c - 126.4 keeps each result a normal float (>= 2^-126; the largest is ~1):
+// keys more than ~126 below the maximum get ~1e-38 of its weight instead of exactly 0.
+inline float softmax2_numerator_unmasked(float* x, std::int64_t n, float m) {
+#if CVATTN_DETAIL_AVX2
+  // Huge or non-finite maxima (inf / NaN inputs) take the general path, which handles them.
+  if (n > 0 && std::fabs(m) < 1048576.0f) {
+    const float c = std::ceil(m);
+    const __m256 lo = _mm256_set1_ps(c - 126.4f), magic = _mm256_set1_ps(12583039.0f - c);
+    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+    // t's low mantissa bits hold round(x) - c + 127 (see exp2_half_shifted; 1.5*2^23 + 127 - c
+    // is an integer, so the add rounds x exactly as before).
+    const auto step = [&](__m256* v, int count) {
+      __m256 t[2], f[2], p[2];
+      for (int u = 0; u < count; ++u) {
+        v[u] = _mm256_max_ps(lo, v[u]);
+        t[u] = _mm256_add_ps(v[u], magic);
+      }
+      for (int u = 0; u < count; ++u) f[u] = _mm256_sub_ps(v[u], _mm256_sub_ps(t[u], magic));
+      for (int u = 0; u < count; ++u) p[u] = exp2_half_poly(f[u]);
+      for (int u = 0; u < count; ++u) {
+        v[u] = _mm256_mul_ps(
+            p[u], _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_castps_si256(t[u]), 23)));
+      }
+    };
+    std::int64_t j = 0;
+    for (; j + 16 <= n; j += 16) {
+      __m256 v[2] = {_mm256_loadu_ps(x + j), _mm256_loadu_ps(x + j + 8)};
+      step(v, 2);
+      _mm256_storeu_ps(x + j, v[0]);
+      _mm256_storeu_ps(x + j + 8, v[1]);
+      acc0 = _mm256_add_ps(acc0, v[0]);
+      acc1 = _mm256_add_ps(acc1, v[1]);
+    }
+    for (; j < n; j += 8) {
+      const __m256i lanes = j + 8 <= n ? _mm256_set1_epi32(-1) : tail_lanes(n - j);
+      __m256 v = _mm256_maskload_ps(x + j, lanes);
+      step(&v, 1);
+      v = _mm256_and_ps(v, _mm256_castsi256_ps(lanes));
+      if (j + 8 <= n) {
+        _mm256_storeu_ps(x + j, v);
+      } else {
+        store_tail(x + j, v, n - j);
+      }
+      acc0 = _mm256_add_ps(acc0, v);
+    }
+    return 1.0f / hsum256(_mm256_add_ps(acc0, acc1));
+  }
+#endif
+  return softmax2_numerator(x, n, nullptr, 0, n, &m);
 }
 
 // sum_a v[a] * tanh(x[a] + y[a]) (Bahdanau's additive score). tanh(t) = (e - 1) / (e + 1) with
