@@ -197,7 +197,7 @@ void tile_pv(const float* p, std::int64_t ldp, const float* vp, std::int64_t K, 
 // Scratch floats one thread needs.
 std::int64_t scratch_size(const SdpaPlan& p, std::int64_t block) {
   const std::int64_t Sp = padded_keys(p.S);
-  return Sp * p.E + round_up(p.Ev, kPanel) * p.S + block * (p.E + Sp + 8 + 1);
+  return Sp * p.E + round_up(p.Ev, kPanel) * p.S + block * (Sp + 8 + 1);
 }
 
 template <int R>
@@ -206,9 +206,9 @@ void qk_strip(const SdpaPlan& p, const float* qrow, const float* kp, std::int64_
   for (std::int64_t j0 = 0; j0 < kmax; j0 += kPanel) {
     const float* panel = kp + j0 * p.E;
     switch (panel_width(p.S, j0)) {
-      case kPanel: tile_qk<R, kPanel>(qrow, p.E, panel, p.E, scores + j0, Sp, vmax, p.S - j0); break;
-      case 8: tile_qk<R, 8>(qrow, p.E, panel, p.E, scores + j0, Sp, vmax, p.S - j0); break;
-      default: tile_qk4<R>(qrow, p.E, panel, p.E, scores + j0, Sp, vmax, p.S - j0); break;
+      case kPanel: tile_qk<R, kPanel>(qrow, p.q_rs, panel, p.E, scores + j0, Sp, vmax, p.S - j0); break;
+      case 8: tile_qk<R, 8>(qrow, p.q_rs, panel, p.E, scores + j0, Sp, vmax, p.S - j0); break;
+      default: tile_qk4<R>(qrow, p.q_rs, panel, p.E, scores + j0, Sp, vmax, p.S - j0); break;
     }
   }
 }
@@ -242,21 +242,17 @@ void run_block(const SdpaPlan& p, std::int64_t h, std::int64_t r0, std::int64_t 
   const std::int64_t Sp = padded_keys(p.S);
   float* kp = scratch;
   float* vp = kp + Sp * p.E;
-  float* qs = vp + round_up(p.Ev, kPanel) * p.S;
-  float* scores = qs + block * p.E;
+  float* scores = vp + round_up(p.Ev, kPanel) * p.S;
   float* vmax = scores + block * Sp;
   float* inv = vmax + block * 8;
   if (pack) {
+    // Folding scale*log2(e) into the packed keys (once per head, in L1) leaves the softmax a
+    // bare exp2 of score - max, and the QK tiles read the queries in place.
     pack_k(p.k + p.k_off[h], p.k_rs, p.S, p.E, kp);
+    scale_into(kp, Sp * p.E, p.scale * kLog2e, kp);
     pack_v(p.v + p.v_off[h], p.v_rs, p.S, p.Ev, vp);
   }
-  // Folding scale*log2(e) into the queries (rows*E multiplies) leaves the softmax a bare exp2
-  // of score - max; PyTorch's math path pre-scales q as well.
-  const float c = p.scale * kLog2e;
   const float* q = p.q + p.q_off[h] + r0 * p.q_rs;
-  for (std::int64_t r = 0; r < rows; ++r) {
-    for (std::int64_t e = 0; e < p.E; ++e) qs[r * p.E + e] = q[r * p.q_rs + e] * c;
-  }
   // Row maxima come out of the QK tiles unless a per-key mask or the causal limit changes
   // which scores count.
   const bool fused_max = !p.causal && (p.mask == nullptr || p.mask_cs == 0);
@@ -270,7 +266,7 @@ void run_block(const SdpaPlan& p, std::int64_t h, std::int64_t r0, std::int64_t 
   for (std::int64_t s0 = 0; s0 < rows; s0 += kTileRows) {
     const std::int64_t R = std::min(kTileRows, rows - s0);
     with_rows(R, [&](auto n) {
-      qk_strip<decltype(n)::value>(p, qs + s0 * p.E, kp, kmax_of(s0, R), Sp, scores + s0 * Sp,
+      qk_strip<decltype(n)::value>(p, q + s0 * p.q_rs, kp, kmax_of(s0, R), Sp, scores + s0 * Sp,
                                    fused_max ? vmax + s0 * 8 : nullptr);
     });
   }
