@@ -23,6 +23,28 @@ std::int64_t block_rows(std::int64_t L, std::int64_t target, std::int64_t multip
   return round_up((L + blocks - 1) / blocks, multiple);
 }
 
+// Row i of head h's normalised weights (numerators x[0..kmax) times inv, 0 past kmax) into the
+// result: stored per head, or accumulated into its head group's mean.
+void emit_weights(const SdpaPlan& p, std::int64_t h, std::int64_t i, const float* x,
+                  std::int64_t kmax, float inv) {
+  const float a = inv != 0.0f ? inv : 1.0f;  // inv = 0: x is all 0 (fully masked) or NaN already
+  if (p.weights != nullptr) {
+    float* w = p.weights + (h * p.L + i) * p.S;
+    scale_into(x, kmax, a, w);
+    zero_row(w + kmax, p.S - kmax);
+    return;
+  }
+  const std::int64_t g = p.avg_group;
+  float* w = p.weights_avg + ((h / g) * p.L + i) * p.S;
+  const float b = a / static_cast<float>(g);
+  if (h % g == 0) {  // the group's first head starts the sum
+    scale_into(x, kmax, b, w);
+    zero_row(w + kmax, p.S - kmax);
+  } else {
+    scale_add_into(x, kmax, b, w);
+  }
+}
+
 #if CVATTN_DETAIL_AVX2
 // ---------------------------------------------------------------------------------------------
 // AVX2 path: per head, K and V are packed once into 16-wide panels (zero padded; K transposed);
@@ -286,12 +308,7 @@ void run_block(const SdpaPlan& p, std::int64_t h, std::int64_t r0, std::int64_t 
       inv[r] = softmax2_numerator(row, kmax, mask, p.mask_cs, p.causal ? i + 1 : p.S,
                                   fused_max ? &row_max : nullptr);
     }
-    if (p.weights) {
-      float* w = p.weights + (h * p.L + i) * p.S;
-      // inv = 0: the row is all 0 (fully masked) or NaN already, and stays so.
-      scale_into(row, kmax, inv[r] != 0.0f ? inv[r] : 1.0f, w);
-      zero_row(w + kmax, p.S - kmax);
-    }
+    if (p.weights || p.weights_avg) emit_weights(p, h, i, row, kmax, inv[r]);
   }
   float* out = p.out + p.out_off[h] + r0 * p.out_rs;
   for (std::int64_t s0 = 0; s0 < rows; s0 += kTileRows) {
@@ -341,7 +358,11 @@ void run_block(const SdpaPlan& p, std::int64_t h, std::int64_t r0, std::int64_t 
     const float* mask = p.mask ? p.mask + p.mask_off[h] + i * p.mask_rs : nullptr;
     float* row = scores + r * p.S;
     inv[r] = softmax2_numerator(row, p.S, mask, p.mask_cs, p.causal ? i + 1 : p.S);
-    if (p.weights) scale_row(row, p.S, inv[r]);
+    if (p.weights) {
+      scale_row(row, p.S, inv[r]);
+    } else if (p.weights_avg) {
+      emit_weights(p, h, i, row, p.S, inv[r]);
+    }
   }
   MutMap o(p.out + p.out_off[h] + r0 * p.out_rs, rows, p.Ev, Eigen::OuterStride<>(p.out_rs));
   o.noalias() = s * v;
@@ -361,25 +382,36 @@ void run_sdpa(const SdpaPlan& p) {
     }
     return;
   }
-  const std::int64_t block = block_rows(p.L, kBlockTarget, kBlockMultiple);
+  // With a head-averaged map, a task runs all heads of a group on its rows (in order, the first
+  // starting the sum), so no two threads add to the same rows; each head is then packed once per
+  // block, so blocks are only as many as the threads need (up to a scratch-friendly size).
+  const std::int64_t group = p.weights_avg ? p.avg_group : 1;
+  const std::int64_t units = p.heads / group;
+  std::int64_t block = block_rows(p.L, kBlockTarget, kBlockMultiple);
+  if (group > 1) {
+    const std::int64_t want = (max_threads() + units - 1) / units;  // blocks per unit
+    const std::int64_t target = std::max(kBlockTarget, std::min<std::int64_t>(256, (p.L + want - 1) / want));
+    block = block_rows(p.L, target, kBlockMultiple);
+  }
   const std::int64_t nblocks = (p.L + block - 1) / block;
-  const std::int64_t tasks = p.heads * nblocks;
+  const std::int64_t tasks = units * nblocks;
   const std::int64_t threads =
       std::max<std::int64_t>(1, std::min<std::int64_t>(max_threads(), tasks));
   const std::int64_t per_thread = scratch_size(p, block);
   Tensor scratch = Tensor::empty({threads, per_thread});
   float* const scratch_data = scratch.data();
-  // Each thread takes a contiguous range of (head, block) tasks, so a head's packed K/V are
-  // reused by all of its blocks on that thread.
+  // Each thread takes a contiguous range of (head group, block) tasks, so a head's packed K/V
+  // are reused by all of its blocks on that thread.
   parallel_for(threads, [&](std::int64_t t) {
     const std::int64_t begin = tasks * t / threads, end = tasks * (t + 1) / threads;
     std::int64_t packed = -1;
     for (std::int64_t task = begin; task < end; ++task) {
-      const std::int64_t h = task / nblocks;
       const std::int64_t r0 = (task % nblocks) * block;
-      run_block(p, h, r0, std::min(block, p.L - r0), block, scratch_data + t * per_thread,
-                h != packed);
-      packed = h;
+      for (std::int64_t h = task / nblocks * group; h < (task / nblocks + 1) * group; ++h) {
+        run_block(p, h, r0, std::min(block, p.L - r0), block, scratch_data + t * per_thread,
+                  h != packed);
+        packed = h;
+      }
     }
   });
 }

@@ -343,6 +343,18 @@ inline void scale_into(const float* x, std::int64_t n, float a, float* dst) {
   for (; j < n; ++j) dst[j] = x[j] * a;
 }
 
+// dst[0..n) += x[0..n) * a.
+inline void scale_add_into(const float* x, std::int64_t n, float a, float* dst) {
+  std::int64_t j = 0;
+#if CVATTN_DETAIL_AVX2
+  const __m256 va = _mm256_set1_ps(a);
+  for (; j + 8 <= n; j += 8) {
+    _mm256_storeu_ps(dst + j, _mm256_fmadd_ps(_mm256_loadu_ps(x + j), va, _mm256_loadu_ps(dst + j)));
+  }
+#endif
+  for (; j < n; ++j) dst[j] += x[j] * a;
+}
+
 inline void zero_row(float* x, std::int64_t n) {
   for (std::int64_t j = 0; j < n; ++j) x[j] = 0.0f;
 }
