@@ -321,6 +321,7 @@ void run_block(const SdpaPlan& p, std::int64_t h, std::int64_t r0, std::int64_t 
 }
 
 constexpr std::int64_t kBlockTarget = 48;
+constexpr std::int64_t kAveragedBlockTarget = 128;
 constexpr std::int64_t kBlockMultiple = kTileRows;
 
 #else
@@ -332,6 +333,7 @@ using ConstMap = Eigen::Map<const RowMat, Eigen::Unaligned, Eigen::OuterStride<>
 using MutMap = Eigen::Map<RowMat, Eigen::Unaligned, Eigen::OuterStride<>>;
 
 constexpr std::int64_t kBlockTarget = 64;
+constexpr std::int64_t kAveragedBlockTarget = 128;
 constexpr std::int64_t kBlockMultiple = 1;
 
 std::int64_t scratch_size(const SdpaPlan& p, std::int64_t block) {
@@ -383,16 +385,12 @@ void run_sdpa(const SdpaPlan& p) {
     return;
   }
   // With a head-averaged map, a task runs all heads of a group on its rows (in order, the first
-  // starting the sum), so no two threads add to the same rows; each head is then packed once per
-  // block, so blocks are only as many as the threads need (up to a scratch-friendly size).
+  // starting the sum), so no two threads add to the same rows. Each head is then packed once per
+  // block, hence larger blocks; not sized by the thread count, which must not change results.
   const std::int64_t group = p.weights_avg ? p.avg_group : 1;
   const std::int64_t units = p.heads / group;
-  std::int64_t block = block_rows(p.L, kBlockTarget, kBlockMultiple);
-  if (group > 1) {
-    const std::int64_t want = (max_threads() + units - 1) / units;  // blocks per unit
-    const std::int64_t target = std::max(kBlockTarget, std::min<std::int64_t>(256, (p.L + want - 1) / want));
-    block = block_rows(p.L, target, kBlockMultiple);
-  }
+  const std::int64_t block =
+      block_rows(p.L, group > 1 ? kAveragedBlockTarget : kBlockTarget, kBlockMultiple);
   const std::int64_t nblocks = (p.L + block - 1) / block;
   const std::int64_t tasks = units * nblocks;
   const std::int64_t threads =
