@@ -112,8 +112,10 @@ void pack_v(const float* v, std::int64_t v_rs, std::int64_t S, std::int64_t Ev, 
 // Inlined into the strip's panel loop: the call and the ramp at each end of a 32-step tile cost
 // ~2% of the kernel otherwise.
 template <int R, int W>
-inline __attribute__((always_inline)) void tile_qk(const float* a, std::int64_t lda, const float* bp, std::int64_t E, float* c,
-             std::int64_t ldc, float* vmax, std::int64_t valid) {
+inline __attribute__((always_inline)) void tile_qk(const float* a, std::int64_t lda,
+                                                   const float* bp, std::int64_t E, float* c,
+                                                   std::int64_t ldc, float* vmax,
+                                                   std::int64_t valid) {
   constexpr int NV = W / 8;
   __m256 acc[R][NV];
   CVATTN_UNROLL
@@ -230,7 +232,9 @@ void qk_strip(const SdpaPlan& p, const float* qrow, const float* kp, std::int64_
   for (std::int64_t j0 = 0; j0 < kmax; j0 += kPanel) {
     const float* panel = kp + j0 * p.E;
     switch (panel_width(p.S, j0)) {
-      case kPanel: tile_qk<R, kPanel>(qrow, p.q_rs, panel, p.E, scores + j0, Sp, vmax, p.S - j0); break;
+      case kPanel:
+        tile_qk<R, kPanel>(qrow, p.q_rs, panel, p.E, scores + j0, Sp, vmax, p.S - j0);
+        break;
       case 8: tile_qk<R, 8>(qrow, p.q_rs, panel, p.E, scores + j0, Sp, vmax, p.S - j0); break;
       default: tile_qk4<R>(qrow, p.q_rs, panel, p.E, scores + j0, Sp, vmax, p.S - j0); break;
     }
