@@ -47,11 +47,12 @@ void emit_weights(const SdpaPlan& p, std::int64_t h, std::int64_t i, const float
 
 #if CVATTN_DETAIL_AVX2
 // ---------------------------------------------------------------------------------------------
-// AVX2 path: per head, K and V are packed once into 16-wide panels (zero padded; K transposed);
-// each block of query rows then runs all QK^T tiles, the softmax rows and all PV tiles, so the
-// packed operand of each phase stays in L1. The 6x16 register tiles (12 accumulators) keep both
-// FMA pipes busy; nothing is repacked per block and nothing is zero-filled, unlike a general
-// GEMM called per block.
+// AVX2 path: per head, K and V are packed once into 16-wide panels (K transposed and scaled by
+// scale*log2 e, its last panel 4, 8 or 16 wide; V zero padded); each block of query rows then
+// runs all QK^T tiles, the softmax rows and all PV tiles, so the packed operand of each phase
+// stays in L1 (one strip at a time through all three phases alternates K and V in L1 and
+// measured ~20% slower). The 6x16 register tiles (12 accumulators) keep both FMA pipes busy;
+// nothing is repacked per block and nothing is zero-filled, unlike a general GEMM per block.
 
 constexpr std::int64_t kTileRows = 6;
 constexpr std::int64_t kPanel = 16;
