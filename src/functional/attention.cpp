@@ -8,6 +8,7 @@
 #include "core/parallel_for.hpp"
 #include "cvattn/core/error.hpp"
 #include "functional/detail/broadcast.hpp"
+#include "functional/detail/sdpa_heads.hpp"
 #include "functional/detail/sdpa_kernel.hpp"
 #include "functional/detail/transpose.hpp"
 
@@ -132,10 +133,13 @@ AttentionResult scaled_dot_product_attention(const Tensor& query, const Tensor& 
   return result;
 }
 
-AttentionResult scaled_dot_product_attention_heads(const Tensor& query, const Tensor& key,
-                                                   const Tensor& value, std::int64_t num_heads,
-                                                   const Tensor& attn_mask,
-                                                   const SdpaOptions& options) {
+namespace {
+
+// scaled_dot_product_attention_heads; with average, attn_weights is the [B, L, S] mean over the
+// heads instead of the [B, H, L, S] maps.
+AttentionResult sdpa_heads(const Tensor& query, const Tensor& key, const Tensor& value,
+                           std::int64_t num_heads, const Tensor& attn_mask,
+                           const SdpaOptions& options, bool average) {
   const char* where = kSdpaHeads;
   CVATTN_CHECK(num_heads >= 1, ValueError, where, ": num_heads must be positive, got ",
                num_heads);
@@ -162,7 +166,11 @@ AttentionResult scaled_dot_product_attention_heads(const Tensor& query, const Te
   p.causal = options.is_causal();
   AttentionResult result;
   result.output = Tensor::empty({B, L, num_heads * Ev});
-  if (options.need_weights()) result.attn_weights = Tensor::empty({B, num_heads, L, S});
+  if (average) {
+    result.attn_weights = Tensor::empty({B, L, S});
+  } else if (options.need_weights()) {
+    result.attn_weights = Tensor::empty({B, num_heads, L, S});
+  }
   const Shape batch{B, num_heads};
   p.heads = checked_numel(batch, where);
   plan_mask(p, mask, batch, where);
@@ -181,9 +189,23 @@ AttentionResult scaled_dot_product_attention_heads(const Tensor& query, const Te
     }
   }
   p.out = result.output.data();
-  p.weights = options.need_weights() ? result.attn_weights.data() : nullptr;
+  if (average) {
+    p.weights_avg = result.attn_weights.data();
+    p.avg_group = num_heads;
+  } else if (options.need_weights()) {
+    p.weights = result.attn_weights.data();
+  }
   detail::run_sdpa(p);
   return result;
+}
+
+}  // namespace
+
+AttentionResult scaled_dot_product_attention_heads(const Tensor& query, const Tensor& key,
+                                                   const Tensor& value, std::int64_t num_heads,
+                                                   const Tensor& attn_mask,
+                                                   const SdpaOptions& options) {
+  return sdpa_heads(query, key, value, num_heads, attn_mask, options, false);
 }
 
 namespace {
@@ -222,4 +244,11 @@ Tensor unflatten_spatial(const Tensor& tokens, std::int64_t height, std::int64_t
 }
 
 }  // namespace functional
+
+functional::AttentionResult detail::scaled_dot_product_attention_heads_averaged(
+    const Tensor& query, const Tensor& key, const Tensor& value, std::int64_t num_heads,
+    const Tensor& attn_mask, const functional::SdpaOptions& options) {
+  return functional::sdpa_heads(query, key, value, num_heads, attn_mask, options, true);
+}
+
 }  // namespace cvattn

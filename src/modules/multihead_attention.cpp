@@ -7,6 +7,7 @@
 #include "core/parallel_for.hpp"
 #include "cvattn/core/error.hpp"
 #include "cvattn/functional/linear.hpp"
+#include "functional/detail/sdpa_heads.hpp"
 #include "modules/detail/state_dict_shapes.hpp"
 #include "modules/repr.hpp"
 
@@ -202,29 +203,11 @@ F::AttentionResult MultiheadAttention::forward(const Tensor& query, const Tensor
     heads_out = heads.output;
     result.attn_weights = heads.attn_weights;  // [B, H, L, S] or undefined
   } else {
-    // One batch entry at a time, so that its [H, L, S] weights are averaged (PyTorch:
-    // weights.sum(dim=1) / num_heads) while still in cache instead of going through memory.
-    heads_out = Tensor::empty({B, L, E});
-    result.attn_weights = Tensor::empty({B, L, S});
-    const auto heads_f = static_cast<float>(H);
-    for (std::int64_t b = 0; b < B; ++b) {
-      const Tensor mask_b = mask.defined() && mask.dim(0) == B ? mask.slice0(b, b + 1) : mask;
-      const F::AttentionResult heads = F::scaled_dot_product_attention_heads(
-          q.slice0(b, b + 1), k.slice0(b, b + 1), v.slice0(b, b + 1), H, mask_b, opts);
-      std::copy(heads.output.data(), heads.output.data() + L * E, heads_out.data() + b * L * E);
-      const float* w = heads.attn_weights.data();
-      float* avg = result.attn_weights.data() + b * L * S;
-      detail::parallel_for(L, [&](std::int64_t i) {
-        float* dst = avg + i * S;
-        const float* src = w + i * S;
-        for (std::int64_t j = 0; j < S; ++j) dst[j] = src[j];
-        for (std::int64_t h = 1; h < H; ++h) {
-          const float* row = src + h * L * S;
-          for (std::int64_t j = 0; j < S; ++j) dst[j] += row[j];
-        }
-        for (std::int64_t j = 0; j < S; ++j) dst[j] /= heads_f;
-      });
-    }
+    // The kernel averages the heads' weights as it makes them (no [B, H, L, S] round trip).
+    F::AttentionResult heads =
+        detail::scaled_dot_product_attention_heads_averaged(q, k, v, H, mask, opts);
+    heads_out = heads.output;
+    result.attn_weights = heads.attn_weights;  // [B, L, S]
   }
   result.output = F::linear(heads_out, out_proj_weight_, out_proj_bias_);  // [B, L, E]
   if (!batched) {

@@ -175,10 +175,11 @@ TEST(ScaledDotProductAttention, SeedExampleWithDefaultScale) {
 }
 
 TEST(ScaledDotProductAttention, MatchesNaiveReferenceOnOddShapes) {
-  // Sizes around the 6-row / 16-column tiles and the 8-lane vectors, causal and masked.
+  // Sizes around the 6-row / 16-column tiles and the 8-lane vectors, causal and masked; the
+  // last key panel is 4 wide (S = 1, 17, 35, 36, 130), 8 wide (S = 22, 200) or 16 (S = 64).
   for (const auto& dims : std::vector<std::vector<std::int64_t>>{
            {1, 1, 1, 1, 1}, {2, 13, 35, 5, 19}, {1, 50, 17, 33, 16}, {3, 7, 64, 8, 40},
-           {1, 97, 130, 12, 7}}) {
+           {1, 97, 130, 12, 7}, {2, 19, 22, 9, 33}, {1, 13, 36, 32, 32}, {1, 7, 200, 16, 8}}) {
     const auto B = dims[0], L = dims[1], S = dims[2], E = dims[3], Ev = dims[4];
     const Tensor q = cvattn::test::random_tensor({B, L, E}, 11, -2, 2);
     const Tensor k = cvattn::test::random_tensor({B, S, E}, 12, -2, 2);

@@ -13,6 +13,7 @@
 #include "cvattn/core/error.hpp"
 #include "cvattn/io/safetensors.hpp"
 #include "support/concurrency.hpp"
+#include "support/threads.hpp"
 #include "support/fixtures.hpp"
 #include "support/random.hpp"
 #include "support/tensor_near.hpp"
@@ -151,6 +152,34 @@ TEST(MultiheadAttention, AveragedWeightsAreTheMeanOfThePerHeadWeights) {
     for (std::int64_t j = 0; j < 9; ++j) s += avg.attn_weights[r * 9 + j];
     EXPECT_NEAR(s, 1.0f, 1e-5);
   }
+}
+
+TEST(MultiheadAttention, AveragedWeightsOverRowBlocksAndThreads) {
+  // One batch entry with more query rows than one block, so the head average is made by
+  // several tasks (row blocks), with a per-head mask and padding: the same on 1 and 2 threads
+  // and equal to the mean of the per-head weights.
+  const MultiheadAttention m = random_mha(MultiheadAttentionOptions(20, 4), 7);
+  const Tensor q = test::random_tensor({1, 101, 20}, 1), k = test::random_tensor({1, 37, 20}, 2);
+  const Tensor mask = test::random_tensor({4, 101, 37}, 3, -2, 2);
+  Tensor pad = Tensor::zeros({1, 37});
+  pad[5] = 1.0f;
+  const auto call = MultiheadAttentionCall()
+                        .attn_mask(mask)
+                        .attn_mask_type(F::MaskType::additive)
+                        .key_padding_mask(pad);
+  test::expect_same_on_one_and_two_threads([&] {
+    const auto r = m.forward(q, k, k, call);
+    return std::vector<Tensor>{r.output, r.attn_weights};
+  });
+  const auto avg = m.forward(q, k, k, call);
+  const auto per = m.forward(q, k, k, MultiheadAttentionCall(call).average_attn_weights(false));
+  ASSERT_EQ(avg.attn_weights.shape(), (Shape{1, 101, 37}));
+  for (std::int64_t i = 0; i < 101 * 37; ++i) {
+    float s = 0;
+    for (std::int64_t h = 0; h < 4; ++h) s += per.attn_weights[h * 101 * 37 + i];
+    EXPECT_NEAR(avg.attn_weights[i], s / 4, 1e-6);
+  }
+  EXPECT_TENSOR_NEAR(avg.output, per.output, test::Tolerance{});
 }
 
 TEST(MultiheadAttention, FullyMaskedRowGivesZeroWeights) {

@@ -25,6 +25,10 @@ struct SdpaPlan {
   std::vector<std::int64_t> out_off;
 
   float* weights = nullptr;              // null, or [heads, L, S] contiguous
+  // Or (weights null) the mean over each run of avg_group consecutive heads, [heads / avg_group,
+  // L, S] contiguous: MHA's averaged map, accumulated without the per-head maps.
+  float* weights_avg = nullptr;
+  std::int64_t avg_group = 1;
 
   const float* mask = nullptr;           // additive; element (i, j) of head h at
   std::int64_t mask_rs = 0, mask_cs = 0; // mask + mask_off[h] + i*mask_rs + j*mask_cs

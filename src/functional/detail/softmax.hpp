@@ -6,10 +6,11 @@
 //
 // softmax(s*scale + mask) is evaluated as 2^(y - max y) with y = s*(scale*log2 e) +
 // mask*log2 e, which saves exp's ln2 range reduction; the attention kernels fold
-// scale*log2 e into the query rows before the score GEMM, so no extra pass is needed.
+// scale*log2 e into an operand of the score GEMM (the packed keys on AVX2, the queries
+// otherwise), so no extra pass is needed.
 //
 // 2^y: with h = y - 1/2 (folded into the bias), n = round(h), f = h - n in [-1/2, 1/2], and a
-// degree-5 polynomial for 2^(f + 1/2) (relative error 3e-7 in float32), times 2^n built in the
+// degree-4 polynomial for 2^(f + 1/2) (relative error 2.7e-6 in float32), times 2^n built in the
 // exponent field. Because 2^(f + 1/2) >= 1, every result with n >= -126 is a normal float;
 // h is clamped at -127, where the exponent field is 0 and the product is exactly +0: masked
 // (-inf) keys get weight 0, tiny ones (y < -126.5, weight < 1e-38 of the row maximum) too, and
@@ -32,39 +33,35 @@ inline constexpr float kLog2e = 1.44269504088896341f;
 inline float exp2_scalar(float y) { return y < -126.5f ? 0.0f : std::exp2(y); }
 
 #if CVATTN_DETAIL_AVX2
-// v[u] <- 2^(v[u] + 1/2) for U vectors, interleaved so the FMA latency chains overlap (Horner is
-// fewer ops than Estrin, and with U independent chains latency is hidden anyway).
+// 2^(f + 1/2) for f in [-1/2, 1/2]: minimax (relative error) coefficients fitted by Remez
+// exchange and rounded to float, 2.7e-6 relative error evaluated in float32 (degree 5 gave 3e-7
+// for one more FMA per 8 values; the attention tolerance is 1e-4). Horner is fewer ops than
+// Estrin, and independent vectors hide its latency.
+inline __m256 exp2_half_poly(__m256 f) {
+  __m256 p = _mm256_fmadd_ps(_mm256_set1_ps(0.013534167781472206f), f,
+                             _mm256_set1_ps(0.07907979935407639f));
+  p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(0.3397611975669861f));
+  p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(0.9802222847938538f));
+  return _mm256_fmadd_ps(p, f, _mm256_set1_ps(1.4142124652862549f));
+}
+
+// v[u] <- 2^(v[u] + 1/2) for U independent vectors.
 template <int U>
 inline void exp2_half_shifted(__m256* v) {
-  const __m256 lo = _mm256_set1_ps(-127.0f), magic = _mm256_set1_ps(12582912.0f);  // 1.5*2^23
+  // 1.5*2^23 + 127: adding it rounds v to an integer n (the float's ulp there is 1) and leaves
+  // n + 127 in the low mantissa bits, whose bits 9+ are those of 1.5*2^23 (low 9 bits zero):
+  // shifting left by 23 keeps exactly n + 127 in the exponent field, no integer add needed.
+  const __m256 lo = _mm256_set1_ps(-127.0f), magic = _mm256_set1_ps(12583039.0f);
   __m256 t[U], f[U], p[U];
   for (int u = 0; u < U; ++u) {
     // Operand order keeps NaN: max returns its second operand when either is NaN.
     v[u] = _mm256_max_ps(lo, v[u]);
-    t[u] = _mm256_add_ps(v[u], magic);  // low mantissa bits of t hold round(v)
+    t[u] = _mm256_add_ps(v[u], magic);
   }
   for (int u = 0; u < U; ++u) f[u] = _mm256_sub_ps(v[u], _mm256_sub_ps(t[u], magic));
+  for (int u = 0; u < U; ++u) p[u] = exp2_half_poly(f[u]);
   for (int u = 0; u < U; ++u) {
-    p[u] = _mm256_fmadd_ps(_mm256_set1_ps(0.0018775755306705832f), f[u],
-                           _mm256_set1_ps(0.01368328183889389f));
-  }
-  for (int u = 0; u < U; ++u) {
-    p[u] = _mm256_fmadd_ps(p[u], f[u], _mm256_set1_ps(0.07849893718957901f));
-  }
-  for (int u = 0; u < U; ++u) {
-    p[u] = _mm256_fmadd_ps(p[u], f[u], _mm256_set1_ps(0.339724063873291f));
-  }
-  for (int u = 0; u < U; ++u) {
-    p[u] = _mm256_fmadd_ps(p[u], f[u], _mm256_set1_ps(0.9802578687667847f));
-  }
-  for (int u = 0; u < U; ++u) {
-    p[u] = _mm256_fmadd_ps(p[u], f[u], _mm256_set1_ps(1.4142136573791504f));
-  }
-  for (int u = 0; u < U; ++u) {
-    // bits(t) = bits(magic) + n and the low 9 bits of bits(magic) are zero, so shifting
-    // bits(t) + 127 left by 23 leaves exactly n + 127 in the exponent field.
-    const __m256i e = _mm256_slli_epi32(
-        _mm256_add_epi32(_mm256_castps_si256(t[u]), _mm256_set1_epi32(127)), 23);
+    const __m256i e = _mm256_slli_epi32(_mm256_castps_si256(t[u]), 23);
     v[u] = _mm256_mul_ps(p[u], _mm256_castsi256_ps(e));
   }
 }
@@ -87,6 +84,25 @@ inline float hsum256(__m256 v) {
 inline __m256i tail_lanes(std::int64_t count) {
   return _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(count)),
                             _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+
+// x[0..count) = the first count lanes of v (0 < count < 8), without a masked store (microcoded
+// and slow on some AMD cores).
+inline void store_tail(float* x, __m256 v, std::int64_t count) {
+  __m128 h = _mm256_castps256_ps128(v);
+  if (count >= 4) {
+    _mm_storeu_ps(x, h);
+    h = _mm256_extractf128_ps(v, 1);
+    x += 4;
+    count -= 4;
+  }
+  if (count >= 2) {
+    _mm_storel_pi(reinterpret_cast<__m64*>(x), h);
+    h = _mm_movehl_ps(h, h);
+    x += 2;
+    count -= 2;
+  }
+  if (count == 1) _mm_store_ss(x, h);
 }
 #endif
 
@@ -168,15 +184,15 @@ inline float softmax2_numerator(float* x, std::int64_t n, const float* mask,
       acc1 = _mm256_add_ps(acc1, v[1]);
     }
   } else {
-    for (; j + 32 <= a; j += 32) {
-      __m256 v[4] = {_mm256_add_ps(_mm256_loadu_ps(x + j), vbias),
-                     _mm256_add_ps(_mm256_loadu_ps(x + j + 8), vbias),
-                     _mm256_add_ps(_mm256_loadu_ps(x + j + 16), vbias),
-                     _mm256_add_ps(_mm256_loadu_ps(x + j + 24), vbias)};
-      exp2_half_shifted<4>(v);
-      for (int u = 0; u < 4; ++u) _mm256_storeu_ps(x + j + 8 * u, v[u]);
-      acc0 = _mm256_add_ps(acc0, _mm256_add_ps(v[0], v[2]));
-      acc1 = _mm256_add_ps(acc1, _mm256_add_ps(v[1], v[3]));
+    // Two vectors per step: more would spill the polynomial's constants.
+    for (; j + 16 <= a; j += 16) {
+      __m256 v[2] = {_mm256_add_ps(_mm256_loadu_ps(x + j), vbias),
+                     _mm256_add_ps(_mm256_loadu_ps(x + j + 8), vbias)};
+      exp2_half_shifted<2>(v);
+      _mm256_storeu_ps(x + j, v[0]);
+      _mm256_storeu_ps(x + j + 8, v[1]);
+      acc0 = _mm256_add_ps(acc0, v[0]);
+      acc1 = _mm256_add_ps(acc1, v[1]);
     }
   }
   // Remaining full vectors and the masked tail (a libm call per element would cost more).
@@ -188,7 +204,11 @@ inline float softmax2_numerator(float* x, std::int64_t n, const float* mask,
     }
     exp2_half_shifted<1>(&y);
     y = _mm256_and_ps(y, _mm256_castsi256_ps(lanes));
-    _mm256_maskstore_ps(x + j, lanes, y);
+    if (j + 8 <= a) {
+      _mm256_storeu_ps(x + j, y);
+    } else {
+      store_tail(x + j, y, a - j);
+    }
     acc0 = _mm256_add_ps(acc0, y);
   }
   s = hsum256(_mm256_add_ps(acc0, acc1));
@@ -201,6 +221,63 @@ inline float softmax2_numerator(float* x, std::int64_t n, const float* mask,
 #endif
   for (std::int64_t i = a; i < n; ++i) x[i] = 0.0f;
   return 1.0f / s;
+}
+
+// softmax2_numerator for a row without mask whose maximum m is known (from the score tiles),
+// up to a common factor of all entries (which 1/sum cancels): the hot path of attention.
+// The shift by the maximum goes into the exponent instead of into every element: with the
+// integer c = ceil(m), 2^(x - c) = 2^f * 2^(round(x) - c), f = x - round(x), and round(x) - c
+// + 127 comes out of one add of (1.5*2^23 + 127 - c) to x. That saves the per-element bias add;
+// the polynomial for 2^(f + 1/2) >= 1 scales every entry by sqrt(2), cancelled by 1/sum.
+// Clamping x at c - 126.4 keeps each result a normal float (>= 2^-126; the largest is ~1):
+// keys more than ~126 below the maximum get ~1e-38 of its weight instead of exactly 0.
+inline float softmax2_numerator_unmasked(float* x, std::int64_t n, float m) {
+#if CVATTN_DETAIL_AVX2
+  // Huge or non-finite maxima (inf / NaN inputs) take the general path, which handles them.
+  if (n > 0 && std::fabs(m) < 1048576.0f) {
+    const float c = std::ceil(m);
+    const __m256 lo = _mm256_set1_ps(c - 126.4f), magic = _mm256_set1_ps(12583039.0f - c);
+    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+    // t's low mantissa bits hold round(x) - c + 127 (see exp2_half_shifted; 1.5*2^23 + 127 - c
+    // is an integer, so the add rounds x exactly as before).
+    const auto step = [&](__m256* v, int count) {
+      __m256 t[2], f[2], p[2];
+      for (int u = 0; u < count; ++u) {
+        v[u] = _mm256_max_ps(lo, v[u]);
+        t[u] = _mm256_add_ps(v[u], magic);
+      }
+      for (int u = 0; u < count; ++u) f[u] = _mm256_sub_ps(v[u], _mm256_sub_ps(t[u], magic));
+      for (int u = 0; u < count; ++u) p[u] = exp2_half_poly(f[u]);
+      for (int u = 0; u < count; ++u) {
+        v[u] = _mm256_mul_ps(
+            p[u], _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_castps_si256(t[u]), 23)));
+      }
+    };
+    std::int64_t j = 0;
+    for (; j + 16 <= n; j += 16) {
+      __m256 v[2] = {_mm256_loadu_ps(x + j), _mm256_loadu_ps(x + j + 8)};
+      step(v, 2);
+      _mm256_storeu_ps(x + j, v[0]);
+      _mm256_storeu_ps(x + j + 8, v[1]);
+      acc0 = _mm256_add_ps(acc0, v[0]);
+      acc1 = _mm256_add_ps(acc1, v[1]);
+    }
+    for (; j < n; j += 8) {
+      const __m256i lanes = j + 8 <= n ? _mm256_set1_epi32(-1) : tail_lanes(n - j);
+      __m256 v = _mm256_maskload_ps(x + j, lanes);
+      step(&v, 1);
+      v = _mm256_and_ps(v, _mm256_castsi256_ps(lanes));
+      if (j + 8 <= n) {
+        _mm256_storeu_ps(x + j, v);
+      } else {
+        store_tail(x + j, v, n - j);
+      }
+      acc0 = _mm256_add_ps(acc0, v);
+    }
+    return 1.0f / hsum256(_mm256_add_ps(acc0, acc1));
+  }
+#endif
+  return softmax2_numerator(x, n, nullptr, 0, n, &m);
 }
 
 // sum_a v[a] * tanh(x[a] + y[a]) (Bahdanau's additive score). tanh(t) = (e - 1) / (e + 1) with
@@ -251,6 +328,35 @@ inline float row_max(const float* x, std::int64_t n) {
 
 inline void scale_row(float* x, std::int64_t n, float a) {
   for (std::int64_t j = 0; j < n; ++j) x[j] *= a;
+}
+
+// dst[0..n) = x[0..n) * a, in full 256-bit vectors (GCC's tuning for some AMD cores would
+// otherwise auto-vectorise this with 128-bit ones).
+inline void scale_into(const float* x, std::int64_t n, float a, float* dst) {
+  std::int64_t j = 0;
+#if CVATTN_DETAIL_AVX2
+  const __m256 va = _mm256_set1_ps(a);
+  for (; j + 8 <= n; j += 8) _mm256_storeu_ps(dst + j, _mm256_mul_ps(_mm256_loadu_ps(x + j), va));
+  if (j < n) {
+    const __m256i lanes = tail_lanes(n - j);
+    store_tail(dst + j, _mm256_mul_ps(_mm256_maskload_ps(x + j, lanes), va), n - j);
+    return;
+  }
+#endif
+  for (; j < n; ++j) dst[j] = x[j] * a;
+}
+
+// dst[0..n) += x[0..n) * a.
+inline void scale_add_into(const float* x, std::int64_t n, float a, float* dst) {
+  std::int64_t j = 0;
+#if CVATTN_DETAIL_AVX2
+  const __m256 va = _mm256_set1_ps(a);
+  for (; j + 8 <= n; j += 8) {
+    const __m256 d = _mm256_loadu_ps(dst + j);
+    _mm256_storeu_ps(dst + j, _mm256_fmadd_ps(_mm256_loadu_ps(x + j), va, d));
+  }
+#endif
+  for (; j < n; ++j) dst[j] += x[j] * a;
 }
 
 inline void zero_row(float* x, std::int64_t n) {
