@@ -54,6 +54,8 @@ Tensor position_encoding_sine(const Shape& size, const PositionEncodingOptions& 
   const float scale = static_cast<float>(scale_d);
   const float eps = 1e-6f;
   Tensor out = Tensor::empty(size);
+  // An empty output may still have one huge extent (H = 2^34, W = 0): loop over nothing.
+  if (out.numel() == 0) return out;
   const std::int64_t HW = H * W;
   float* o = out.data();
   // Running counts of valid pixels down each column (y) and along each row (x); float32 sums

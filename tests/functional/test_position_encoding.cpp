@@ -53,6 +53,15 @@ TEST(PositionEncodingSine, WorkedExampleNormalized) {
   for (int c = 0; c < 8; ++c) EXPECT_NEAR(pos.at(0, c, 0, 0), expected[c], 1e-6) << "channel " << c;
 }
 
+// An empty size with one huge extent (a fuzzer found [4, 8, 21474836481, 0] looping for
+// minutes) returns the empty table at once.
+TEST(PositionEncodingSine, EmptySizeWithAHugeExtentReturnsAtOnce) {
+  const std::int64_t huge = std::int64_t{1} << 34;
+  const Tensor pos = F::position_encoding_sine({4, 8, huge, 0});
+  EXPECT_EQ(pos.shape(), (cvattn::Shape{4, 8, huge, 0}));
+  EXPECT_EQ(pos.numel(), 0);
+}
+
 TEST(PositionEncodingSine, RejectsBadInput) {
   using cvattn::ShapeError;
   using cvattn::ValueError;
