@@ -86,6 +86,8 @@ Plan make_plan(const Geometry& g) {
     const std::int64_t per_image = ceil_div(wanted, plan.round);
     plan.cols = std::min(plan.cols, std::max(std::min(plan.cols, kMinCols), ceil_div(p, per_image)));
   }
+  // Whole register tiles: a partial tile runs the GEMM kernel below its peak.
+  if (plan.cols > kTileRows) plan.cols -= plan.cols % kTileRows;
   return plan;
 }
 
@@ -133,8 +135,71 @@ void taps_of_row(float by, const float* __restrict bx, const float* __restrict d
   float* __restrict w1 = tb.weight[1] + at;
   float* __restrict w2 = tb.weight[2] + at;
   float* __restrict w3 = tb.weight[3] + at;
+  std::int64_t t0 = 0;
+#if CVATTN_DEFORM_AVX2
+  // GCC vectorises the loops below 4 wide and computes every tap twice; one 8-wide pass with the
+  // same float operations. Only in-range samples keep their corners, and for those floor(x) lies
+  // in [-1, w-1] (floor(y) in [-1, h-1]), so one signed test per side tells a corner inside.
+  {
+    const __m256 hf = _mm256_set1_ps(static_cast<float>(h));
+    const __m256 wf = _mm256_set1_ps(static_cast<float>(w));
+    const __m256 minus1 = _mm256_set1_ps(-1.0f);
+    const __m256 one = _mm256_set1_ps(1.0f);
+    const __m256 byv = _mm256_set1_ps(by);
+    const __m256i wi = _mm256_set1_epi32(w);
+    const __m256i w_last = _mm256_set1_epi32(w - 1);
+    const __m256i h_last = _mm256_set1_epi32(h - 1);
+    const __m256i neg1 = _mm256_set1_epi32(-1);
+    const __m256i zp = _mm256_set1_epi32(zero_pixel);
+    const __m256i one_i = _mm256_set1_epi32(1);
+    for (; t0 + 8 <= count; t0 += 8) {
+      const __m256 py = _mm256_add_ps(byv, _mm256_loadu_ps(dy + t0));
+      const __m256 px = _mm256_add_ps(_mm256_loadu_ps(bx + t0), _mm256_loadu_ps(dx + t0));
+      const __m256 ok = _mm256_and_ps(
+          _mm256_and_ps(_mm256_cmp_ps(px, minus1, _CMP_GT_OQ), _mm256_cmp_ps(px, wf, _CMP_LT_OQ)),
+          _mm256_and_ps(_mm256_cmp_ps(py, minus1, _CMP_GT_OQ), _mm256_cmp_ps(py, hf, _CMP_LT_OQ)));
+      const __m256 x0 = _mm256_floor_ps(px);
+      const __m256 y0 = _mm256_floor_ps(py);
+      const __m256 lx = _mm256_sub_ps(px, x0);
+      const __m256 ly = _mm256_sub_ps(py, y0);
+      const __m256 hx = _mm256_sub_ps(one, lx);
+      const __m256 hy = _mm256_sub_ps(one, ly);
+      __m256 q0 = _mm256_and_ps(ok, _mm256_mul_ps(hy, hx));
+      __m256 q1 = _mm256_and_ps(ok, _mm256_mul_ps(hy, lx));
+      __m256 q2 = _mm256_and_ps(ok, _mm256_mul_ps(ly, hx));
+      __m256 q3 = _mm256_and_ps(ok, _mm256_mul_ps(ly, lx));
+      if constexpr (Masked) {
+        const __m256 sc = _mm256_loadu_ps(m + t0);
+        q0 = _mm256_mul_ps(sc, q0), q1 = _mm256_mul_ps(sc, q1);
+        q2 = _mm256_mul_ps(sc, q2), q3 = _mm256_mul_ps(sc, q3);
+      }
+      _mm256_storeu_ps(w0 + t0, q0);
+      _mm256_storeu_ps(w1 + t0, q1);
+      _mm256_storeu_ps(w2 + t0, q2);
+      _mm256_storeu_ps(w3 + t0, q3);
+      // Out-of-range lanes may convert to anything: their corners are all replaced below.
+      const __m256i xi = _mm256_cvttps_epi32(x0);
+      const __m256i yi = _mm256_cvttps_epi32(y0);
+      const __m256i oki = _mm256_castps_si256(ok);
+      const __m256i west = _mm256_and_si256(oki, _mm256_cmpgt_epi32(xi, neg1));
+      const __m256i east = _mm256_and_si256(oki, _mm256_cmpgt_epi32(w_last, xi));
+      const __m256i north = _mm256_cmpgt_epi32(yi, neg1);
+      const __m256i south = _mm256_cmpgt_epi32(h_last, yi);
+      const __m256i nw = _mm256_add_epi32(_mm256_mullo_epi32(yi, wi), xi);
+      const __m256i sw = _mm256_add_epi32(nw, wi);
+      const auto put = [&](std::int32_t* dst, __m256i idx, __m256i use) {
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + t0),
+                            _mm256_blendv_epi8(zp, idx, use));
+      };
+      put(i0, nw, _mm256_and_si256(west, north));
+      put(i1, _mm256_add_epi32(nw, one_i), _mm256_and_si256(east, north));
+      put(i2, sw, _mm256_and_si256(west, south));
+      put(i3, _mm256_add_epi32(sw, one_i), _mm256_and_si256(east, south));
+    }
+  }
+#endif
   // Two passes over the same taps: GCC vectorises each, but not one loop storing all eight.
-  for (std::int64_t t = 0; t < count; ++t) {
+  for (std::int64_t t = t0; t < count; ++t) {
     const float py = by + dy[t];
     const float px = bx[t] + dx[t];
     const float scale = Masked ? m[t] : 1.0f;
@@ -147,7 +212,7 @@ void taps_of_row(float by, const float* __restrict bx, const float* __restrict d
     w2[t] = scale * (ok ? s.weight[2] : 0.0f);
     w3[t] = scale * (ok ? s.weight[3] : 0.0f);
   }
-  for (std::int64_t t = 0; t < count; ++t) {
+  for (std::int64_t t = t0; t < count; ++t) {
     const float py = by + dy[t];
     const float px = bx[t] + dx[t];
     const std::uint32_t ok = cvattn::detail::deform_sample_in_range(px, py, h, w);
@@ -191,9 +256,10 @@ void compute_taps(const Geometry& g, const BaseGrid& grid, const float* offset, 
 
 // col[p, 0:len] = sum_q weight[q][p] * image[index[q][p], 0:len] for the chunk's pixels, where
 // `image` points at the first channel of the range in the channels-last copy.
-void scatter_samples(const TapBlock& tb, std::int64_t cols, const float* image,
-                     std::int64_t pixel_stride, std::int64_t len, float* col,
-                     std::int64_t col_stride) {
+template <bool Aligned>
+void scatter_rows(const TapBlock& tb, std::int64_t cols, const float* image,
+                  std::int64_t pixel_stride, std::int64_t len, float* col,
+                  std::int64_t col_stride) {
   for (std::int64_t p = 0; p < cols; ++p) {
     const float* __restrict s0 = image + tb.index[0][p] * pixel_stride;
     const float* __restrict s1 = image + tb.index[1][p] * pixel_stride;
@@ -212,12 +278,28 @@ void scatter_samples(const TapBlock& tb, std::int64_t cols, const float* image,
       acc = _mm256_fmadd_ps(v1, _mm256_loadu_ps(s1 + c), acc);
       acc = _mm256_fmadd_ps(v2, _mm256_loadu_ps(s2 + c), acc);
       acc = _mm256_fmadd_ps(v3, _mm256_loadu_ps(s3 + c), acc);
-      _mm256_storeu_ps(d + c, acc);
+      // This CPU tuning splits unaligned 256-bit stores in two; aligned ones stay whole.
+      if constexpr (Aligned) {
+        _mm256_store_ps(d + c, acc);
+      } else {
+        _mm256_storeu_ps(d + c, acc);
+      }
     }
 #endif
     for (; c < len; ++c) {
       d[c] = std::fma(w3, s3[c], std::fma(w2, s2[c], std::fma(w1, s1[c], w0 * s0[c])));
     }
+  }
+}
+
+void scatter_samples(const TapBlock& tb, std::int64_t cols, const float* image,
+                     std::int64_t pixel_stride, std::int64_t len, float* col,
+                     std::int64_t col_stride) {
+  const auto at = reinterpret_cast<std::uintptr_t>(col);
+  if (at % 32 == 0 && col_stride % 8 == 0) {
+    scatter_rows<true>(tb, cols, image, pixel_stride, len, col, col_stride);
+  } else {
+    scatter_rows<false>(tb, cols, image, pixel_stride, len, col, col_stride);
   }
 }
 
@@ -240,6 +322,16 @@ void to_channels_last(const Geometry& g, const float* in, std::int64_t images, f
 #if CVATTN_DEFORM_AVX2
     for (; c + 4 <= cin; c += 4) {
       const float* s = src + c * hw;
+      // Each row is read for a few lines only, too short for the hardware prefetcher: fetch the
+      // rows of the group of channels after next while this one is transposed.
+      if (c + 12 <= cin) {
+        const float* ahead = s + 8 * hw;
+        for (std::int64_t r = 0; r < 4; ++r) {
+          for (std::int64_t q = p0; q < p1; q += 16) {
+            _mm_prefetch(reinterpret_cast<const char*>(ahead + r * hw + q), _MM_HINT_T0);
+          }
+        }
+      }
       std::int64_t p = p0;
       for (; p + 4 <= p1; p += 4) {
         __m128 r0 = _mm_loadu_ps(s + p);
@@ -290,11 +382,47 @@ void pack_weight(const Geometry& g, const float* weight, std::int64_t panels, fl
   }
 }
 
+#if CVATTN_DEFORM_AVX2
+// Writes a full 6-pixel tile's 8 output channels v[i] (pixel i, channels 0-7) to out[oc * ldo + i]
+// as bias[oc] + v (bias given) or out + v: transposed in registers, 4 + 2 floats per channel,
+// instead of 48 scalar read-modify-writes.
+inline void store_tile6(const __m256* v, float* out, std::int64_t ldo, const float* bias) {
+  const __m256 t0 = _mm256_unpacklo_ps(v[0], v[1]), t1 = _mm256_unpackhi_ps(v[0], v[1]);
+  const __m256 t2 = _mm256_unpacklo_ps(v[2], v[3]), t3 = _mm256_unpackhi_ps(v[2], v[3]);
+  // Pixels 0-3 of channel c (c + 4 in the upper half) in s[c]; pixels 4-5 of channels (0, 1),
+  // (2, 3) as pairs in u0, u1 (channels + 4 in the upper half).
+  const __m256 s[4] = {_mm256_shuffle_ps(t0, t2, 0x44), _mm256_shuffle_ps(t0, t2, 0xEE),
+                       _mm256_shuffle_ps(t1, t3, 0x44), _mm256_shuffle_ps(t1, t3, 0xEE)};
+  const __m256 u0 = _mm256_unpacklo_ps(v[4], v[5]), u1 = _mm256_unpackhi_ps(v[4], v[5]);
+  for (int half = 0; half < 2; ++half) {
+    const __m128 pair01 = half ? _mm256_extractf128_ps(u0, 1) : _mm256_castps256_ps128(u0);
+    const __m128 pair23 = half ? _mm256_extractf128_ps(u1, 1) : _mm256_castps256_ps128(u1);
+    for (int c = 0; c < 4; ++c) {
+      const int oc = half * 4 + c;
+      const __m128 p03 = half ? _mm256_extractf128_ps(s[c], 1) : _mm256_castps256_ps128(s[c]);
+      const __m128 pair = c < 2 ? pair01 : pair23;
+      const __m128 p45 = (c & 1) ? _mm_movehl_ps(pair, pair) : pair;
+      float* o = out + oc * ldo;
+      __m128 b03, b45;
+      if (bias) {
+        b03 = b45 = _mm_set1_ps(bias[oc]);
+      } else {
+        b03 = _mm_loadu_ps(o);
+        b45 = _mm_loadl_pi(_mm_setzero_ps(), reinterpret_cast<const __m64*>(o + 4));
+      }
+      _mm_storeu_ps(o, _mm_add_ps(b03, p03));
+      _mm_storel_pi(reinterpret_cast<__m64*>(o + 4), _mm_add_ps(b45, p45));
+    }
+  }
+}
+#endif
+
 // out[oc * ldo + i] += sum_r col[i * ldc + r] * panel[r * kPanel + oc] for MR pixels i and the
-// first `oc_valid` output channels oc of the panel.
+// first `oc_valid` output channels oc of the panel; with `bias`, out is set to bias[oc] + sum
+// instead (the first depth block: saves a pass writing the bias and reading it back).
 template <int MR>
 void tile_kernel(const float* col, std::int64_t ldc, const float* panel, std::int64_t depth,
-                 float* out, std::int64_t ldo, std::int64_t oc_valid) {
+                 float* out, std::int64_t ldo, std::int64_t oc_valid, const float* bias) {
   alignas(32) float acc[MR][kPanel];
 #if CVATTN_DEFORM_AVX2
   __m256 lo[MR], hi[MR];
@@ -306,6 +434,13 @@ void tile_kernel(const float* col, std::int64_t ldc, const float* panel, std::in
       const __m256 a = _mm256_broadcast_ss(col + i * ldc + r);
       lo[i] = _mm256_fmadd_ps(a, w0, lo[i]);
       hi[i] = _mm256_fmadd_ps(a, w1, hi[i]);
+    }
+  }
+  if constexpr (MR == 6) {
+    if (oc_valid == kPanel) {
+      store_tile6(lo, out, ldo, bias);
+      store_tile6(hi, out + 8 * ldo, ldo, bias ? bias + 8 : nullptr);
+      return;
     }
   }
   for (int i = 0; i < MR; ++i) {
@@ -324,31 +459,40 @@ void tile_kernel(const float* col, std::int64_t ldc, const float* panel, std::in
     }
   }
 #endif
-  for (std::int64_t oc = 0; oc < oc_valid; ++oc) {
-    float* o = out + oc * ldo;
-    for (int i = 0; i < MR; ++i) o[i] += acc[i][oc];
+  if (bias) {
+    for (std::int64_t oc = 0; oc < oc_valid; ++oc) {
+      float* o = out + oc * ldo;
+      for (int i = 0; i < MR; ++i) o[i] = bias[oc] + acc[i][oc];
+    }
+  } else {
+    for (std::int64_t oc = 0; oc < oc_valid; ++oc) {
+      float* o = out + oc * ldo;
+      for (int i = 0; i < MR; ++i) o[i] += acc[i][oc];
+    }
   }
 }
 
 // out[oc, p] (row stride ldo) += sum_r col[p, r] * panels[q][r][oc] for pixels p < cols and the
-// cout_g output channels spread over the panels.
+// cout_g output channels spread over the panels (= bias[oc] + sum when bias is given).
 void gemm_panels(const float* col, std::int64_t cols, std::int64_t depth, const float* panels,
-                 std::int64_t panel_stride, std::int64_t cout_g, float* out, std::int64_t ldo) {
+                 std::int64_t panel_stride, std::int64_t cout_g, float* out, std::int64_t ldo,
+                 const float* bias) {
   for (std::int64_t q = 0; q * kPanel < cout_g; ++q) {
     const float* panel = panels + q * panel_stride;
+    const float* bq = bias ? bias + q * kPanel : nullptr;
     const std::int64_t oc_valid = std::min(kPanel, cout_g - q * kPanel);
     float* o = out + q * kPanel * ldo;
     std::int64_t p = 0;
     for (; p + kTileRows <= cols; p += kTileRows) {
-      tile_kernel<kTileRows>(col + p * depth, depth, panel, depth, o + p, ldo, oc_valid);
+      tile_kernel<kTileRows>(col + p * depth, depth, panel, depth, o + p, ldo, oc_valid, bq);
     }
     const float* c = col + p * depth;
     switch (cols - p) {
-      case 5: tile_kernel<5>(c, depth, panel, depth, o + p, ldo, oc_valid); break;
-      case 4: tile_kernel<4>(c, depth, panel, depth, o + p, ldo, oc_valid); break;
-      case 3: tile_kernel<3>(c, depth, panel, depth, o + p, ldo, oc_valid); break;
-      case 2: tile_kernel<2>(c, depth, panel, depth, o + p, ldo, oc_valid); break;
-      case 1: tile_kernel<1>(c, depth, panel, depth, o + p, ldo, oc_valid); break;
+      case 5: tile_kernel<5>(c, depth, panel, depth, o + p, ldo, oc_valid, bq); break;
+      case 4: tile_kernel<4>(c, depth, panel, depth, o + p, ldo, oc_valid, bq); break;
+      case 3: tile_kernel<3>(c, depth, panel, depth, o + p, ldo, oc_valid, bq); break;
+      case 2: tile_kernel<2>(c, depth, panel, depth, o + p, ldo, oc_valid, bq); break;
+      case 1: tile_kernel<1>(c, depth, panel, depth, o + p, ldo, oc_valid, bq); break;
       default: break;
     }
   }
@@ -456,7 +600,13 @@ Tensor deform_conv2d(const Tensor& input, const Tensor& offset, const Tensor& we
   const float* in = input.data();
   const float* off = offset.data();
   const float* msk = g.masked ? mask.data() : nullptr;
-  const float* b = bias.defined() ? bias.data() : nullptr;
+  // The first depth block stores bias + sum; zeros without a bias (0 + sum, as fill-then-add).
+  std::vector<float> bias_zeros;
+  const float* bias_all = bias.defined() ? bias.data() : nullptr;
+  if (!bias_all) {
+    bias_zeros.assign(static_cast<std::size_t>(g.cout), 0.0f);
+    bias_all = bias_zeros.data();
+  }
   const float* wp = packed.data();
   float* o = out.data();
   float* cl = channels_last.data();
@@ -480,7 +630,6 @@ Tensor deform_conv2d(const Tensor& input, const Tensor& offset, const Tensor& we
         tb.weight[q] = tap_weights + (slot * 4 + q) * plan.cols;
       }
       float* out_n = o + ni * g.cout * p_all;
-      detail::fill_bias(out_n + p0, g.cout, cols, p_all, b);
       std::int64_t have_grp = -1, have_k = -1;  // taps currently in tb
       for (std::int64_t gi = 0; gi < g.gw; ++gi) {
         for (std::int64_t r0 = 0; r0 < r_all; r0 += plan.r_blk) {
@@ -502,7 +651,8 @@ Tensor deform_conv2d(const Tensor& input, const Tensor& offset, const Tensor& we
             }
           }
           gemm_panels(col, cols, rl, wp + (gi * panels * r_all + r0) * kPanel, r_all * kPanel,
-                      g.cout_g, out_n + gi * g.cout_g * p_all + p0, p_all);
+                      g.cout_g, out_n + gi * g.cout_g * p_all + p0, p_all,
+                      r0 == 0 ? bias_all + gi * g.cout_g : nullptr);
         }
       }
     };
