@@ -45,13 +45,16 @@ inline __m256 exp2_half_poly(__m256 f) {
   return _mm256_fmadd_ps(p, f, _mm256_set1_ps(1.4142124652862549f));
 }
 
-// v[u] <- 2^(v[u] + 1/2) for U independent vectors.
+// 1.5*2^23 + 127: adding it rounds v to an integer n (the float's ulp there is 1) and leaves
+// n + 127 in the low mantissa bits, whose bits 9+ are those of 1.5*2^23 (low 9 bits zero):
+// shifting left by 23 keeps exactly n + 127 in the exponent field, no integer add needed.
+inline constexpr float kExp2Magic = 12583039.0f;
+
+// v[u] <- 2^(v[u] + 1/2) for U independent vectors, v clamped below at lo. A magic of
+// kExp2Magic - c (c an integer) divides every result by 2^c for free.
 template <int U>
-inline void exp2_half_shifted(__m256* v) {
-  // 1.5*2^23 + 127: adding it rounds v to an integer n (the float's ulp there is 1) and leaves
-  // n + 127 in the low mantissa bits, whose bits 9+ are those of 1.5*2^23 (low 9 bits zero):
-  // shifting left by 23 keeps exactly n + 127 in the exponent field, no integer add needed.
-  const __m256 lo = _mm256_set1_ps(-127.0f), magic = _mm256_set1_ps(12583039.0f);
+inline void exp2_half_shifted(__m256* v, __m256 lo = _mm256_set1_ps(-127.0f),
+                              __m256 magic = _mm256_set1_ps(kExp2Magic)) {
   __m256 t[U], f[U], p[U];
   for (int u = 0; u < U; ++u) {
     // Operand order keeps NaN: max returns its second operand when either is NaN.
@@ -236,27 +239,14 @@ inline float softmax2_numerator_unmasked(float* x, std::int64_t n, float m) {
   // Huge or non-finite maxima (inf / NaN inputs) take the general path, which handles them.
   if (n > 0 && std::fabs(m) < 1048576.0f) {
     const float c = std::ceil(m);
-    const __m256 lo = _mm256_set1_ps(c - 126.4f), magic = _mm256_set1_ps(12583039.0f - c);
+    // The exponent field then holds round(x) - c + 127 (kExp2Magic - c is an integer, so the
+    // add rounds x exactly as with kExp2Magic).
+    const __m256 lo = _mm256_set1_ps(c - 126.4f), magic = _mm256_set1_ps(kExp2Magic - c);
     __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
-    // t's low mantissa bits hold round(x) - c + 127 (see exp2_half_shifted; 1.5*2^23 + 127 - c
-    // is an integer, so the add rounds x exactly as before).
-    const auto step = [&](__m256* v, int count) {
-      __m256 t[2], f[2], p[2];
-      for (int u = 0; u < count; ++u) {
-        v[u] = _mm256_max_ps(lo, v[u]);
-        t[u] = _mm256_add_ps(v[u], magic);
-      }
-      for (int u = 0; u < count; ++u) f[u] = _mm256_sub_ps(v[u], _mm256_sub_ps(t[u], magic));
-      for (int u = 0; u < count; ++u) p[u] = exp2_half_poly(f[u]);
-      for (int u = 0; u < count; ++u) {
-        v[u] = _mm256_mul_ps(
-            p[u], _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_castps_si256(t[u]), 23)));
-      }
-    };
     std::int64_t j = 0;
     for (; j + 16 <= n; j += 16) {
       __m256 v[2] = {_mm256_loadu_ps(x + j), _mm256_loadu_ps(x + j + 8)};
-      step(v, 2);
+      exp2_half_shifted<2>(v, lo, magic);
       _mm256_storeu_ps(x + j, v[0]);
       _mm256_storeu_ps(x + j + 8, v[1]);
       acc0 = _mm256_add_ps(acc0, v[0]);
@@ -265,7 +255,7 @@ inline float softmax2_numerator_unmasked(float* x, std::int64_t n, float m) {
     for (; j < n; j += 8) {
       const __m256i lanes = j + 8 <= n ? _mm256_set1_epi32(-1) : tail_lanes(n - j);
       __m256 v = _mm256_maskload_ps(x + j, lanes);
-      step(&v, 1);
+      exp2_half_shifted<1>(&v, lo, magic);
       v = _mm256_and_ps(v, _mm256_castsi256_ps(lanes));
       if (j + 8 <= n) {
         _mm256_storeu_ps(x + j, v);
