@@ -46,4 +46,18 @@
 #include "cvattn/modules/spatial_transformer.hpp"
 #include "cvattn/modules/squeeze_excitation.hpp"
 #include "cvattn/viz/viz.hpp"
+// --- layers ---
+
+// --- containers ---
+
+// --- gates ---
+
+// --- spatial ---
+
+// --- onnx ---
+
+// --- simd ---
+
+// --- data ---
+
 #include "cvattn/version.hpp"

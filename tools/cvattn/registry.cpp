@@ -22,6 +22,20 @@ const std::vector<OpSpec>& all_ops() {
       ops::position_encoding(),
       ops::mha(),
       ops::nonlocal(),
+      // --- layers ---
+
+      // --- containers ---
+
+      // --- gates ---
+
+      // --- spatial ---
+
+      // --- onnx ---
+
+      // --- simd ---
+
+      // --- data ---
+
   };
   return ops;
 }

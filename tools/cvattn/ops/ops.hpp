@@ -20,4 +20,18 @@ OpSpec position_encoding();
 OpSpec mha();
 OpSpec nonlocal();
 
+// --- layers ---
+
+// --- containers ---
+
+// --- gates ---
+
+// --- spatial ---
+
+// --- onnx ---
+
+// --- simd ---
+
+// --- data ---
+
 }  // namespace cvattn::cli::ops
