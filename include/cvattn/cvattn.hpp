@@ -7,6 +7,7 @@
 #include "cvattn/core/module.hpp"
 #include "cvattn/core/options.hpp"
 #include "cvattn/core/parallel.hpp"
+#include "cvattn/core/simd.hpp"
 #include "cvattn/core/state_dict.hpp"
 #include "cvattn/core/tensor.hpp"
 #include "cvattn/dnn/layers.hpp"

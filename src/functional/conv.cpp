@@ -1,6 +1,5 @@
 #include "cvattn/functional/conv.hpp"
 
-#include <Eigen/Core>
 #include <algorithm>
 #include <cstring>
 #include <vector>
@@ -9,21 +8,16 @@
 #include "core/workspace.hpp"
 #include "cvattn/core/error.hpp"
 #include "functional/detail/conv_kernels.hpp"
+#include "functional/detail/gemm.hpp"
 #include "functional/detail/window.hpp"
 
 namespace cvattn::functional {
 namespace detail {
 
-using RowMatrix = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
-using ConstStridedMap = Eigen::Map<const RowMatrix, 0, Eigen::OuterStride<>>;
-using StridedMap = Eigen::Map<RowMatrix, 0, Eigen::OuterStride<>>;
-
 void gemm_accumulate(const float* a, std::int64_t rows, std::int64_t k, const float* b,
                      std::int64_t ldb, std::int64_t cols, float* out, std::int64_t ldo) {
-  const ConstStridedMap am(a, rows, k, Eigen::OuterStride<>(k));
-  const ConstStridedMap bm(b, k, cols, Eigen::OuterStride<>(ldb));
-  StridedMap om(out, rows, cols, Eigen::OuterStride<>(ldo));
-  om.noalias() += am * bm;
+  cvattn::detail::sgemm(cvattn::detail::Trans::no, cvattn::detail::Trans::no, rows, cols, k, 1.0f,
+                        a, k, b, ldb, 1.0f, out, ldo);
 }
 
 }  // namespace detail

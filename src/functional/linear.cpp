@@ -1,17 +1,13 @@
 #include "cvattn/functional/linear.hpp"
 
-#include <Eigen/Core>
 #include <algorithm>
 
 #include "cvattn/core/error.hpp"
+#include "functional/detail/gemm.hpp"
 #include "functional/detail/tasks.hpp"
 
 namespace cvattn::functional {
 namespace {
-
-using RowMatrix = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
-using ConstMap = Eigen::Map<const RowMatrix>;
-using StridedMap = Eigen::Map<RowMatrix, 0, Eigen::OuterStride<>>;
 
 // Below this many multiply-adds a second thread costs more than it saves.
 constexpr std::int64_t kParallelWork = std::int64_t{1} << 16;
@@ -51,15 +47,10 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
     const std::int64_t begin = extent * t / tasks, end = extent * (t + 1) / tasks;
     const std::int64_t r0 = split_rows ? begin : 0, r1 = split_rows ? end : rows;
     const std::int64_t o0 = split_rows ? 0 : begin, o1 = split_rows ? out_features : end;
-    StridedMap out(yd + r0 * out_features + o0, r1 - r0, o1 - o0,
-                   Eigen::OuterStride<>(out_features));
-    if (in_features == 0) {
-      out.setZero();
-    } else {
-      const ConstMap xm(xd + r0 * in_features, r1 - r0, in_features);
-      const ConstMap wm(wd + o0 * in_features, o1 - o0, in_features);
-      out.noalias() = xm * wm.transpose();
-    }
+    cvattn::detail::sgemm(cvattn::detail::Trans::no, cvattn::detail::Trans::yes, r1 - r0, o1 - o0,
+                          in_features, 1.0f, xd + r0 * in_features, in_features,
+                          wd + o0 * in_features, in_features, 0.0f,
+                          yd + r0 * out_features + o0, out_features);
     if (bd != nullptr) {
       for (std::int64_t r = 0; r < r1 - r0; ++r) {
         float* row = yd + (r0 + r) * out_features;

@@ -9,14 +9,14 @@
 
 #include "core/parallel_for.hpp"
 #include "cvattn/core/error.hpp"
-#include "functional/detail/eigen_maps.hpp"
+#include "functional/detail/gemm.hpp"
 #include "functional/detail/softmax.hpp"
 
 namespace cvattn::functional {
 namespace {
 
-using detail::attn::cmap;
-using detail::attn::mmap;
+using cvattn::detail::Trans;
+constexpr auto gemm = &cvattn::detail::sgemm;
 
 constexpr const char* kScores = "attention_scores";
 
@@ -43,8 +43,8 @@ bool ranks_before(float a, std::int64_t ia, float b, std::int64_t ib) {
 void batched_abt(const float* a, std::int64_t rows_a, const float* b, std::int64_t rows_b,
                  std::int64_t E, std::int64_t batches, float* out) {
   detail::parallel_for(batches, [&](std::int64_t n) {
-    mmap(out + n * rows_a * rows_b, rows_a, rows_b).noalias() =
-        cmap(a + n * rows_a * E, rows_a, E) * cmap(b + n * rows_b * E, rows_b, E).transpose();
+    gemm(Trans::no, Trans::yes, rows_a, rows_b, E, 1.0f, a + n * rows_a * E, E, b + n * rows_b * E,
+         E, 0.0f, out + n * rows_a * rows_b, rows_b);
   });
 }
 
@@ -52,7 +52,7 @@ void batched_abt(const float* a, std::int64_t rows_a, const float* b, std::int64
 Tensor linear_no_bias(const Tensor& x, const Tensor& w) {
   const std::int64_t rows = x.numel() / x.dim(-1), in = x.dim(-1), out = w.dim(0);
   Tensor y = Tensor::empty({rows, out});
-  mmap(y.data(), rows, out).noalias() = cmap(x.data(), rows, in) * cmap(w.data(), out, in).transpose();
+  gemm(Trans::no, Trans::yes, rows, out, in, 1.0f, x.data(), in, w.data(), in, 0.0f, y.data(), out);
   return y;
 }
 
@@ -109,8 +109,8 @@ Tensor attention_scores(const Tensor& q, const Tensor& k, Score score, const Sco
       check_shape(params.weight, {Eq, Ek}, "weight", where);
       // (q W) k^T: W maps query features into key space once per query row.
       Tensor qw = Tensor::empty({B * L, Ek});
-      mmap(qw.data(), B * L, Ek).noalias() =
-          cmap(q.data(), B * L, Eq) * cmap(params.weight.data(), Eq, Ek);
+      gemm(Trans::no, Trans::no, B * L, Ek, Eq, 1.0f, q.data(), Eq, params.weight.data(), Ek, 0.0f,
+           qw.data(), Ek);
       batched_abt(qw.data(), L, k.data(), S, Ek, B, o);
       break;
     }
@@ -236,7 +236,8 @@ AttentionResult attend(const Tensor& q, const Tensor& k, const Tensor& v, Score 
   const float* vd = v.data();
   float* o = result.output.data();
   detail::parallel_for(B, [&](std::int64_t b) {
-    mmap(o + b * L * Ev, L, Ev).noalias() = cmap(w + b * L * S, L, S) * cmap(vd + b * S * Ev, S, Ev);
+    gemm(Trans::no, Trans::no, L, Ev, S, 1.0f, w + b * L * S, S, vd + b * S * Ev, Ev, 0.0f,
+         o + b * L * Ev, Ev);
   });
   return result;
 }

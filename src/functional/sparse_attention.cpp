@@ -15,14 +15,14 @@
 
 #include "core/parallel_for.hpp"
 #include "cvattn/core/error.hpp"
-#include "functional/detail/eigen_maps.hpp"
+#include "functional/detail/gemm.hpp"
 #include "functional/detail/softmax.hpp"
 
 namespace cvattn::functional {
 namespace {
 
-using detail::attn::cmap;
-using detail::attn::mmap;
+using cvattn::detail::Trans;
+constexpr auto gemm = &cvattn::detail::sgemm;
 
 // Splits [0, count) into one contiguous range per thread and gives each its own slice of
 // scratch allocated up front (nothing is allocated inside the parallel region).
@@ -158,8 +158,8 @@ void exact_rows(const float* q, const float* k, std::int64_t L, std::int64_t S, 
                 std::int64_t top_k, std::int64_t b, std::int64_t r0, std::int64_t r1,
                 float* scores, float* tmp, std::int32_t* out) {
   const std::int64_t rows = r1 - r0;
-  mmap(scores, rows, S).noalias() =
-      cmap(q + (b * L + r0) * E, rows, E) * cmap(k + b * S * E, S, E).transpose();
+  gemm(Trans::no, Trans::yes, rows, S, E, 1.0f, q + (b * L + r0) * E, E, k + b * S * E, E, 0.0f,
+       scores, S);
   for (std::int64_t r = 0; r < rows; ++r) {
     top_k_row(scores + r * S, S, top_k, tmp, out + (b * L + r0 + r) * top_k);
   }
@@ -369,9 +369,8 @@ KeySelection select_keys(const Tensor& q, const Tensor& k, const KeySearchOption
     cv::Mat proj(std::min(x.rows, 1024), options.bits(), CV_32F);
     for (int r0 = 0; r0 < x.rows; r0 += proj.rows) {
       const int n = std::min(proj.rows, x.rows - r0);
-      mmap(proj.ptr<float>(), n, options.bits()).noalias() =
-          cmap(x.ptr<float>(r0), n, dims) *
-          cmap(planes.data(), options.bits(), dims).transpose();
+      gemm(Trans::no, Trans::yes, n, options.bits(), dims, 1.0f, x.ptr<float>(r0), dims,
+           planes.data(), dims, 0.0f, proj.ptr<float>(), options.bits());
       for (int r = 0; r < n; ++r) {
         const float* p = proj.ptr<float>(r);
         std::uint8_t* c = codes.ptr<std::uint8_t>(r0 + r);

@@ -19,6 +19,7 @@
 #include <opencv2/core.hpp>
 
 #include "cvattn/core/parallel.hpp"
+#include "cvattn/core/simd.hpp"
 #include "cvattn/io/file.hpp"
 #include "cvattn/io/npy.hpp"
 #include "cvattn/io/safetensors.hpp"
@@ -98,8 +99,16 @@ std::string list_line(const OpSpec& op) {
          "\tsettings: " + (sets.empty() ? "-" : sets);
 }
 
+std::string join(const std::vector<std::string>& items) {
+  std::string out;
+  for (const auto& item : items) out += (out.empty() ? "" : ", ") + item;
+  return out;
+}
+
+// The build's baseline instruction set (what the tool, built with the library's flags, assumes),
+// then the runtime-dispatched kernels: compiled targets, what this CPU runs, the one in use.
 std::string simd_level() {
-  std::string compiled =
+  std::string baseline =
 #if defined(__AVX512F__)
       "AVX-512";
 #elif defined(__AVX2__)
@@ -115,16 +124,13 @@ std::string simd_level() {
 #else
       "scalar";
 #endif
-  std::string runtime;
-  if (cv::checkHardwareSupport(CV_CPU_AVX_512F)) runtime = "AVX-512";
-  else if (cv::checkHardwareSupport(CV_CPU_AVX2)) runtime = "AVX2";
-  else if (cv::checkHardwareSupport(CV_CPU_AVX)) runtime = "AVX";
-  else if (cv::checkHardwareSupport(CV_CPU_SSE4_2)) runtime = "SSE4.2";
-  else runtime = "baseline";
 #if defined(__FMA__)
-  compiled += "+FMA";
+  baseline += "+FMA";
 #endif
-  return "compiled for " + compiled + ", CPU supports " + runtime;
+  return "baseline " + baseline + "; dispatched kernels compiled for " +
+         join(cvattn::simd::compiled_targets()) + "; this CPU runs " +
+         join(cvattn::simd::supported_targets()) + "; in use: " + cvattn::simd::current_target() +
+         " (CVATTN_SIMD=<target> caps it); GEMM: " + cvattn::simd::gemm_backend();
 }
 
 // "NAME=VALUE" -> {NAME, VALUE}

@@ -5,10 +5,10 @@
 #include <limits>
 #include <type_traits>
 
-#include <Eigen/Core>
 
 #include "core/parallel_for.hpp"
 #include "cvattn/core/tensor.hpp"
+#include "functional/detail/gemm.hpp"
 #include "functional/detail/softmax.hpp"
 #include "functional/detail/transpose.hpp"
 
@@ -333,11 +333,7 @@ constexpr std::int64_t kBlockMultiple = kTileRows;
 
 #else
 // ---------------------------------------------------------------------------------------------
-// Portable path: Eigen GEMMs per block of query rows.
-
-using RowMat = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
-using ConstMap = Eigen::Map<const RowMat, Eigen::Unaligned, Eigen::OuterStride<>>;
-using MutMap = Eigen::Map<RowMat, Eigen::Unaligned, Eigen::OuterStride<>>;
+// Portable path: two GEMMs per block of query rows.
 
 constexpr std::int64_t kBlockTarget = 64;
 constexpr std::int64_t kAveragedBlockTarget = 128;
@@ -357,11 +353,8 @@ void run_block(const SdpaPlan& p, std::int64_t h, std::int64_t r0, std::int64_t 
     for (std::int64_t e = 0; e < p.E; ++e) qs[r * p.E + e] = q[r * p.q_rs + e] * c;
   }
   float* scores = p.weights ? p.weights + (h * p.L + r0) * p.S : inv + rows;
-  const ConstMap qm(qs, rows, p.E, Eigen::OuterStride<>(p.E));
-  const ConstMap k(p.k + p.k_off[h], p.S, p.E, Eigen::OuterStride<>(p.k_rs));
-  const ConstMap v(p.v + p.v_off[h], p.S, p.Ev, Eigen::OuterStride<>(p.v_rs));
-  MutMap s(scores, rows, p.S, Eigen::OuterStride<>(p.S));
-  s.noalias() = qm * k.transpose();
+  sgemm(Trans::no, Trans::yes, rows, p.S, p.E, 1.0f, qs, p.E, p.k + p.k_off[h], p.k_rs, 0.0f,
+        scores, p.S);
   for (std::int64_t r = 0; r < rows; ++r) {
     const std::int64_t i = r0 + r;
     const float* mask = p.mask ? p.mask + p.mask_off[h] + i * p.mask_rs : nullptr;
@@ -373,10 +366,11 @@ void run_block(const SdpaPlan& p, std::int64_t h, std::int64_t r0, std::int64_t 
       emit_weights(p, h, i, row, p.S, inv[r]);
     }
   }
-  MutMap o(p.out + p.out_off[h] + r0 * p.out_rs, rows, p.Ev, Eigen::OuterStride<>(p.out_rs));
-  o.noalias() = s * v;
+  float* o = p.out + p.out_off[h] + r0 * p.out_rs;
+  sgemm(Trans::no, Trans::no, rows, p.Ev, p.S, 1.0f, scores, p.S, p.v + p.v_off[h], p.v_rs, 0.0f, o,
+        p.out_rs);
   if (!p.weights) {
-    for (std::int64_t r = 0; r < rows; ++r) scale_row(o.data() + r * p.out_rs, p.Ev, inv[r]);
+    for (std::int64_t r = 0; r < rows; ++r) scale_row(o + r * p.out_rs, p.Ev, inv[r]);
   }
 }
 #endif

@@ -1,0 +1,116 @@
+#include "functional/detail/gemm.hpp"
+
+#include <Eigen/Core>
+#include <climits>
+#include <mutex>
+
+#include "cvattn/core/error.hpp"
+
+#if defined(CVATTN_HAS_OPENBLAS)
+// The few OpenBLAS entry points used, declared here rather than through cblas.h, whose location
+// differs between Debian's BLAS alternatives.
+extern "C" {
+enum CBLAS_ORDER { CblasRowMajor = 101, CblasColMajor = 102 };
+enum CBLAS_TRANSPOSE { CblasNoTrans = 111, CblasTrans = 112 };
+void cblas_sgemm(enum CBLAS_ORDER order, enum CBLAS_TRANSPOSE ta, enum CBLAS_TRANSPOSE tb, int m,
+                 int n, int k, float alpha, const float* a, int lda, const float* b, int ldb,
+                 float beta, float* c, int ldc);
+int openblas_get_parallel(void);
+void openblas_set_num_threads(int threads);
+}
+#endif
+
+namespace cvattn::detail {
+namespace {
+
+using RowMat = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+using ColMat = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::ColMajor>;
+using ConstRow = Eigen::Map<const RowMat, Eigen::Unaligned, Eigen::OuterStride<>>;
+using ConstCol = Eigen::Map<const ColMat, Eigen::Unaligned, Eigen::OuterStride<>>;
+using MutRow = Eigen::Map<RowMat, Eigen::Unaligned, Eigen::OuterStride<>>;
+
+template <class A, class B>
+void eigen_product(const A& a, const B& b, float alpha, float beta, MutRow& c) {
+  if (beta == 0.0f) {
+    c.noalias() = alpha * (a * b);
+  } else {
+    if (beta != 1.0f) c *= beta;
+    c.noalias() += alpha * (a * b);
+  }
+}
+
+#if defined(CVATTN_HAS_OPENBLAS)
+int g_parallel = -1;  // openblas_get_parallel(): 0 serial, 1 pthreads, 2 OpenMP
+std::once_flag g_once;
+
+void configure_openblas() {
+  std::call_once(g_once, [] {
+    g_parallel = openblas_get_parallel();
+    // A pthreads OpenBLAS would start its own threads inside cvattn's OpenMP regions; the
+    // OpenMP one runs serially there and follows omp_set_num_threads outside them.
+    if (g_parallel == 1) openblas_set_num_threads(1);
+  });
+}
+
+bool fits_int(std::int64_t v) { return v >= 0 && v <= INT_MAX; }
+#endif
+
+}  // namespace
+
+void sgemm_eigen(Trans ta, Trans tb, std::int64_t m, std::int64_t n, std::int64_t k, float alpha,
+                 const float* a, std::int64_t lda, const float* b, std::int64_t ldb, float beta,
+                 float* c, std::int64_t ldc) {
+  if (m == 0 || n == 0) return;
+  MutRow cm(c, m, n, Eigen::OuterStride<>(ldc));
+  if (k == 0) {
+    if (beta == 0.0f) cm.setZero(); else cm *= beta;
+    return;
+  }
+  // op(A) is row-major [m,k] with stride lda, or the transpose of a row-major [k,m] (= a
+  // column-major [m,k] with stride lda); likewise op(B).
+  if (ta == Trans::no && tb == Trans::no) {
+    eigen_product(ConstRow(a, m, k, Eigen::OuterStride<>(lda)),
+                  ConstRow(b, k, n, Eigen::OuterStride<>(ldb)), alpha, beta, cm);
+  } else if (ta == Trans::no) {
+    eigen_product(ConstRow(a, m, k, Eigen::OuterStride<>(lda)),
+                  ConstCol(b, k, n, Eigen::OuterStride<>(ldb)), alpha, beta, cm);
+  } else if (tb == Trans::no) {
+    eigen_product(ConstCol(a, m, k, Eigen::OuterStride<>(lda)),
+                  ConstRow(b, k, n, Eigen::OuterStride<>(ldb)), alpha, beta, cm);
+  } else {
+    eigen_product(ConstCol(a, m, k, Eigen::OuterStride<>(lda)),
+                  ConstCol(b, k, n, Eigen::OuterStride<>(ldb)), alpha, beta, cm);
+  }
+}
+
+void sgemm(Trans ta, Trans tb, std::int64_t m, std::int64_t n, std::int64_t k, float alpha,
+           const float* a, std::int64_t lda, const float* b, std::int64_t ldb, float beta,
+           float* c, std::int64_t ldc) {
+#if defined(CVATTN_HAS_OPENBLAS)
+  if (m > 0 && n > 0 && k > 0 && fits_int(m) && fits_int(n) && fits_int(k) && fits_int(lda) &&
+      fits_int(ldb) && fits_int(ldc)) {
+    configure_openblas();
+    cblas_sgemm(CblasRowMajor, ta == Trans::no ? CblasNoTrans : CblasTrans,
+                tb == Trans::no ? CblasNoTrans : CblasTrans, static_cast<int>(m),
+                static_cast<int>(n), static_cast<int>(k), alpha, a, static_cast<int>(lda), b,
+                static_cast<int>(ldb), beta, c, static_cast<int>(ldc));
+    return;
+  }
+#endif
+  sgemm_eigen(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+}
+
+const char* gemm_backend() {
+#if defined(CVATTN_HAS_OPENBLAS)
+  configure_openblas();
+  switch (g_parallel) {
+    case 0: return "openblas (serial)";
+    case 1: return "openblas (pthreads, one thread per call)";
+    default: return "openblas (openmp)";
+  }
+#else
+  return "eigen";
+#endif
+}
+
+}  // namespace cvattn::detail
