@@ -6,6 +6,7 @@ packages=(
   g++ cmake ninja-build pkg-config
   libopencv-dev libopencv-contrib-dev libeigen3-dev nlohmann-json3-dev
   libgtest-dev libgmock-dev libbenchmark-dev
+  libhwy-dev libopenblas-openmp-dev
 )
 # Optional: doxygen for the API reference target cvattn_docs (CVATTN_DOCS=1 bash tools/install-deps.sh).
 if [ "${CVATTN_DOCS:-0}" = 1 ]; then packages+=(doxygen); fi
