@@ -48,6 +48,7 @@
 #include "cvattn/viz/viz.hpp"
 // --- layers ---
 #include "cvattn/functional/normalization.hpp"
+#include "cvattn/functional/tensor_ops.hpp"
 #include "cvattn/modules/activation_layers.hpp"
 #include "cvattn/modules/dropout.hpp"
 #include "cvattn/modules/normalization.hpp"

@@ -16,13 +16,20 @@ namespace cvattn {
 
 ActLayer parse_act_layer(const std::string& word) {
   static const std::pair<const char*, ActLayer> kWords[] = {
-      {"identity", ActLayer::identity},        {"relu", ActLayer::relu},
-      {"relu6", ActLayer::relu6},              {"sigmoid", ActLayer::sigmoid},
-      {"tanh", ActLayer::tanh},                {"silu", ActLayer::silu},
-      {"swish", ActLayer::silu},               {"gelu", ActLayer::gelu},
-      {"gelu_tanh", ActLayer::gelu_tanh},      {"hard_swish", ActLayer::hard_swish},
-      {"hardswish", ActLayer::hard_swish},     {"hard_sigmoid", ActLayer::hard_sigmoid},
-      {"hardsigmoid", ActLayer::hard_sigmoid}, {"mish", ActLayer::mish}};
+      {"identity", ActLayer::identity},
+      {"relu", ActLayer::relu},
+      {"relu6", ActLayer::relu6},
+      {"sigmoid", ActLayer::sigmoid},
+      {"tanh", ActLayer::tanh},
+      {"silu", ActLayer::silu},
+      {"swish", ActLayer::silu},
+      {"gelu", ActLayer::gelu},
+      {"gelu_tanh", ActLayer::gelu_tanh},
+      {"hard_swish", ActLayer::hard_swish},
+      {"hardswish", ActLayer::hard_swish},
+      {"hard_sigmoid", ActLayer::hard_sigmoid},
+      {"hardsigmoid", ActLayer::hard_sigmoid},
+      {"mish", ActLayer::mish}};
   for (const auto& [name, act] : kWords) {
     if (word == name) return act;
   }
@@ -33,17 +40,28 @@ ActLayer parse_act_layer(const std::string& word) {
 
 const char* to_string(ActLayer act) {
   switch (act) {
-    case ActLayer::identity: return "identity";
-    case ActLayer::relu: return "relu";
-    case ActLayer::relu6: return "relu6";
-    case ActLayer::sigmoid: return "sigmoid";
-    case ActLayer::tanh: return "tanh";
-    case ActLayer::silu: return "silu";
-    case ActLayer::gelu: return "gelu";
-    case ActLayer::gelu_tanh: return "gelu_tanh";
-    case ActLayer::hard_swish: return "hard_swish";
-    case ActLayer::hard_sigmoid: return "hard_sigmoid";
-    case ActLayer::mish: return "mish";
+    case ActLayer::identity:
+      return "identity";
+    case ActLayer::relu:
+      return "relu";
+    case ActLayer::relu6:
+      return "relu6";
+    case ActLayer::sigmoid:
+      return "sigmoid";
+    case ActLayer::tanh:
+      return "tanh";
+    case ActLayer::silu:
+      return "silu";
+    case ActLayer::gelu:
+      return "gelu";
+    case ActLayer::gelu_tanh:
+      return "gelu_tanh";
+    case ActLayer::hard_swish:
+      return "hard_swish";
+    case ActLayer::hard_sigmoid:
+      return "hard_sigmoid";
+    case ActLayer::mish:
+      return "mish";
   }
   return "unknown";
 }

@@ -21,17 +21,28 @@ Tensor Activation::forward(const Tensor& x) const { return functional::activatio
 
 std::string Activation::describe() const {
   switch (act_) {
-    case ActLayer::identity: return "Identity()";
-    case ActLayer::relu: return "ReLU()";
-    case ActLayer::relu6: return "ReLU6()";
-    case ActLayer::sigmoid: return "Sigmoid()";
-    case ActLayer::tanh: return "Tanh()";
-    case ActLayer::silu: return "SiLU()";
-    case ActLayer::gelu: return "GELU(approximate='none')";
-    case ActLayer::gelu_tanh: return "GELU(approximate='tanh')";
-    case ActLayer::hard_swish: return "Hardswish()";
-    case ActLayer::hard_sigmoid: return "Hardsigmoid()";
-    case ActLayer::mish: return "Mish()";
+    case ActLayer::identity:
+      return "Identity()";
+    case ActLayer::relu:
+      return "ReLU()";
+    case ActLayer::relu6:
+      return "ReLU6()";
+    case ActLayer::sigmoid:
+      return "Sigmoid()";
+    case ActLayer::tanh:
+      return "Tanh()";
+    case ActLayer::silu:
+      return "SiLU()";
+    case ActLayer::gelu:
+      return "GELU(approximate='none')";
+    case ActLayer::gelu_tanh:
+      return "GELU(approximate='tanh')";
+    case ActLayer::hard_swish:
+      return "Hardswish()";
+    case ActLayer::hard_sigmoid:
+      return "Hardsigmoid()";
+    case ActLayer::mish:
+      return "Mish()";
   }
   return "Activation()";
 }

@@ -9,8 +9,7 @@ namespace cvattn {
 namespace {
 
 double checked_probability(double p, const char* where, const char* name) {
-  CVATTN_CHECK(p >= 0.0 && p <= 1.0, ValueError, where, ": ", name,
-               " must lie in [0, 1], got ", p);
+  CVATTN_CHECK(p >= 0.0 && p <= 1.0, ValueError, where, ": ", name, " must lie in [0, 1], got ", p);
   return p;
 }
 

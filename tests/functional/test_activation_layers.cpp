@@ -70,8 +70,8 @@ TEST(Activations, LargeTensorsMatchTheFormulaInDouble) {
     const double v = x[i];
     const double tol = 1e-5 * (1 + std::abs(v));
     EXPECT_NEAR(g[i], 0.5 * v * (1 + std::erf(v / std::sqrt(2.0))), tol) << i;
-    EXPECT_NEAR(gt[i],
-                0.5 * v * (1 + std::tanh(std::sqrt(2 / M_PI) * (v + 0.044715 * v * v * v))), tol)
+    EXPECT_NEAR(gt[i], 0.5 * v * (1 + std::tanh(std::sqrt(2 / M_PI) * (v + 0.044715 * v * v * v))),
+                tol)
         << i;
     EXPECT_NEAR(s[i], v / (1 + std::exp(-v)), tol) << i;
     EXPECT_NEAR(m[i], v * std::tanh(std::log1p(std::exp(v))), tol) << i;
@@ -98,10 +98,9 @@ TEST(ActLayer, ParsesTimmNamesAndAliases) {
   EXPECT_EQ(parse_act_layer("swish"), ActLayer::silu);
   EXPECT_EQ(parse_act_layer("hardswish"), ActLayer::hard_swish);
   EXPECT_EQ(parse_act_layer("hardsigmoid"), ActLayer::hard_sigmoid);
-  for (const ActLayer a :
-       {ActLayer::identity, ActLayer::relu, ActLayer::relu6, ActLayer::sigmoid, ActLayer::tanh,
-        ActLayer::silu, ActLayer::gelu, ActLayer::gelu_tanh, ActLayer::hard_swish,
-        ActLayer::hard_sigmoid, ActLayer::mish}) {
+  for (const ActLayer a : {ActLayer::identity, ActLayer::relu, ActLayer::relu6, ActLayer::sigmoid,
+                           ActLayer::tanh, ActLayer::silu, ActLayer::gelu, ActLayer::gelu_tanh,
+                           ActLayer::hard_swish, ActLayer::hard_sigmoid, ActLayer::mish}) {
     EXPECT_EQ(parse_act_layer(to_string(a)), a) << to_string(a);
   }
   EXPECT_THAT([] { (void)parse_act_layer("leaky"); },

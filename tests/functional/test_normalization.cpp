@@ -61,12 +61,18 @@ TEST(LayerNorm, RejectsBadShapes) {
               ThrowsMessage<ShapeError>(HasSubstr(
                   "layer_norm: tensor 'input' expected shape [*, 3] (normalized_shape), got "
                   "[2, 3, 4]")));
-  EXPECT_THAT([&] { (void)F::layer_norm(x, {2, 3, 4, 1}); },
-              ThrowsMessage<ShapeError>(HasSubstr("normalized_shape")));
+  EXPECT_THAT(
+      [&] {
+        (void)F::layer_norm(x, {2, 3, 4, 1});
+      },
+      ThrowsMessage<ShapeError>(HasSubstr("normalized_shape")));
   EXPECT_THAT([&] { (void)F::layer_norm(x, {4}, Tensor::zeros({3})); },
               ThrowsMessage<ShapeError>(HasSubstr("tensor 'weight' expected shape [4], got [3]")));
-  EXPECT_THAT([&] { (void)F::layer_norm(x, {4}, {}, Tensor::zeros({1, 4})); },
-              ThrowsMessage<ShapeError>(HasSubstr("tensor 'bias' expected shape [4]")));
+  EXPECT_THAT(
+      [&] {
+        (void)F::layer_norm(x, {4}, {}, Tensor::zeros({1, 4}));
+      },
+      ThrowsMessage<ShapeError>(HasSubstr("tensor 'bias' expected shape [4]")));
   EXPECT_THAT([&] { (void)F::layer_norm(x, {}); },
               ThrowsMessage<ValueError>(HasSubstr("normalized_shape")));
   EXPECT_THAT([&] { (void)F::layer_norm(x, {4}, {}, {}, -1.0); },
@@ -103,11 +109,17 @@ TEST(LayerNorm2d, EqualsLayerNormOverPermutedChannels) {
 }
 
 TEST(LayerNorm2d, RejectsBadShapes) {
-  EXPECT_THAT([] { (void)F::layer_norm2d(Tensor::zeros({2, 3, 4})); },
-              ThrowsMessage<ShapeError>(HasSubstr("input")));
-  EXPECT_THAT([] { (void)F::layer_norm2d(Tensor::zeros({2, 3, 4, 4}), Tensor::zeros({4})); },
-              ThrowsMessage<ShapeError>(HasSubstr(
-                  "layer_norm2d: tensor 'weight' expected shape [3], got [4]")));
+  EXPECT_THAT(
+      [] {
+        (void)F::layer_norm2d(Tensor::zeros({2, 3, 4}));
+      },
+      ThrowsMessage<ShapeError>(HasSubstr("input")));
+  EXPECT_THAT(
+      [] {
+        (void)F::layer_norm2d(Tensor::zeros({2, 3, 4, 4}), Tensor::zeros({4}));
+      },
+      ThrowsMessage<ShapeError>(
+          HasSubstr("layer_norm2d: tensor 'weight' expected shape [3], got [4]")));
 }
 
 TEST(GroupNorm, MatchesPyTorch) {

@@ -62,8 +62,11 @@ TEST(LayerNormModule, RejectsBadOptionsAndInputs) {
   EXPECT_THAT([] { (void)LayerNormOptions::from_state_dict(StateDict()); },
               ThrowsMessage<ValueError>(HasSubstr("no 'weight'")));
   const LayerNorm ln(LayerNormOptions({8}));
-  EXPECT_THAT([&] { (void)ln.forward(Tensor::zeros({2, 7})); },
-              ThrowsMessage<ShapeError>(HasSubstr("expected shape [*, 8]")));
+  EXPECT_THAT(
+      [&] {
+        (void)ln.forward(Tensor::zeros({2, 7}));
+      },
+      ThrowsMessage<ShapeError>(HasSubstr("expected shape [*, 8]")));
 }
 
 TEST(LayerNorm2dModule, MatchesTimm) {
@@ -71,8 +74,7 @@ TEST(LayerNorm2dModule, MatchesTimm) {
     SCOPED_TRACE(name);
     const auto fx = test::fixture(name);
     const StateDict dict = fx.weights();
-    LayerNorm2d ln(
-        LayerNorm2dOptions::from_state_dict(dict).eps(fx.params()["eps"].get<double>()));
+    LayerNorm2d ln(LayerNorm2dOptions::from_state_dict(dict).eps(fx.params()["eps"].get<double>()));
     ln.load_state_dict(dict);
     EXPECT_TENSOR_NEAR(ln.forward(fx.tensor("input")), fx.tensor("output"), kTol);
   }
@@ -86,10 +88,13 @@ TEST(LayerNorm2dModule, DescribesAsTimmAndChecksChannels) {
   const LayerNorm2d ln(LayerNorm2dOptions(64));
   EXPECT_EQ(ln.describe(), "LayerNorm2d((64,), eps=1e-06, elementwise_affine=True)");
   EXPECT_THAT(ln.state_dict().keys(), ElementsAre("weight", "bias"));
-  EXPECT_THAT([&] { (void)ln.forward(Tensor::zeros({1, 32, 4, 4})); },
-              ThrowsMessage<ShapeError>(HasSubstr(
-                  "LayerNorm2d::forward: tensor 'x' expected shape [*, 64, *, *], got "
-                  "[1, 32, 4, 4]")));
+  EXPECT_THAT(
+      [&] {
+        (void)ln.forward(Tensor::zeros({1, 32, 4, 4}));
+      },
+      ThrowsMessage<ShapeError>(
+          HasSubstr("LayerNorm2d::forward: tensor 'x' expected shape [*, 64, *, *], got "
+                    "[1, 32, 4, 4]")));
 }
 
 TEST(GroupNormModule, MatchesPyTorch) {
@@ -117,9 +122,12 @@ TEST(GroupNormModule, DescribeAndErrors) {
               ThrowsMessage<ValueError>(HasSubstr(
                   "GroupNormOptions: num_groups (3) must be positive and divide num_channels "
                   "(8)")));
-  EXPECT_THAT([&] { (void)gn.forward(Tensor::zeros({2, 32, 3})); },
-              ThrowsMessage<ShapeError>(HasSubstr(
-                  "GroupNorm::forward: tensor 'x' expected shape [*, 64, ...], got [2, 32, 3]")));
+  EXPECT_THAT(
+      [&] {
+        (void)gn.forward(Tensor::zeros({2, 32, 3}));
+      },
+      ThrowsMessage<ShapeError>(
+          HasSubstr("GroupNorm::forward: tensor 'x' expected shape [*, 64, ...], got [2, 32, 3]")));
 }
 
 std::string repr_of(const Sequential& seq) {
@@ -181,8 +189,7 @@ TEST(LayerModules, IdentityDropoutDropPathReturnTheInput) {
   EXPECT_EQ(Dropout(0.1).describe(), "Dropout(p=0.1, inplace=False)");
   EXPECT_EQ(DropPath(0.1).describe(), "DropPath(drop_prob=0.100)");
   EXPECT_THAT([] { Dropout(1.5); }, ThrowsMessage<ValueError>(HasSubstr("Dropout: p")));
-  EXPECT_THAT([] { DropPath(-0.1); },
-              ThrowsMessage<ValueError>(HasSubstr("DropPath: drop_prob")));
+  EXPECT_THAT([] { DropPath(-0.1); }, ThrowsMessage<ValueError>(HasSubstr("DropPath: drop_prob")));
   EXPECT_THAT([] { (void)Dropout().forward(Tensor()); },
               ThrowsMessage<ShapeError>(HasSubstr("Dropout::forward")));
 }

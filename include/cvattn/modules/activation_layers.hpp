@@ -12,8 +12,7 @@ namespace cvattn {
 
 class CVATTN_EXPORT GELU final : public UnaryModule {
  public:
-  explicit GELU(GeluApproximate approximate = GeluApproximate::none)
-      : approximate_(approximate) {}
+  explicit GELU(GeluApproximate approximate = GeluApproximate::none) : approximate_(approximate) {}
   [[nodiscard]] Tensor forward(const Tensor& x) const override;
   // "GELU(approximate='none')"
   [[nodiscard]] std::string describe() const override;
