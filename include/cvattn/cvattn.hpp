@@ -47,6 +47,7 @@
 #include "cvattn/modules/squeeze_excitation.hpp"
 #include "cvattn/viz/viz.hpp"
 // --- layers ---
+#include "cvattn/functional/interpolate.hpp"
 #include "cvattn/functional/normalization.hpp"
 #include "cvattn/functional/tensor_ops.hpp"
 #include "cvattn/modules/activation_layers.hpp"

@@ -6,6 +6,7 @@
 
 #include "core/parallel_for.hpp"
 #include "cvattn/core/error.hpp"
+#include "functional/detail/grain.hpp"
 #include "functional/detail/moments.hpp"
 #include "functional/detail/tasks.hpp"
 
@@ -97,40 +98,46 @@ Tensor layer_norm2d(const Tensor& x, const Tensor& weight, const Tensor& bias, d
   const float* wt = weight.defined() ? weight.data() : nullptr;
   const float* bs = bias.defined() ? bias.data() : nullptr;
   const double count = static_cast<double>(c);
-  cvattn::detail::parallel_for(n * tiles, [&](std::int64_t task) {
-    const std::int64_t p0 = (task % tiles) * kTile;
-    const std::int64_t len = std::min(kTile, hw - p0);
-    const float* in = src + (task / tiles) * c * hw + p0;
-    float* out = dst + (task / tiles) * c * hw + p0;
-    double sum[kTile] = {};
-    for (std::int64_t ch = 0; ch < c; ++ch) {
-      const float* row = in + ch * hw;
-      for (std::int64_t p = 0; p < len; ++p) sum[p] += static_cast<double>(row[p]);
-    }
-    float mean[kTile];
-    for (std::int64_t p = 0; p < len; ++p) mean[p] = static_cast<float>(sum[p] / count);
-    double ss[kTile] = {};
-    for (std::int64_t ch = 0; ch < c; ++ch) {
-      const float* row = in + ch * hw;
-      for (std::int64_t p = 0; p < len; ++p) {
-        const float dv = row[p] - mean[p];
-        ss[p] += static_cast<double>(dv * dv);
-      }
-    }
-    float scale[kTile], shift[kTile];
-    for (std::int64_t p = 0; p < len; ++p) {
-      const double var = std::max(ss[p] / count, 0.0);
-      scale[p] = static_cast<float>(1.0 / std::sqrt(var + eps));
-      shift[p] = -mean[p] * scale[p];
-    }
-    for (std::int64_t ch = 0; ch < c; ++ch) {
-      const float* row = in + ch * hw;
-      float* o = out + ch * hw;
-      const float wv = wt != nullptr ? wt[ch] : 1.0f;
-      const float bv = bs != nullptr ? bs[ch] : 0.0f;
-      for (std::int64_t p = 0; p < len; ++p) o[p] = (row[p] * scale[p] + shift[p]) * wv + bv;
-    }
-  });
+  detail::parallel_ranges(n * tiles, detail::items_per_task(3 * kTile * c),
+                          [&](std::int64_t t0, std::int64_t t1) {
+                            for (std::int64_t task = t0; task < t1; ++task) {
+                              const std::int64_t p0 = (task % tiles) * kTile;
+                              const std::int64_t len = std::min(kTile, hw - p0);
+                              const float* in = src + (task / tiles) * c * hw + p0;
+                              float* out = dst + (task / tiles) * c * hw + p0;
+                              double sum[kTile] = {};
+                              for (std::int64_t ch = 0; ch < c; ++ch) {
+                                const float* row = in + ch * hw;
+                                for (std::int64_t p = 0; p < len; ++p)
+                                  sum[p] += static_cast<double>(row[p]);
+                              }
+                              float mean[kTile];
+                              for (std::int64_t p = 0; p < len; ++p)
+                                mean[p] = static_cast<float>(sum[p] / count);
+                              double ss[kTile] = {};
+                              for (std::int64_t ch = 0; ch < c; ++ch) {
+                                const float* row = in + ch * hw;
+                                for (std::int64_t p = 0; p < len; ++p) {
+                                  const float dv = row[p] - mean[p];
+                                  ss[p] += static_cast<double>(dv * dv);
+                                }
+                              }
+                              float scale[kTile], shift[kTile];
+                              for (std::int64_t p = 0; p < len; ++p) {
+                                const double var = std::max(ss[p] / count, 0.0);
+                                scale[p] = static_cast<float>(1.0 / std::sqrt(var + eps));
+                                shift[p] = -mean[p] * scale[p];
+                              }
+                              for (std::int64_t ch = 0; ch < c; ++ch) {
+                                const float* row = in + ch * hw;
+                                float* o = out + ch * hw;
+                                const float wv = wt != nullptr ? wt[ch] : 1.0f;
+                                const float bv = bs != nullptr ? bs[ch] : 0.0f;
+                                for (std::int64_t p = 0; p < len; ++p)
+                                  o[p] = (row[p] * scale[p] + shift[p]) * wv + bv;
+                              }
+                            }
+                          });
   return y;
 }
 
@@ -156,22 +163,26 @@ Tensor group_norm(const Tensor& x, std::int64_t num_groups, const Tensor& weight
   float* dst = y.data();
   const float* wt = weight.defined() ? weight.data() : nullptr;
   const float* bs = bias.defined() ? bias.data() : nullptr;
-  cvattn::detail::parallel_for(n * num_groups, [&](std::int64_t task) {
-    const float* in = src + task * group_size;
-    float* out = dst + task * group_size;
-    const detail::Moments m = detail::moments(in, group_size, eps);
-    const std::int64_t c0 = (task % num_groups) * per_group;
-    for (std::int64_t k = 0; k < per_group; ++k) {
-      // Per channel: y = x * a + b with a = rstd * w, b = bias - mean * a.
-      const float wv = wt != nullptr ? wt[c0 + k] : 1.0f;
-      const float bv = bs != nullptr ? bs[c0 + k] : 0.0f;
-      const float a = m.rstd * wv;
-      const float sh = bv - m.mean * a;
-      const float* __restrict i = in + k * inner;
-      float* __restrict o = out + k * inner;
-      for (std::int64_t p = 0; p < inner; ++p) o[p] = i[p] * a + sh;
-    }
-  });
+  detail::parallel_ranges(n * num_groups, detail::items_per_task(3 * group_size),
+                          [&](std::int64_t t0, std::int64_t t1) {
+                            for (std::int64_t task = t0; task < t1; ++task) {
+                              const float* in = src + task * group_size;
+                              float* out = dst + task * group_size;
+                              const detail::Moments m = detail::moments(in, group_size, eps);
+                              const std::int64_t c0 = (task % num_groups) * per_group;
+                              for (std::int64_t k = 0; k < per_group; ++k) {
+                                // Per channel: y = x * a + b with a = rstd * w, b = bias - mean *
+                                // a.
+                                const float wv = wt != nullptr ? wt[c0 + k] : 1.0f;
+                                const float bv = bs != nullptr ? bs[c0 + k] : 0.0f;
+                                const float a = m.rstd * wv;
+                                const float sh = bv - m.mean * a;
+                                const float* __restrict i = in + k * inner;
+                                float* __restrict o = out + k * inner;
+                                for (std::int64_t p = 0; p < inner; ++p) o[p] = i[p] * a + sh;
+                              }
+                            }
+                          });
   return y;
 }
 

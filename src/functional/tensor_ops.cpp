@@ -10,6 +10,7 @@
 #include "core/parallel_for.hpp"
 #include "cvattn/core/error.hpp"
 #include "functional/detail/broadcast.hpp"
+#include "functional/detail/grain.hpp"
 #include "functional/detail/moments.hpp"
 #include "functional/detail/tasks.hpp"
 
@@ -374,29 +375,34 @@ Tensor reduce(const Tensor& x, const std::vector<int>& dims, bool keepdim, const
   // Columns: accumulate the R rows of `inner` contiguous values, a block of columns at a time.
   constexpr Index kCols = 256;
   const Index col_blocks = detail::ceil_div(inner, kCols);
-  cvattn::detail::parallel_for(outer * col_blocks, [&](Index t) {
-    const Index o = t / col_blocks;
-    const Index c0 = (t % col_blocks) * kCols;
-    const Index n = std::min(kCols, inner - c0);
-    const float* base = in + o * r * inner + c0;
-    float* dst = out + o * inner + c0;
-    if constexpr (kMax) {
-      float acc[kCols];
-      std::copy(base, base + n, acc);
-      for (Index k = 1; k < r; ++k) {
-        const float* row = base + k * inner;
-        for (Index i = 0; i < n; ++i) acc[i] = max_nan(acc[i], row[i]);
-      }
-      std::copy(acc, acc + n, dst);
-    } else {
-      double acc[kCols] = {};
-      for (Index k = 0; k < r; ++k) {
-        const float* row = base + k * inner;
-        for (Index i = 0; i < n; ++i) acc[i] += static_cast<double>(row[i]);
-      }
-      for (Index i = 0; i < n; ++i) dst[i] = static_cast<float>(acc[i] * inv);
-    }
-  });
+  detail::parallel_ranges(outer * col_blocks, detail::items_per_task(kCols * r),
+                          [&](Index t0, Index t1) {
+                            for (Index t = t0; t < t1; ++t) {
+                              const Index o = t / col_blocks;
+                              const Index c0 = (t % col_blocks) * kCols;
+                              const Index n = std::min(kCols, inner - c0);
+                              const float* base = in + o * r * inner + c0;
+                              float* dst = out + o * inner + c0;
+                              if constexpr (kMax) {
+                                float acc[kCols];
+                                std::copy(base, base + n, acc);
+                                for (Index k = 1; k < r; ++k) {
+                                  const float* row = base + k * inner;
+                                  for (Index i = 0; i < n; ++i) acc[i] = max_nan(acc[i], row[i]);
+                                }
+                                std::copy(acc, acc + n, dst);
+                              } else {
+                                double acc[kCols] = {};
+                                for (Index k = 0; k < r; ++k) {
+                                  const float* row = base + k * inner;
+                                  for (Index i = 0; i < n; ++i)
+                                    acc[i] += static_cast<double>(row[i]);
+                                }
+                                for (Index i = 0; i < n; ++i)
+                                  dst[i] = static_cast<float>(acc[i] * inv);
+                              }
+                            }
+                          });
   return y;
 }
 
@@ -442,12 +448,14 @@ Tensor cat(const std::vector<Tensor>& tensors, int dim) {
     acc += tensors[i].shape()[static_cast<std::size_t>(d)] * inner;
   }
   float* dst = y.data();
-  cvattn::detail::parallel_for(outer, [&](Index o) {
-    for (std::size_t i = 0; i < tensors.size(); ++i) {
-      const Index n = tensors[i].shape()[static_cast<std::size_t>(d)] * inner;
-      if (n == 0) continue;
-      std::memcpy(dst + o * out_row + offset[i], tensors[i].data() + o * n,
-                  static_cast<std::size_t>(n) * sizeof(float));
+  detail::parallel_ranges(outer, detail::items_per_task(out_row), [&](Index o0, Index o1) {
+    for (Index o = o0; o < o1; ++o) {
+      for (std::size_t i = 0; i < tensors.size(); ++i) {
+        const Index n = tensors[i].shape()[static_cast<std::size_t>(d)] * inner;
+        if (n == 0) continue;
+        std::memcpy(dst + o * out_row + offset[i], tensors[i].data() + o * n,
+                    static_cast<std::size_t>(n) * sizeof(float));
+      }
     }
   });
   return y;
