@@ -3,6 +3,7 @@
 #include <Eigen/Core>
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <stdexcept>
 #include <string>
 #include <unsupported/Eigen/SpecialFunctions>
@@ -275,11 +276,19 @@ Tensor hardsigmoid(const Tensor& x) {
 Tensor mish(const Tensor& x) {
   return elementwise(x, "mish", [](ConstArrayMap in, ArrayMap out) {
     // tanh(log1p(e)) with e = exp(x) is n / (n + 2), n = e (e + 2): one exp and one division.
-    // Beyond x = 20 the factor is 1.0f, so clamping there keeps n finite; NaN fails the
-    // comparison and stays NaN, and mish(-inf) = -inf * 0 = NaN as in PyTorch.
-    out = in.unaryExpr([](float v) { return v > 20.0f ? 20.0f : v; }).exp();
+    // Beyond x = 20 the factor is 1.0f, so clamping there keeps n finite; whatever the clamp
+    // makes of NaN, the product with x is NaN.
+    out = in.min(20.0f).exp();
     out = out * (out + 2.0f);
     out = in * out / (out + 2.0f);
+    // Eigen's exp stops at a tiny positive value instead of 0 far below -88, which would make
+    // mish(-inf) -inf; PyTorch gives -inf * 0 = NaN.
+    const float* __restrict src = in.data();
+    float* __restrict dst = out.data();
+    constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+    for (Eigen::Index i = 0; i < in.size(); ++i) {
+      dst[i] = src[i] == kNegInf ? std::numeric_limits<float>::quiet_NaN() : dst[i];
+    }
   });
 }
 

@@ -179,9 +179,19 @@ Tensor interpolate(const Tensor& input, const InterpolateOptions& options) {
         const float* in = src + p * h * w;
         float* out = dst + p * oh * ow;
         for (Index r = 0; r < oh; ++r) {
-          const float* __restrict row = in + Index{ty.index[static_cast<std::size_t>(r)]} * w;
+          const std::int32_t src_row = ty.index[static_cast<std::size_t>(r)];
           float* __restrict o = out + r * ow;
-          for (Index x = 0; x < ow; ++x) o[x] = row[ix[x]];
+          if (r > 0 && src_row == ty.index[static_cast<std::size_t>(r - 1)]) {
+            // Upsampling repeats rows: copy the previous output row.
+            std::memcpy(o, o - ow, static_cast<std::size_t>(ow) * sizeof(float));
+            continue;
+          }
+          const float* __restrict row = in + Index{src_row} * w;
+          if (ow == 2 * w) {
+            for (Index x = 0; x < w; ++x) o[2 * x] = o[2 * x + 1] = row[x];
+          } else {
+            for (Index x = 0; x < ow; ++x) o[x] = row[ix[x]];
+          }
         }
       }
     });

@@ -40,6 +40,44 @@ void normalize_row(const float* __restrict in, float* __restrict out, std::int64
   }
 }
 
+// Pixels per tile of layer_norm2d: for each tile the channel loop runs outside and the pixel
+// loop inside, so that the strided reduction over C vectorises over contiguous pixels.
+constexpr std::int64_t kTile = 64;
+
+// layer_norm2d of `len` pixels (len <= kTile) at in / out, channels hw apart.
+void channels_first_tile(const float* in, float* out, std::int64_t c, std::int64_t hw,
+                         std::int64_t len, const float* wt, const float* bs, double eps) {
+  const double count = static_cast<double>(c);
+  double sum[kTile] = {};
+  for (std::int64_t ch = 0; ch < c; ++ch) {
+    const float* row = in + ch * hw;
+    for (std::int64_t p = 0; p < len; ++p) sum[p] += static_cast<double>(row[p]);
+  }
+  float mean[kTile];
+  for (std::int64_t p = 0; p < len; ++p) mean[p] = static_cast<float>(sum[p] / count);
+  double ss[kTile] = {};
+  for (std::int64_t ch = 0; ch < c; ++ch) {
+    const float* row = in + ch * hw;
+    for (std::int64_t p = 0; p < len; ++p) {
+      const float dv = row[p] - mean[p];
+      ss[p] += static_cast<double>(dv * dv);
+    }
+  }
+  float scale[kTile], shift[kTile];
+  for (std::int64_t p = 0; p < len; ++p) {
+    const double var = std::max(ss[p] / count, 0.0);  // keeps NaN
+    scale[p] = static_cast<float>(1.0 / std::sqrt(var + eps));
+    shift[p] = -mean[p] * scale[p];
+  }
+  for (std::int64_t ch = 0; ch < c; ++ch) {
+    const float* row = in + ch * hw;
+    float* o = out + ch * hw;
+    const float wv = wt != nullptr ? wt[ch] : 1.0f;
+    const float bv = bs != nullptr ? bs[ch] : 0.0f;
+    for (std::int64_t p = 0; p < len; ++p) o[p] = (row[p] * scale[p] + shift[p]) * wv + bv;
+  }
+}
+
 // Rows per task of layer_norm: enough work per task to amortise the scheduling.
 constexpr std::int64_t kRowElements = std::int64_t{1} << 14;
 
@@ -89,55 +127,19 @@ Tensor layer_norm2d(const Tensor& x, const Tensor& weight, const Tensor& bias, d
   Tensor y = Tensor::empty(x.shape());
   if (y.numel() == 0) return y;
   const std::int64_t hw = h * w;
-  // Tiles of pixels: for each tile the channel loop runs outside and the pixel loop inside, so
-  // that the strided reduction over C vectorises over contiguous pixels.
-  constexpr std::int64_t kTile = 64;
   const std::int64_t tiles = detail::ceil_div(hw, kTile);
   const float* src = x.data();
   float* dst = y.data();
   const float* wt = weight.defined() ? weight.data() : nullptr;
   const float* bs = bias.defined() ? bias.data() : nullptr;
-  const double count = static_cast<double>(c);
-  detail::parallel_ranges(n * tiles, detail::items_per_task(3 * kTile * c),
-                          [&](std::int64_t t0, std::int64_t t1) {
-                            for (std::int64_t task = t0; task < t1; ++task) {
-                              const std::int64_t p0 = (task % tiles) * kTile;
-                              const std::int64_t len = std::min(kTile, hw - p0);
-                              const float* in = src + (task / tiles) * c * hw + p0;
-                              float* out = dst + (task / tiles) * c * hw + p0;
-                              double sum[kTile] = {};
-                              for (std::int64_t ch = 0; ch < c; ++ch) {
-                                const float* row = in + ch * hw;
-                                for (std::int64_t p = 0; p < len; ++p)
-                                  sum[p] += static_cast<double>(row[p]);
-                              }
-                              float mean[kTile];
-                              for (std::int64_t p = 0; p < len; ++p)
-                                mean[p] = static_cast<float>(sum[p] / count);
-                              double ss[kTile] = {};
-                              for (std::int64_t ch = 0; ch < c; ++ch) {
-                                const float* row = in + ch * hw;
-                                for (std::int64_t p = 0; p < len; ++p) {
-                                  const float dv = row[p] - mean[p];
-                                  ss[p] += static_cast<double>(dv * dv);
-                                }
-                              }
-                              float scale[kTile], shift[kTile];
-                              for (std::int64_t p = 0; p < len; ++p) {
-                                const double var = std::max(ss[p] / count, 0.0);
-                                scale[p] = static_cast<float>(1.0 / std::sqrt(var + eps));
-                                shift[p] = -mean[p] * scale[p];
-                              }
-                              for (std::int64_t ch = 0; ch < c; ++ch) {
-                                const float* row = in + ch * hw;
-                                float* o = out + ch * hw;
-                                const float wv = wt != nullptr ? wt[ch] : 1.0f;
-                                const float bv = bs != nullptr ? bs[ch] : 0.0f;
-                                for (std::int64_t p = 0; p < len; ++p)
-                                  o[p] = (row[p] * scale[p] + shift[p]) * wv + bv;
-                              }
-                            }
-                          });
+  const std::int64_t per_task = detail::items_per_task(3 * kTile * c);
+  detail::parallel_ranges(n * tiles, per_task, [&](std::int64_t t0, std::int64_t t1) {
+    for (std::int64_t t = t0; t < t1; ++t) {
+      const std::int64_t p0 = (t % tiles) * kTile;
+      const std::int64_t offset = (t / tiles) * c * hw + p0;
+      channels_first_tile(src + offset, dst + offset, c, hw, std::min(kTile, hw - p0), wt, bs, eps);
+    }
+  });
   return y;
 }
 
@@ -163,26 +165,22 @@ Tensor group_norm(const Tensor& x, std::int64_t num_groups, const Tensor& weight
   float* dst = y.data();
   const float* wt = weight.defined() ? weight.data() : nullptr;
   const float* bs = bias.defined() ? bias.data() : nullptr;
-  detail::parallel_ranges(n * num_groups, detail::items_per_task(3 * group_size),
-                          [&](std::int64_t t0, std::int64_t t1) {
-                            for (std::int64_t task = t0; task < t1; ++task) {
-                              const float* in = src + task * group_size;
-                              float* out = dst + task * group_size;
-                              const detail::Moments m = detail::moments(in, group_size, eps);
-                              const std::int64_t c0 = (task % num_groups) * per_group;
-                              for (std::int64_t k = 0; k < per_group; ++k) {
-                                // Per channel: y = x * a + b with a = rstd * w, b = bias - mean *
-                                // a.
-                                const float wv = wt != nullptr ? wt[c0 + k] : 1.0f;
-                                const float bv = bs != nullptr ? bs[c0 + k] : 0.0f;
-                                const float a = m.rstd * wv;
-                                const float sh = bv - m.mean * a;
-                                const float* __restrict i = in + k * inner;
-                                float* __restrict o = out + k * inner;
-                                for (std::int64_t p = 0; p < inner; ++p) o[p] = i[p] * a + sh;
-                              }
-                            }
-                          });
+  const std::int64_t per_task = detail::items_per_task(3 * group_size);
+  detail::parallel_ranges(n * num_groups, per_task, [&](std::int64_t t0, std::int64_t t1) {
+    for (std::int64_t t = t0; t < t1; ++t) {
+      const float* in = src + t * group_size;
+      const detail::Moments m = detail::moments(in, group_size, eps);
+      const std::int64_t c0 = (t % num_groups) * per_group;
+      for (std::int64_t k = 0; k < per_group; ++k) {
+        // Per channel: y = x * a + b with a = rstd * w, b = bias - mean * a.
+        const float a = m.rstd * (wt != nullptr ? wt[c0 + k] : 1.0f);
+        const float b = (bs != nullptr ? bs[c0 + k] : 0.0f) - m.mean * a;
+        const float* __restrict i = in + k * inner;
+        float* __restrict o = dst + t * group_size + k * inner;
+        for (std::int64_t p = 0; p < inner; ++p) o[p] = i[p] * a + b;
+      }
+    }
+  });
   return y;
 }
 

@@ -311,6 +311,33 @@ float row_max(const float* x, Index n) {
   return m;
 }
 
+// dst[i] = max or mean over k < r of base[k * stride + i], for i < n <= kCols.
+template <bool kMax, Index kCols>
+void reduce_columns(const float* base, Index stride, Index r, Index n, float* dst, double inv) {
+  if constexpr (kMax) {
+    float acc[kCols];
+    std::copy(base, base + n, acc);
+    for (Index k = 1; k < r; ++k) {
+      const float* row = base + k * stride;
+      for (Index i = 0; i < n; ++i) acc[i] = max_nan(acc[i], row[i]);
+    }
+    std::copy(acc, acc + n, dst);
+  } else {
+    // Float sums over blocks of rows (vectorised), the blocks added in double.
+    constexpr Index kRowBlock = 128;
+    double acc[kCols] = {};
+    for (Index k0 = 0; k0 < r; k0 += kRowBlock) {
+      float part[kCols] = {};
+      for (Index k = k0; k < std::min(r, k0 + kRowBlock); ++k) {
+        const float* row = base + k * stride;
+        for (Index i = 0; i < n; ++i) part[i] += row[i];
+      }
+      for (Index i = 0; i < n; ++i) acc[i] += static_cast<double>(part[i]);
+    }
+    for (Index i = 0; i < n; ++i) dst[i] = static_cast<float>(acc[i] * inv);
+  }
+}
+
 template <bool kMax>
 Tensor reduce(const Tensor& x, const std::vector<int>& dims, bool keepdim, const char* where) {
   const ReduceDims rd = reduce_dims(x, dims, keepdim, where);
@@ -375,34 +402,15 @@ Tensor reduce(const Tensor& x, const std::vector<int>& dims, bool keepdim, const
   // Columns: accumulate the R rows of `inner` contiguous values, a block of columns at a time.
   constexpr Index kCols = 256;
   const Index col_blocks = detail::ceil_div(inner, kCols);
-  detail::parallel_ranges(outer * col_blocks, detail::items_per_task(kCols * r),
-                          [&](Index t0, Index t1) {
-                            for (Index t = t0; t < t1; ++t) {
-                              const Index o = t / col_blocks;
-                              const Index c0 = (t % col_blocks) * kCols;
-                              const Index n = std::min(kCols, inner - c0);
-                              const float* base = in + o * r * inner + c0;
-                              float* dst = out + o * inner + c0;
-                              if constexpr (kMax) {
-                                float acc[kCols];
-                                std::copy(base, base + n, acc);
-                                for (Index k = 1; k < r; ++k) {
-                                  const float* row = base + k * inner;
-                                  for (Index i = 0; i < n; ++i) acc[i] = max_nan(acc[i], row[i]);
-                                }
-                                std::copy(acc, acc + n, dst);
-                              } else {
-                                double acc[kCols] = {};
-                                for (Index k = 0; k < r; ++k) {
-                                  const float* row = base + k * inner;
-                                  for (Index i = 0; i < n; ++i)
-                                    acc[i] += static_cast<double>(row[i]);
-                                }
-                                for (Index i = 0; i < n; ++i)
-                                  dst[i] = static_cast<float>(acc[i] * inv);
-                              }
-                            }
-                          });
+  detail::parallel_ranges(
+      outer * col_blocks, detail::items_per_task(kCols * r), [&](Index t0, Index t1) {
+        for (Index t = t0; t < t1; ++t) {
+          const Index o = t / col_blocks;
+          const Index c0 = (t % col_blocks) * kCols;
+          reduce_columns<kMax, kCols>(in + o * r * inner + c0, inner, r,
+                                      std::min(kCols, inner - c0), out + o * inner + c0, inv);
+        }
+      });
   return y;
 }
 
