@@ -1,8 +1,9 @@
 // The layers of issue 18 on the shapes a ViT-S / ResNet stage gives them: layer_norm over 384
 // of [8,197,384], group_norm [8,64,56,56] in 32 groups, gelu (erf and tanh) [8,197,1536],
-// bilinear / bicubic / nearest interpolate [8,64,56,56] -> 112x112, broadcasting add of a
-// per-channel [1,64,1,1] and of a [384] bias, permute NCHW -> NHWC, mean over H, W.
-// Arg = threads (cvattn::set_num_threads). Counter "GB/s" = bytes read once + written once.
+// silu / hardswish / hardsigmoid / mish [8,197,1536], bilinear / bicubic / nearest interpolate
+// [8,64,56,56] -> 112x112, broadcasting add of a per-channel [1,64,1,1] and of a [384] bias,
+// permute NCHW -> NHWC, mean over H, W. Arg = threads (cvattn::set_num_threads). Counter "GB/s" =
+// bytes read once + written once.
 #include <benchmark/benchmark.h>
 
 #include <initializer_list>
@@ -64,10 +65,13 @@ void BM_Gelu(benchmark::State& state) {
       2.0 * static_cast<double>(x.nbytes()));
 }
 
-void BM_Silu(benchmark::State& state) {
+// Arg: a cvattn::ActLayer (silu, hard_swish, hard_sigmoid, mish).
+void BM_Activation(benchmark::State& state) {
   const Tensor x = cvattn::test::random_tensor({8, 197, 1536}, 1, -4.0f, 4.0f);
+  const auto act = static_cast<cvattn::ActLayer>(state.range(1));
   run(
-      state, x, [](const Tensor& t) { return F::silu(t); }, 2.0 * static_cast<double>(x.nbytes()));
+      state, x, [&](const Tensor& t) { return F::activation(t, act); },
+      2.0 * static_cast<double>(x.nbytes()));
 }
 
 void BM_Interpolate(benchmark::State& state) {
@@ -146,7 +150,12 @@ BENCHMARK(BM_LayerNorm)->Apply(threads_only);
 BENCHMARK(BM_GroupNorm)->Apply(threads_only);
 BENCHMARK(BM_LayerNorm2d)->Apply(threads_only);
 BENCHMARK(BM_Gelu)->Apply([](auto* b) { threads_and(b, {0, 1}); });
-BENCHMARK(BM_Silu)->Apply(threads_only);
+BENCHMARK(BM_Activation)->Apply([](auto* b) {
+  threads_and(b, {static_cast<std::int64_t>(cvattn::ActLayer::silu),
+                  static_cast<std::int64_t>(cvattn::ActLayer::hard_swish),
+                  static_cast<std::int64_t>(cvattn::ActLayer::hard_sigmoid),
+                  static_cast<std::int64_t>(cvattn::ActLayer::mish)});
+});
 BENCHMARK(BM_Interpolate)->Apply([](auto* b) {
   threads_and(b, {static_cast<std::int64_t>(F::Interpolation::bilinear),
                   static_cast<std::int64_t>(F::Interpolation::bicubic),

@@ -67,11 +67,27 @@ BENCH_CASES = [
      lambda a, w, b: F.layer_norm(a, (384,), w, b), [(8, 197, 384), (384,), (384,)]),
     ("group_norm [8,64,56,56] 32 groups", "BM_GroupNorm/threads:1/real_time",
      lambda a, w, b: F.group_norm(a, 32, w, b), [(8, 64, 56, 56), (64,), (64,)]),
+    ("layer_norm2d (timm) [8,64,56,56]", "BM_LayerNorm2d/threads:1/real_time",
+     lambda a, w, b: F.layer_norm(a.permute(0, 2, 3, 1), (64,), w, b, 1e-6).permute(0, 3, 1, 2),
+     [(8, 64, 56, 56), (64,), (64,)]),
     ("gelu [8,197,1536]", "BM_Gelu/threads:1/arg:0/real_time", lambda a: F.gelu(a),
      [(8, 197, 1536)]),
+    ("gelu tanh [8,197,1536]", "BM_Gelu/threads:1/arg:1/real_time",
+     lambda a: F.gelu(a, approximate="tanh"), [(8, 197, 1536)]),
+    ("silu [8,197,1536]", "BM_Activation/threads:1/arg:5/real_time", F.silu, [(8, 197, 1536)]),
+    ("hardswish [8,197,1536]", "BM_Activation/threads:1/arg:8/real_time", F.hardswish,
+     [(8, 197, 1536)]),
+    ("hardsigmoid [8,197,1536]", "BM_Activation/threads:1/arg:9/real_time", F.hardsigmoid,
+     [(8, 197, 1536)]),
+    ("mish [8,197,1536]", "BM_Activation/threads:1/arg:10/real_time", F.mish, [(8, 197, 1536)]),
     ("interpolate bilinear [8,64,56,56]->112", "BM_Interpolate/threads:1/arg:0/real_time",
      lambda a: F.interpolate(a, size=(112, 112), mode="bilinear", align_corners=False),
      [(8, 64, 56, 56)]),
+    ("interpolate bicubic [8,64,56,56]->112", "BM_Interpolate/threads:1/arg:2/real_time",
+     lambda a: F.interpolate(a, size=(112, 112), mode="bicubic", align_corners=False),
+     [(8, 64, 56, 56)]),
+    ("interpolate nearest [8,64,56,56]->112", "BM_Interpolate/threads:1/arg:1/real_time",
+     lambda a: F.interpolate(a, size=(112, 112), mode="nearest"), [(8, 64, 56, 56)]),
 ]
 
 
@@ -98,7 +114,7 @@ def cvattn_ms(tool, op, settings, files, repeat):
 
 
 def bench_ms(binary, names):
-    filt = "^(" + "|".join(n.replace("/", "/").replace("(", "").split("/real")[0] for n in names) + ")"
+    filt = "^(" + "|".join(n.split("/real")[0] + "/" for n in names) + ")"
     out = subprocess.run([binary, "--benchmark_filter=" + filt, "--benchmark_format=json",
                           "--benchmark_min_time=0.3"], check=True, capture_output=True,
                          text=True, env=dict(os.environ, OMP_NUM_THREADS="1")).stdout

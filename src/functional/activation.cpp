@@ -264,11 +264,12 @@ Tensor hardsigmoid(const Tensor& x) {
   return elementwise(x, "hardsigmoid", [](ConstArrayMap in, ArrayMap out) {
     const float* __restrict src = in.data();
     float* __restrict dst = out.data();
+    // (x + 3) / 6 clamped to [0, 1]: the same values as min(max(x + 3, 0), 6) / 6 (6 / 6 is
+    // exactly 1), in the form GCC 12 vectorises; NaN fails both comparisons and stays NaN.
     for (Eigen::Index i = 0; i < in.size(); ++i) {
-      float t = src[i] + 3.0f;  // NaN fails both comparisons and stays NaN
+      float t = (src[i] + 3.0f) / 6.0f;
       t = t < 0.0f ? 0.0f : t;
-      t = t > 6.0f ? 6.0f : t;
-      dst[i] = t / 6.0f;
+      dst[i] = t > 1.0f ? 1.0f : t;
     }
   });
 }
