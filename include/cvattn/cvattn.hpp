@@ -48,6 +48,12 @@
 #include "cvattn/modules/squeeze_excitation.hpp"
 #include "cvattn/viz/viz.hpp"
 // --- layers ---
+#include "cvattn/functional/interpolate.hpp"
+#include "cvattn/functional/normalization.hpp"
+#include "cvattn/functional/tensor_ops.hpp"
+#include "cvattn/modules/activation_layers.hpp"
+#include "cvattn/modules/dropout.hpp"
+#include "cvattn/modules/normalization.hpp"
 
 // --- containers ---
 

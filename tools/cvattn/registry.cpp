@@ -23,6 +23,14 @@ const std::vector<OpSpec>& all_ops() {
       ops::mha(),
       ops::nonlocal(),
       // --- layers ---
+      ops::layer_norm(),
+      ops::group_norm(),
+      ops::gelu(),
+      ops::silu(),
+      ops::hardswish(),
+      ops::hardsigmoid(),
+      ops::mish(),
+      ops::interpolate(),
 
       // --- containers ---
 

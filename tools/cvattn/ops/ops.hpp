@@ -21,6 +21,14 @@ OpSpec mha();
 OpSpec nonlocal();
 
 // --- layers ---
+OpSpec layer_norm();
+OpSpec group_norm();
+OpSpec gelu();
+OpSpec silu();
+OpSpec hardswish();
+OpSpec hardsigmoid();
+OpSpec mish();
+OpSpec interpolate();
 
 // --- containers ---
 
