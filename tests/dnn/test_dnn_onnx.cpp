@@ -81,5 +81,85 @@ TEST_F(DnnOnnx, ExportedDynamicBatchModelsRunAtEveryBatch) {
   }
 }
 
+// ---------------------------------------------------------------------------------------------
+// Other producers' spellings, GridSample-20 words, volumetric ops, asymmetric pads.
+
+Fixture alias(const std::string& name) { return test::fixture("onnx_alias/" + name); }
+
+TEST_F(DnnOnnx, GridSampleSpellingsOfOtherProducersAndOpsets) {
+  for (const char* name : {"com_microsoft_gridsample", "mmcv_grid_sampler", "gridsample20_words"}) {
+    SCOPED_TRACE(name);
+    const Fixture fx = alias(name);
+    cv::dnn::Net net = cv::dnn::readNetFromONNX(fx.path("model.onnx"));
+    const std::vector<std::string> outs = fx.params().at("outputs");
+    const auto y = run(net, {{"X", fx.tensor("X")}, {"grid", fx.tensor("grid")}}, outs);
+    for (const auto& out : outs) {
+      SCOPED_TRACE(out);
+      EXPECT_TENSOR_NEAR(y.at(out), fx.tensor(out), test::Tolerance{});
+    }
+  }
+  // OpenCV 4.6 names a custom-domain layer "<domain>.<op_type>".
+  cv::dnn::Net net = cv::dnn::readNetFromONNX(alias("com_microsoft_gridsample").path("model.onnx"));
+  EXPECT_EQ(net.getLayer("onnx_node!ms0")->type, "com.microsoft.GridSample");
+  net = cv::dnn::readNetFromONNX(alias("mmcv_grid_sampler").path("model.onnx"));
+  EXPECT_EQ(net.getLayer("onnx_node!mm0")->type, "mmcv.grid_sampler");
+}
+
+TEST_F(DnnOnnx, VolumetricGridSampleEveryModePaddingAndAlignCorners) {
+  const Fixture fx = alias("gridsample_5d");
+  cv::dnn::Net net = cv::dnn::readNetFromONNX(fx.path("model.onnx"));
+  const std::vector<std::string> outs = fx.params().at("outputs");
+  ASSERT_EQ(outs.size(), 12u);
+  const auto y = run(net, {{"X", fx.tensor("X")}, {"grid", fx.tensor("grid")}}, outs);
+  for (const auto& out : outs) {
+    SCOPED_TRACE(out);
+    EXPECT_TENSOR_NEAR(y.at(out), fx.tensor(out), test::Tolerance{});
+  }
+}
+
+TEST_F(DnnOnnx, AffineGrid3dFeedsVolumetricGridSample) {
+  for (const char* name : {"affine3d_ac0", "affine3d_ac1"}) {
+    SCOPED_TRACE(name);
+    const Fixture fx = alias(name);
+    cv::dnn::Net net = cv::dnn::readNetFromONNX(fx.path("model.onnx"));
+    const auto y = run(net, {{"X", fx.tensor("X")}, {"theta", fx.tensor("theta")}}, {"Y", "grid"});
+    EXPECT_TENSOR_NEAR(y.at("grid"), fx.tensor("grid"), test::Tolerance{});
+    EXPECT_TENSOR_NEAR(y.at("Y"), fx.tensor("Y"), test::Tolerance{});
+  }
+}
+
+TEST_F(DnnOnnx, DeformConvAsymmetricPadsAndMmcvSpellings) {
+  const std::vector<std::pair<std::string, std::vector<std::string>>> cases = {
+      {"deform_asymmetric_pads", {"X", "offset", "mask"}},
+      {"mmcv_modulated_deform_conv", {"X", "offset", "mask"}},
+      {"mmcv_modulated_deform_conv_nobias", {"X", "offset", "mask"}},
+      {"mmcv_deform_conv", {"X", "offset"}},
+  };
+  for (const auto& [name, inputs] : cases) {
+    SCOPED_TRACE(name);
+    const Fixture fx = alias(name);
+    cv::dnn::Net net = cv::dnn::readNetFromONNX(fx.path("model.onnx"));
+    std::map<std::string, Tensor> in;
+    for (const auto& i : inputs) in.emplace(i, fx.tensor(i));
+    EXPECT_TENSOR_NEAR(run(net, in, {"Y"}).at("Y"), fx.tensor("Y"), test::Tolerance{});
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Malformed attributes and operands: refused with a message naming the node, never a crash.
+
+TEST_F(DnnOnnx, MalformedAttributesAreRefusedNamingTheNode) {
+  const auto cases = test::fixtures_in("onnx_alias", "bad_");
+  ASSERT_EQ(cases.size(), 25u);
+  for (const Fixture& fx : cases) {
+    SCOPED_TRACE(fx.name());
+    const std::string node = fx.params().at("node");
+    const std::string needle = fx.params().at("needle");
+    const std::string err = error_of(fx, fx.params().at("inputs"));
+    EXPECT_NE(err.find("onnx_node!" + node), std::string::npos) << err;
+    EXPECT_NE(err.find(needle), std::string::npos) << err;
+  }
+}
+
 }  // namespace
 }  // namespace cvattn
