@@ -2,6 +2,7 @@
 // with tools/onnx_export.py at a dynamic batch (tests/fixtures/onnx_export.py), other producers'
 // spellings and volumetric ops (tests/fixtures/onnx_alias.py), malformed attributes, and
 // intermediate outputs of an imported net drawn with cvattn::viz.
+#include <cmath>
 #include <map>
 #include <string>
 #include <vector>
@@ -159,6 +160,51 @@ TEST_F(DnnOnnx, MalformedAttributesAreRefusedNamingTheNode) {
     EXPECT_NE(err.find("onnx_node!" + node), std::string::npos) << err;
     EXPECT_NE(err.find(needle), std::string::npos) << err;
   }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The ONNX backend node tests (tests/fixtures/onnx_node.py converts onnx/onnx's case folders):
+// a suite nobody here wrote, through cv::dnn + cvattn.
+
+TEST_F(DnnOnnx, OnnxBackendNodeTestsPass) {
+  const auto cases = test::fixtures_in("onnx_node");
+  ASSERT_EQ(cases.size(), 26u);
+  int grid_sample = 0, volumetric = 0, affine = 0, deform = 0, ties = 0;
+  for (const Fixture& fx : cases) {
+    SCOPED_TRACE(fx.name());
+    const auto& p = fx.params();
+    const std::string op = p.at("op");
+    cv::dnn::Net net = cv::dnn::readNetFromONNX(fx.path("model.onnx"));
+    std::map<std::string, Tensor> in;
+    for (const std::string name : p.at("inputs")) in.emplace(name, fx.tensor(name));
+    const std::vector<std::string> outs = p.at("outputs");
+    const auto y = run(net, in, outs);
+    if (p.value("matches_torch", true)) {
+      for (const auto& out : outs) EXPECT_TENSOR_NEAR(y.at(out), fx.tensor(out), test::Tolerance{});
+    } else {
+      // Volumetric nearest at exact rounding ties: cvattn follows PyTorch 1.13 (half away from
+      // zero), ONNX rounds half to even. PyTorch's values everywhere; ONNX's off the ties.
+      const Tensor got = y.at("Y"), onnx = fx.tensor("Y"), mask = fx.tensor("Y_tie_mask");
+      EXPECT_TENSOR_NEAR(got, fx.tensor("Y_torch"), test::Tolerance{});
+      int differ = 0;
+      for (std::int64_t i = 0; i < got.numel(); ++i) {
+        if (mask[i] == 0.0f) {
+          EXPECT_NEAR(got[i], onnx[i], 1e-4 + 1e-4 * std::abs(onnx[i])) << "element " << i;
+        }
+        differ += std::abs(got[i] - onnx[i]) > 1e-4f;
+      }
+      EXPECT_EQ(differ, p.at("disagreeing_elements").get<int>());
+      ++ties;
+    }
+    if (op == "GridSample") (fx.name().find("volumetric") != std::string::npos ? volumetric : grid_sample)++;
+    affine += op == "AffineGrid";
+    deform += op == "DeformConv";
+  }
+  EXPECT_EQ(grid_sample, 14);
+  EXPECT_EQ(ties, 2);  // test_gridsample_volumetric_nearest_align_corners_{0,1}
+  EXPECT_EQ(volumetric, 4);
+  EXPECT_EQ(affine, 4);  // 2-D and 3-D, both align_corners, `size` made constant
+  EXPECT_EQ(deform, 4);
 }
 
 }  // namespace
