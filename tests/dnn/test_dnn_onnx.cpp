@@ -9,6 +9,7 @@
 
 #include <gtest/gtest.h>
 #include <opencv2/dnn.hpp>
+#include <opencv2/imgproc.hpp>
 
 #include "cvattn/dnn/layers.hpp"
 #include "cvattn/functional/deform_conv.hpp"
@@ -205,6 +206,72 @@ TEST_F(DnnOnnx, OnnxBackendNodeTestsPass) {
   EXPECT_EQ(volumetric, 4);
   EXPECT_EQ(affine, 4);  // 2-D and 3-D, both align_corners, `size` made constant
   EXPECT_EQ(deform, 4);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Attention maps out of an imported net: Net::forward(outs, names) takes intermediate results by
+// layer name ("onnx_node!<node name>"), or by the ONNX tensor name for graph outputs; the maps
+// are then drawn with cvattn::viz exactly as the same maps computed by cvattn.
+
+TEST_F(DnnOnnx, IntermediateOutputsOfAnImportedNetDrawnWithViz) {
+  // The trained STN digits classifier: the AffineGrid node's output (an intermediate, not a
+  // graph output) is the transformer's sampling grid.
+  const Fixture fx = test::fixture("onnx/stn_digits");
+  cv::dnn::Net net = cv::dnn::readNetFromONNX(CVATTN_ASSETS_DIR "/models/stn_digits.onnx");
+  const Tensor x = fx.tensor("X").slice0(0, 1).clone();
+  net.setInput(x.to_mat(), "X");
+  std::vector<cv::Mat> mats;
+  net.forward(mats, std::vector<cv::String>{"logprobs", "onnx_node!affine_grid", "warped"});
+  ASSERT_EQ(mats.size(), 3u);
+  const Tensor grid(mats[1].clone());
+  ASSERT_EQ(grid.shape(), Shape({1, 28, 28, 2}));
+  EXPECT_TENSOR_NEAR(Tensor(mats[0].clone()), fx.tensor("logprobs").slice0(0, 1), test::Tolerance{});
+  // The same grid from theta with cvattn, and the same drawing.
+  const Tensor theta = fx.tensor("theta").slice0(0, 1).clone();
+  const Tensor direct = F::affine_grid(theta, {1, 1, 28, 28}, false);
+  EXPECT_TENSOR_NEAR(grid, direct, test::Tolerance{});
+  cv::Mat image;
+  x.to_mat().reshape(1, 28).convertTo(image, CV_8U, 255.0);
+  cv::cvtColor(image, image, cv::COLOR_GRAY2BGR);
+  cv::resize(image, image, {112, 112}, 0, 0, cv::INTER_NEAREST);
+  const cv::Mat drawn = viz::draw_grid_outline(image, grid);
+  const cv::Mat expected = viz::draw_grid_outline(image, direct);
+  ASSERT_EQ(drawn.size(), image.size());
+  EXPECT_GT(cv::norm(drawn, image, cv::NORM_L1), 0.0);      // the outline is there
+  EXPECT_LE(cv::norm(drawn, expected, cv::NORM_INF), 0.0);  // and where cvattn draws it
+  // Graph-output names work too; an unknown name is refused.
+  net.forward(mats, std::vector<cv::String>{"warped"});
+  EXPECT_TENSOR_NEAR(Tensor(mats[0].clone()), fx.tensor("warped").slice0(0, 1), test::Tolerance{});
+  EXPECT_THROW(net.forward(mats, std::vector<cv::String>{"no_such_layer"}), cv::Exception);
+
+  // DCNv2: the offset Conv's output taken by layer name, turned into sampling points.
+  const Fixture dcn = test::fixture("onnx/deform_dcnv2");
+  cv::dnn::Net dnet = cv::dnn::readNetFromONNX(dcn.path("model.onnx"));
+  const Tensor dx = dcn.tensor("X");
+  dnet.setInput(dx.to_mat(), "X");
+  dnet.forward(mats, std::vector<cv::String>{"onnx_node!offset_conv", "onnx_node!dcn"});
+  const Tensor offset(mats[0].clone());
+  EXPECT_TENSOR_NEAR(offset, dcn.tensor("offset"), test::Tolerance{});
+  EXPECT_TENSOR_NEAR(Tensor(mats[1].clone()), dcn.tensor("Y"), test::Tolerance{});
+  const auto options = viz::DeformSamplingOptions()
+                           .stride(Pair2(2, 1))
+                           .padding(Pair2(1, 2))
+                           .dilation(Pair2(1, 2));
+  const std::vector<cv::Point> outputs{{3, 2}, {8, 1}};
+  const Tensor positions = viz::deform_sampling_positions(offset, outputs, options);
+  EXPECT_TENSOR_NEAR(positions, viz::deform_sampling_positions(dcn.tensor("offset"), outputs, options),
+                     test::Tolerance{});
+  // Each output pixel's own position: (oy*sh - ph + dh*(kh-1)/2, ox*sw - pw + dw*(kw-1)/2).
+  std::vector<float> centre_values;
+  for (const cv::Point& o : outputs) {
+    centre_values.push_back(float(o.y * 2 - 1 + 1 * (3 - 1) / 2));
+    centre_values.push_back(float(o.x * 1 - 2 + 2 * (3 - 1) / 2));
+  }
+  const Tensor centers = Tensor::from_vector({2, 2}, centre_values);
+  const cv::Mat canvas(9 * 8, 11 * 8, CV_8UC3, cv::Scalar::all(255));
+  const cv::Mat points = viz::draw_sampling_points(
+      canvas, centers, positions, viz::SamplingPointsOptions().input_size({11, 9}));
+  EXPECT_GT(cv::norm(points, canvas, cv::NORM_L1), 0.0);
 }
 
 }  // namespace
