@@ -12,6 +12,7 @@
 
 #include "cvattn/core/error.hpp"
 #include "cvattn/core/parallel.hpp"
+#include "cvattn/modules/bilinear_sampler.hpp"
 #include "support/fixtures.hpp"
 #include "support/tensor_near.hpp"
 
@@ -164,6 +165,18 @@ TEST(AffineGrid3d, IdentityReproducesInput) {
     EXPECT_TENSOR_NEAR(F::grid_sample(input, grid, F::GridSampleOptions().align_corners(ac)),
                        input, (Tolerance{1e-5, 0.0}));
   }
+}
+
+// The BilinearSampler module takes volumes as they are (it composes grid_sample).
+TEST(BilinearSampler3d, ForwardAndBackwardMatchTorch) {
+  const auto fx = test::fixture("sampling3d/bwd_random_bilinear_reflection_ac1");
+  const BilinearSampler sampler(options_from(fx.params()));
+  const auto fwd = test::fixture("sampling3d/fwd_random_bilinear_reflection_ac1");
+  EXPECT_TENSOR_NEAR(sampler.forward(fwd.tensor("input"), fwd.tensor("grid")), fwd.tensor("output"),
+                     kTol);
+  const auto grads = sampler.backward(fx.tensor("input"), fx.tensor("grid"), fx.tensor("grad_output"));
+  EXPECT_TENSOR_NEAR(grads.grad_input, fx.tensor("grad_input"), kTol);
+  EXPECT_TENSOR_NEAR(grads.grad_grid, fx.tensor("grad_grid"), kTol);
 }
 
 }  // namespace
