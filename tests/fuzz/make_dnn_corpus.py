@@ -4,7 +4,7 @@ the corpus reaches getMemoryShapes and forward, not only attribute parsing.
 
     python3 tests/fuzz/make_dnn_corpus.py [--mutants N] [--out DIR]
 
-The committed corpus (tests/fuzz/corpus/fuzz_dnn_layers) is the default run: the seeds plus 300
+The committed corpus (tests/fuzz/corpus/fuzz_dnn_layers) is the default run: the seeds plus 200
 mutants. A larger --mutants run into a scratch folder is a cheap fuzz without libFuzzer:
     python3 tests/fuzz/make_dnn_corpus.py --mutants 20000 --out /tmp/dnn_corpus
     build/ci/tests/fuzz/fuzz_dnn_layers /tmp/dnn_corpus
@@ -67,7 +67,7 @@ def layer(rng, type_name, ints=(), lists=(), strings=(), blobs=(), inputs=()):
     b.append(len(inputs))
     for dims in inputs:
         b += shape(dims)
-    b += [rng.randrange(256) for _ in range(600)]  # tensor data
+    b += [rng.randrange(256) for _ in range(300)]  # tensor data
     return bytes(x % 256 for x in b)
 
 
@@ -112,7 +112,7 @@ def seeds(rng):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--mutants", type=int, default=300)
+    ap.add_argument("--mutants", type=int, default=200)
     ap.add_argument("--out", default=os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                                   "corpus", "fuzz_dnn_layers"))
     args = ap.parse_args()
