@@ -274,5 +274,40 @@ TEST_F(DnnOnnx, IntermediateOutputsOfAnImportedNetDrawnWithViz) {
   EXPECT_GT(cv::norm(points, canvas, cv::NORM_L1), 0.0);
 }
 
+// ---------------------------------------------------------------------------------------------
+// What OpenCV 4.6's importer cannot do that users meet, and the workarounds (docs/dnn.md).
+
+TEST_F(DnnOnnx, ImporterLimitsAndWorkarounds) {
+  // (1) A constant first MatMul operand: parseMatMul asserts the first input is not a constant.
+  EXPECT_NE(error_of(alias("limit_matmul_const_first"), {"K"})
+                .find("constBlobs.find(node_proto.input(0)) == constBlobs.end()"),
+            std::string::npos);
+  {  // Workaround: Q K = (K^T Q^T)^T.
+    const Fixture fx = alias("limit_matmul_const_first_fixed");
+    cv::dnn::Net net = cv::dnn::readNetFromONNX(fx.path("model.onnx"));
+    EXPECT_TENSOR_NEAR(run(net, {{"K", fx.tensor("K")}}, {"Y"}).at("Y"), fx.tensor("Y"),
+                       test::Tolerance{});
+  }
+  // (2) A net without graph inputs imports, but forward fails in allocateLayers.
+  EXPECT_NE(error_of(alias("limit_no_graph_inputs"), {}).find("!layers[0].outputBlobs.empty()"),
+            std::string::npos);
+  {  // Workaround: one of the constants (theta) as a graph input, fed with its value.
+    const Fixture fx = alias("limit_no_graph_inputs_fixed");
+    cv::dnn::Net net = cv::dnn::readNetFromONNX(fx.path("model.onnx"));
+    EXPECT_TENSOR_NEAR(run(net, {{"theta", fx.tensor("theta")}}, {"grid"}).at("grid"),
+                       fx.tensor("grid"), test::Tolerance{});
+  }
+  // (3) AffineGrid's size as a graph input: refused by the layer at import.
+  EXPECT_NE(error_of(alias("limit_size_graph_input"), {"theta"})
+                .find("input 'size' must be a constant initializer"),
+            std::string::npos);
+  {  // Workaround: the size as an initializer.
+    const Fixture fx = alias("limit_size_graph_input_fixed");
+    cv::dnn::Net net = cv::dnn::readNetFromONNX(fx.path("model.onnx"));
+    EXPECT_TENSOR_NEAR(run(net, {{"theta", fx.tensor("theta")}}, {"grid"}).at("grid"),
+                       fx.tensor("grid"), test::Tolerance{});
+  }
+}
+
 }  // namespace
 }  // namespace cvattn
