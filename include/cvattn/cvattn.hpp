@@ -55,6 +55,7 @@
 // --- spatial ---
 
 // --- onnx ---
+#include "cvattn/functional/sampling3d.hpp"
 
 // --- simd ---
 
