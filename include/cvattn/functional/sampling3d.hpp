@@ -7,6 +7,16 @@
 // functional::grid_sample / grid_sample_backward call these for 5-D input, and
 // functional::affine_grid makes 3-D grids for a 5-entry size {N, C, D, H, W} with theta [N, 3, 4].
 // Bicubic is 2-D only (as in PyTorch): ValueError naming it.
+//
+// Where the 3-D kernel differs from the 2-D one (MODULES.md §8, which follows PyTorch's
+// vectorised 2-D kernel):
+//   nearest rounds half away from zero (std::round; pixel coordinate -0.5 is outside), the 2-D
+//     kernel half to even (PyTorch >= 2.1 and ONNX round half to even in 3-D too);
+//   non-finite and beyond-int32 coordinates: zeros padding -> outside (output 0, also for
+//     trilinear, where 2-D gives NaN); border: NaN and +inf -> size-1, -inf -> 0; reflection:
+//     NaN/inf -> size-1 (std::min(size-1, std::max(NaN, 0)) keeps the limit);
+//   backward maps NaN after padding to outside (PyTorch's _set_grad rules), for nearest too, so
+//     a NaN coordinate scatters nothing under border/reflection padding.
 #include "cvattn/core/tensor.hpp"
 #include "cvattn/export.hpp"
 #include "cvattn/functional/sampling.hpp"
