@@ -62,6 +62,7 @@
 // --- spatial ---
 
 // --- onnx ---
+#include "cvattn/functional/sampling3d.hpp"
 
 // --- simd ---
 

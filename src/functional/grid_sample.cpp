@@ -16,6 +16,7 @@
 #include "core/parallel_for.hpp"
 #include "cvattn/core/error.hpp"
 #include "cvattn/functional/sampling.hpp"
+#include "cvattn/functional/sampling3d.hpp"
 #include "functional/detail/bilinear_taps.hpp"
 
 // The interior bilinear loop has an SSE version (x86-64 always has SSE2); defining
@@ -723,6 +724,7 @@ void check_mode(const GridSampleOptions& options, const char* where) {
 }  // namespace
 
 Tensor grid_sample(const Tensor& input, const Tensor& grid, const GridSampleOptions& options) {
+  if (input.rank() == 5) return grid_sample3d(input, grid, options);  // volumetric: sampling3d.hpp
   const char* where = "grid_sample";
   check_mode(options, where);
   const Geometry g = validate(input, grid, where);
@@ -764,6 +766,7 @@ Tensor grid_sample(const Tensor& input, const Tensor& grid, const GridSampleOpti
 GridSampleGrads grid_sample_backward(const Tensor& input, const Tensor& grid,
                                      const Tensor& grad_output,
                                      const GridSampleOptions& options) {
+  if (input.rank() == 5) return grid_sample3d_backward(input, grid, grad_output, options);
   const char* where = "grid_sample_backward";
   check_mode(options, where);
   const Geometry g = validate(input, grid, where);

@@ -82,6 +82,86 @@ void check_batch(const Tensor& t, const Shape& expected, const char* name, const
 
 double tps_kernel(double d2) { return d2 > 0.0 ? d2 * std::log(d2) : 0.0; }
 
+// --- onnx: 3-D affine_grid (size {N, C, D, H, W}, theta [N, 3, 4]) ---
+struct GridSize3 {
+  std::int64_t n, d, h, w;
+};
+
+GridSize3 check_size_3d(const Shape& size, const char* where) {
+  CVATTN_CHECK(size.size() == 5 && size[0] >= 1 && size[1] >= 1 && size[2] >= 1 && size[3] >= 1 &&
+                   size[4] >= 1,
+               ValueError, where, ": size expected positive entries {N, C, D, H, W}, got ",
+               to_string(size));
+  (void)checked_numel({size[0], size[2], size[3], size[4], 3}, where);
+  return {size[0], size[2], size[3], size[4]};
+}
+
+// PyTorch: base grid [N, D, H, W, 4] = (x_w, y_h, z_d, 1), times theta^T in a batched GEMM
+// accumulating x*t0, then y*t1, z*t2 and 1*t3 fused in turn.
+Tensor affine_grid_3d(const Tensor& theta, const Shape& size, bool align_corners) {
+  const char* where = "affine_grid";
+  const GridSize3 s = check_size_3d(size, where);
+  check_batch(theta, {s.n, 3, 4}, "theta", size, where);
+  const std::vector<float> xs = base_coords(s.w, align_corners);
+  const std::vector<float> ys = base_coords(s.h, align_corners);
+  const std::vector<float> zs = base_coords(s.d, align_corners);
+  Tensor grid = Tensor::empty({s.n, s.d, s.h, s.w, 3});
+  const float* th = theta.data();
+  float* out = grid.data();
+  detail::parallel_for(s.n * s.d * s.h, [&](std::int64_t row) {
+    const std::int64_t n = row / (s.d * s.h);
+    const float y = ys[static_cast<std::size_t>(row % s.h)];
+    const float z = zs[static_cast<std::size_t>((row / s.h) % s.d)];
+    const float* t = th + n * 12;
+    float* o = out + row * s.w * 3;
+    for (std::int64_t w = 0; w < s.w; ++w) {
+      const float x = xs[static_cast<std::size_t>(w)];
+      for (int k = 0; k < 3; ++k) {
+        const float* r = t + 4 * k;
+        o[3 * w + k] = std::fma(z, r[2], std::fma(y, r[1], x * r[0])) + r[3];
+      }
+    }
+  });
+  return grid;
+}
+
+// grad_theta[n] = sum_{d,h,w} grad_grid[n,d,h,w]^T (x_w, y_h, z_d, 1), accumulated in double.
+Tensor affine_grid_3d_backward(const Tensor& grad_grid, const Shape& size, bool align_corners) {
+  const char* where = "affine_grid_backward";
+  const GridSize3 s = check_size_3d(size, where);
+  check_batch(grad_grid, {s.n, s.d, s.h, s.w, 3}, "grad_grid", size, where);
+  const std::vector<float> xs = base_coords(s.w, align_corners);
+  const std::vector<float> ys = base_coords(s.h, align_corners);
+  const std::vector<float> zs = base_coords(s.d, align_corners);
+  Tensor grad_theta = Tensor::empty({s.n, 3, 4});
+  const float* gg = grad_grid.data();
+  float* gt = grad_theta.data();
+  detail::parallel_for(s.n, [&](std::int64_t n) {
+    double acc[3][4] = {};
+    const float* g = gg + n * s.d * s.h * s.w * 3;
+    for (std::int64_t d = 0; d < s.d; ++d) {
+      const double z = zs[static_cast<std::size_t>(d)];
+      for (std::int64_t h = 0; h < s.h; ++h) {
+        const double y = ys[static_cast<std::size_t>(h)];
+        for (std::int64_t w = 0; w < s.w; ++w, g += 3) {
+          const double x = xs[static_cast<std::size_t>(w)];
+          for (int k = 0; k < 3; ++k) {
+            acc[k][0] += g[k] * x;
+            acc[k][1] += g[k] * y;
+            acc[k][2] += g[k] * z;
+            acc[k][3] += g[k];
+          }
+        }
+      }
+    }
+    for (int k = 0; k < 3; ++k) {
+      for (int j = 0; j < 4; ++j) gt[n * 12 + k * 4 + j] = static_cast<float>(acc[k][j]);
+    }
+  });
+  return grad_theta;
+}
+// --- end onnx ---
+
 }  // namespace
 
 Interpolation parse_interpolation(const std::string& word) {
@@ -125,6 +205,7 @@ const char* padding_mode_name(PaddingMode mode) noexcept {
 }
 
 Tensor affine_grid(const Tensor& theta, const Shape& size, bool align_corners) {
+  if (size.size() == 5) return affine_grid_3d(theta, size, align_corners);
   const char* where = "affine_grid";
   const GridSize s = check_size(size, where);
   check_batch(theta, {s.n, 2, 3}, "theta", size, where);
@@ -150,6 +231,7 @@ Tensor affine_grid(const Tensor& theta, const Shape& size, bool align_corners) {
 }
 
 Tensor affine_grid_backward(const Tensor& grad_grid, const Shape& size, bool align_corners) {
+  if (size.size() == 5) return affine_grid_3d_backward(grad_grid, size, align_corners);
   const char* where = "affine_grid_backward";
   const GridSize s = check_size(size, where);
   check_batch(grad_grid, {s.n, s.h, s.w, 2}, "grad_grid", size, where);

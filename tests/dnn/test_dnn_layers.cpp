@@ -207,9 +207,9 @@ TEST_F(DnnLayers, BadAttributesGiveClearErrors) {
   const std::vector<std::pair<std::string, std::string>> cases = {
       {"bad_gs_mode", "trilinear"},
       {"bad_gs_padding", "mirror"},
-      {"bad_affine_size", "only 2-D AffineGrid"},
+      {"bad_affine_size", "theta must be [N, 3, 4]"},
       {"bad_affine_huge", "over the allocation cap"},
-      {"bad_deform_pads", "asymmetric pads"},
+      {"bad_deform_pads", "offset must be [1, 18, 4, 5], got [1, 18, 3, 4]"},  // pads [1, 1, 0, 0] are valid now
       {"bad_deform_group", "group = 3"},
   };
   for (const auto& [name, needle] : cases) {

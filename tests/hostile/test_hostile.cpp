@@ -548,6 +548,41 @@ std::vector<Row> rows() {
          EXPECT_EQ(y[0], kInf);
        })},
 
+      // --- volumetric sampling (onnx, issue 21)
+      {"grid_sample 5-D: output over the allocation cap", raises<Error>("over the allocation cap"),
+       api([] {
+         (void)functional::grid_sample(Tensor::zeros({1, 1 << 20, 1, 1, 1}),
+                                       Tensor::zeros({1, 1024, 1024, 1, 3}));
+       })},
+      {"grid_sample 5-D: bicubic refused", raises<ValueError>("mode 'bicubic' supports 4-D"),
+       api([] {
+         (void)functional::grid_sample(
+             Tensor::zeros({1, 1, 2, 2, 2}), Tensor::zeros({1, 1, 1, 1, 3}),
+             functional::GridSampleOptions().mode(functional::Interpolation::bicubic));
+       })},
+      {"grid_sample 5-D: NaN and inf grid values read padding", defined(), api([] {
+         const Tensor g = Tensor::from_vector({1, 1, 1, 3, 3},
+                                              {kNaN, 0, 0, kInf, -kInf, 0, 1e30f, kNaN, kInf});
+         for (const auto pad : {functional::PaddingMode::zeros, functional::PaddingMode::border,
+                                functional::PaddingMode::reflection}) {
+           const Tensor y = functional::grid_sample(
+               Tensor::full({1, 1, 2, 3, 4}, 1.0f), g,
+               functional::GridSampleOptions().padding_mode(pad));
+           for (std::int64_t i = 0; i < y.numel(); ++i) EXPECT_TRUE(y[i] == 0.0f || y[i] == 1.0f);
+         }
+       })},
+      {"affine_grid 3-D: size whose grid overflows", raises<Error>("affine_grid"), api([] {
+         (void)functional::affine_grid(Tensor::zeros({1, 3, 4}), {1, 1, 1 << 21, 1 << 21, 1 << 21});
+       })},
+      {"cli: grid_sample 5-D bicubic", raises<Error>("mode 'bicubic' supports 4-D input only"),
+       tool([] {
+         const std::string x = scratch("vol.npy", npy(f4_dict("(1, 1, 2, 2, 2)"),
+                                                      floats(std::vector<float>(8, 1.0f))));
+         const std::string g = scratch("vgrid.npy", npy(f4_dict("(1, 1, 1, 1, 3)"), floats({0, 0, 0})));
+         return Call{{"run", "grid_sample", "--in", "input=" + x, "--in", "grid=" + g, "--set",
+                      "mode=bicubic"}};
+       })},
+
       // --- the cvattn tool
       {"cli: truncated .npy input", raises<Error>("data bytes"), tool([] {
          std::ifstream in(fixture_file("cli/conv2d_0/input.npy"), std::ios::binary);

@@ -33,10 +33,12 @@ struct GridSampleOptions {
 
 // theta [N, 2, 3] -> grid [N, H, W, 2] for size = {N, C, H, W} (C unused), with PyTorch's float32
 // base grid: grid[n,h,w,k] = theta[n,k,0]*x_w + theta[n,k,1]*y_h + theta[n,k,2].
+// 3-D: size = {N, C, D, H, W} with theta [N, 3, 4] -> grid [N, D, H, W, 3] of (x, y, z).
 [[nodiscard]] CVATTN_EXPORT Tensor affine_grid(const Tensor& theta, const Shape& size,
                                                bool align_corners = false);
 
-// Gradient of affine_grid with respect to theta: grad_grid [N, H, W, 2] -> grad_theta [N, 2, 3].
+// Gradient of affine_grid with respect to theta: grad_grid [N, H, W, 2] -> grad_theta [N, 2, 3]
+// (3-D: grad_grid [N, D, H, W, 3] -> grad_theta [N, 3, 4]).
 [[nodiscard]] CVATTN_EXPORT Tensor affine_grid_backward(const Tensor& grad_grid, const Shape& size,
                                                         bool align_corners = false);
 
@@ -68,6 +70,7 @@ struct GridSampleOptions {
 
 // input [N, C, Hin, Win], grid [N, Ho, Wo, 2] -> output [N, C, Ho, Wo], exactly as
 // torch.nn.functional.grid_sample on x86-64 CPU, including NaN/inf grid values (MODULES.md §8.4).
+// 5-D input [N, C, D, H, W] with grid [N, Do, Ho, Wo, 3] runs grid_sample3d (sampling3d.hpp).
 [[nodiscard]] CVATTN_EXPORT Tensor grid_sample(const Tensor& input, const Tensor& grid,
                                                const GridSampleOptions& options = {});
 

@@ -1,6 +1,7 @@
 #pragma once
 // BilinearSampler: the spatial transformer's differentiable sampler, input [N, C, H, W] + grid
-// [N, Ho, Wo, 2] -> output [N, C, Ho, Wo] (F::grid_sample, PyTorch semantics), with its gradient.
+// [N, Ho, Wo, 2] -> output [N, C, Ho, Wo] (F::grid_sample, PyTorch semantics), with its gradient;
+// volumes [N, C, D, H, W] with grids [N, Do, Ho, Wo, 3] too (bilinear = trilinear, nearest).
 // Named for the usual bilinear case; the options also select nearest or bicubic, the padding
 // mode and align_corners. No parameters, no state_dict keys.
 #include <string>

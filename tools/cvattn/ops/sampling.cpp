@@ -1,4 +1,5 @@
-// affine_grid, grid_sample and grid_sample_backward (MODULES.md §7-8) over the functional kernels.
+// affine_grid, grid_sample and grid_sample_backward (MODULES.md §7-8) over the functional kernels;
+// 5-D input / 3-D theta run the volumetric forms (functional/sampling3d.hpp).
 #include "cvattn/functional/sampling.hpp"
 #include "ops/ops.hpp"
 
@@ -29,11 +30,11 @@ OpSpec affine_grid() {
   return {
       "affine_grid",
       "torch.nn.functional.affine_grid",
-      {{"theta", "[N,2,3]"}},
+      {{"theta", "[N,2,3] or [N,3,4]"}},
       false,
-      {{"size", SettingType::shape, "", "output size N,C,H,W"},
+      {{"size", SettingType::shape, "", "output size N,C,H,W (or N,C,D,H,W)"},
        {"align_corners", SettingType::boolean, "false", "-1/+1 name the corner pixel centres"}},
-      {{"output", "[N,H,W,2]"}},
+      {{"output", "[N,H,W,2] or [N,D,H,W,3]"}},
       [](const Invocation& inv) -> Computation {
         const Shape size = inv.settings.shape("size");
         const bool align_corners = inv.settings.boolean("align_corners");
@@ -47,10 +48,10 @@ OpSpec grid_sample() {
   return {
       "grid_sample",
       "torch.nn.functional.grid_sample",
-      {{"input", "[N,C,H,W]"}, {"grid", "[N,Ho,Wo,2]"}},
+      {{"input", "[N,C,H,W] or [N,C,D,H,W]"}, {"grid", "[N,Ho,Wo,2] or [N,Do,Ho,Wo,3]"}},
       false,
       grid_sample_settings(),
-      {{"output", "[N,C,Ho,Wo]"}},
+      {{"output", "[N,C,Ho,Wo] or [N,C,Do,Ho,Wo]"}},
       [](const Invocation& inv) -> Computation {
         const auto options = grid_sample_options(inv.settings);
         const Tensor input = inv.input("input"), grid = inv.input("grid");
@@ -63,10 +64,10 @@ OpSpec grid_sample_backward() {
   return {
       "grid_sample_backward",
       "autograd of torch.nn.functional.grid_sample",
-      {{"input", "[N,C,H,W]"}, {"grid", "[N,Ho,Wo,2]"}, {"grad_output", "[N,C,Ho,Wo]"}},
+      {{"input", "[N,C,H,W] or 5-D"}, {"grid", "[N,Ho,Wo,2] or [N,Do,Ho,Wo,3]"}, {"grad_output", "the output's shape"}},
       false,
       grid_sample_settings(),
-      {{"grad_input", "[N,C,H,W]"}, {"grad_grid", "[N,Ho,Wo,2]"}},
+      {{"grad_input", "input's shape"}, {"grad_grid", "grid's shape"}},
       [](const Invocation& inv) -> Computation {
         const auto options = grid_sample_options(inv.settings);
         const Tensor input = inv.input("input"), grid = inv.input("grid"),
