@@ -27,6 +27,11 @@ OpSpec nonlocal();
 // --- gates ---
 
 // --- spatial ---
+OpSpec bottleneck_attn();
+OpSpec halo_attn();
+OpSpec lambda();
+OpSpec bat();
+OpSpec generalized_attention();
 
 // --- onnx ---
 
