@@ -6,17 +6,10 @@
 #include "core/parallel_for.hpp"
 #include "cvattn/core/error.hpp"
 #include "cvattn/functional/activation.hpp"
-#include "cvattn/functional/conv.hpp"
 #include "functional/detail/eigen_maps.hpp"
 
 namespace cvattn::functional {
 namespace {
-
-float dot(const float* a, const float* b, std::int64_t n) {
-  float acc = 0.0f;
-  for (std::int64_t i = 0; i < n; ++i) acc += a[i] * b[i];
-  return acc;
-}
 
 double default_scale(std::optional<double> scale, std::int64_t d, const char* where) {
   const double s = scale ? *scale : 1.0 / std::sqrt(static_cast<double>(d));
@@ -83,26 +76,39 @@ Tensor rel_pos_logits(const Tensor& q, const Tensor& height_rel, const Tensor& w
   const std::int64_t b = q.dim(0), qh = query_size.h, qw = query_size.w, kh = key_size.h,
                      kw = key_size.w, l = qh * qw, s = kh * kw;
   Tensor out = Tensor::empty({b, num_heads, l, s});
+  // One GEMM per (sample, head) and axis gives every query's dot with every table row
+  // ([L, 2kh-1] and [L, 2kw-1]); the logits then gather from them.
+  const std::int64_t rh_cols = 2 * kh - 1, rw_cols = 2 * kw - 1, hd = q.dim(2);
+  Tensor rel_h = Tensor::empty({b * num_heads, l, rh_cols});
+  Tensor rel_w = Tensor::empty({b * num_heads, l, rw_cols});
   const float* qp = q.data();
   const float* hr = height_rel.data();
   const float* wr = width_rel.data();
+  float* rhp = rel_h.data();
+  float* rwp = rel_w.data();
   float* op = out.data();
   const float mult = static_cast<float>(multiplier);
   const bool scaled = multiplier != 1.0;
-  detail::parallel_chunks(b * num_heads * l, [&](std::int64_t begin, std::int64_t end) {
-    std::vector<float> rh(static_cast<std::size_t>(kh)), rw(static_cast<std::size_t>(kw));
-    for (std::int64_t row = begin; row < end; ++row) {
-      const std::int64_t i = row % l, head = (row / l) % num_heads, bi = row / (l * num_heads);
-      const std::int64_t y = i / qw, x = i % qw;
-      const float* qi = qp + (bi * l + i) * q.dim(2) + head * d;
-      for (std::int64_t u = 0; u < kh; ++u) rh[u] = dot(qi, hr + (kh - 1 + u - y) * d, d);
-      for (std::int64_t v = 0; v < kw; ++v) rw[v] = dot(qi, wr + (kw - 1 + v - x) * d, d);
-      float* o = op + row * s;
-      for (std::int64_t u = 0; u < kh; ++u) {
-        for (std::int64_t v = 0; v < kw; ++v) {
-          const float r = rh[u] + rw[v];
-          o[u * kw + v] = scaled ? r * mult : r;
-        }
+  detail::parallel_for(b * num_heads, [&](std::int64_t bh) {
+    using detail::attn::cmap;
+    using detail::attn::mmap;
+    const std::int64_t bi = bh / num_heads, head = bh % num_heads;
+    const auto qm = cmap(qp + bi * l * hd + head * d, l, d, hd);
+    mmap(rhp + bh * l * rh_cols, l, rh_cols).noalias() = qm * cmap(hr, rh_cols, d).transpose();
+    mmap(rwp + bh * l * rw_cols, l, rw_cols).noalias() = qm * cmap(wr, rw_cols, d).transpose();
+  });
+  detail::parallel_for(b * num_heads * l, [&](std::int64_t row) {
+    const std::int64_t i = row % l, y = i / qw, x = i % qw;
+    const float* rh = rhp + row * rh_cols + (kh - 1 - y);
+    const float* rw = rwp + row * rw_cols + (kw - 1 - x);
+    float* o = op + row * s;
+    for (std::int64_t u = 0; u < kh; ++u) {
+      const float h = rh[u];
+      float* ou = o + u * kw;
+      if (scaled) {
+        for (std::int64_t v = 0; v < kw; ++v) ou[v] = (h + rw[v]) * mult;
+      } else {
+        for (std::int64_t v = 0; v < kw; ++v) ou[v] = h + rw[v];
       }
     }
   });
@@ -235,19 +241,52 @@ Tensor lambda_conv_attention(const Tensor& q, const Tensor& k, const Tensor& v,
   if (bias.defined()) check_shape(bias, {d.k}, "bias", where);
   const std::int64_t m = d.h * d.w;
   Tensor out = lambda_content(q, k, v, d);
-  // Position lambdas: each value channel's plane convolved with the K kernels.
-  const Tensor pos = conv2d(v.reshape({d.n * d.v, 1, d.h, d.w}), weight.reshape({d.k, 1, r, r}),
-                            bias, Conv2dOptions().padding(Pair2(r / 2)));  // [N*V, K, H, W]
-  const float* pp = pos.data();
+  // Position lambdas: each value channel's plane convolved with the K kernels, as one im2col
+  // GEMM per (sample, value channel): patches [M, r*r] times weight^T [r*r, K] -> P [M, K].
+  const std::int64_t rr = r * r, pad = r / 2;
+  Tensor patches = Tensor::empty({d.n * d.v, m, rr});
+  Tensor pos = Tensor::empty({d.n * d.v, m, d.k});
+  const float* vp = v.data();
+  const float* wp = weight.data();
+  const float* bp = bias.defined() ? bias.data() : nullptr;
+  float* patch = patches.data();
+  float* pp = pos.data();
   const float* qp = q.data();
   float* op = out.data();
+  detail::parallel_for(d.n * d.v, [&](std::int64_t bc) {
+    using detail::attn::cmap;
+    using detail::attn::mmap;
+    const float* plane = vp + bc * m;
+    float* pt = patch + bc * m * rr;
+    for (std::int64_t y = 0; y < d.h; ++y) {
+      for (std::int64_t x = 0; x < d.w; ++x) {
+        float* row = pt + (y * d.w + x) * rr;
+        for (std::int64_t u = 0; u < r; ++u) {
+          const std::int64_t iy = y - pad + u;
+          for (std::int64_t t = 0; t < r; ++t) {
+            const std::int64_t ix = x - pad + t;
+            row[u * r + t] = (iy >= 0 && iy < d.h && ix >= 0 && ix < d.w) ? plane[iy * d.w + ix] : 0.0f;
+          }
+        }
+      }
+    }
+    auto pm = mmap(pp + bc * m * d.k, m, d.k);
+    pm.noalias() = cmap(pt, m, rr) * cmap(wp, d.k, rr).transpose();
+    if (bp != nullptr) {
+      for (std::int64_t i = 0; i < m; ++i) {
+        for (std::int64_t kk = 0; kk < d.k; ++kk) pm(i, kk) += bp[kk];
+      }
+    }
+  });
+  // out[b, h*V + c, i] += sum_k q[b, h*K + k, i] * P[b*V + c, i, k].
   detail::parallel_for(d.n * d.heads * d.v, [&](std::int64_t idx) {
     const std::int64_t c = idx % d.v, h = (idx / d.v) % d.heads, b = idx / (d.v * d.heads);
     float* o = op + idx * m;
+    const float* pc = pp + (b * d.v + c) * m * d.k;
+    const float* qh = qp + (b * d.heads + h) * d.k * m;
     for (std::int64_t kk = 0; kk < d.k; ++kk) {
-      const float* qk = qp + ((b * d.heads + h) * d.k + kk) * m;
-      const float* pk = pp + ((b * d.v + c) * d.k + kk) * m;
-      for (std::int64_t i = 0; i < m; ++i) o[i] += qk[i] * pk[i];
+      const float* qk = qh + kk * m;
+      for (std::int64_t i = 0; i < m; ++i) o[i] += qk[i] * pc[i * d.k + kk];
     }
   });
   return out;
