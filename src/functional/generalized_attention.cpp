@@ -7,10 +7,10 @@
 
 #include "core/parallel_for.hpp"
 #include "cvattn/core/error.hpp"
-#include "cvattn/functional/activation.hpp"
 #include "cvattn/functional/linear.hpp"
 #include "cvattn/functional/pooling.hpp"
 #include "functional/detail/eigen_maps.hpp"
+#include "functional/detail/softmax.hpp"
 
 namespace cvattn::functional {
 namespace {
@@ -189,9 +189,20 @@ AttentionResult generalized_attention(const Tensor& x, const GeneralizedAttentio
   const Tensor q = (t[0] || t[1])
                        ? linear(flatten_spatial(xq), w.query_weight.reshape({hc, s.c}))
                        : Tensor();  // [N, hq*wq, heads*E]
-  const Tensor tkv = flatten_spatial(xkv);
-  const Tensor k = (t[0] || t[2]) ? linear(tkv, w.key_weight.reshape({hc, s.c})) : Tensor();
-  const Tensor v = linear(tkv, w.value_weight.reshape({hc, s.c}));  // [N, S, heads*E]
+  // Keys and values channel-major, [N, heads*E, S]: one GEMM per sample on the NCHW map.
+  auto project_kv = [&](const Tensor& weight) {
+    Tensor out = Tensor::empty({s.n, hc, sk});
+    const float* wp = weight.data();
+    const float* xp = xkv.data();
+    float* op = out.data();
+    detail::parallel_for(s.n, [&](std::int64_t n) {
+      detail::attn::mmap(op + n * hc * sk, hc, sk).noalias() =
+          detail::attn::cmap(wp, hc, s.c) * detail::attn::cmap(xp + n * s.c * sk, s.c, sk);
+    });
+    return out;
+  };
+  const Tensor k = (t[0] || t[2]) ? project_kv(w.key_weight) : Tensor();
+  const Tensor v = project_kv(w.value_weight);
   Tensor px, py;  // [wq, wk, heads*E], [hq, hk, heads*E], divided by sqrt(2)
   if (t[1] || t[3]) {
     const float r2 = static_cast<float>(std::sqrt(2.0));
@@ -216,8 +227,8 @@ AttentionResult generalized_attention(const Tensor& x, const GeneralizedAttentio
   // Content terms (0, 2) as one GEMM per (sample, head): rows q_i + appr_bias, q_i, or
   // appr_bias alone, times the keys.
   const bool content = t[0] || t[2];
-  Tensor qc = content ? Tensor::empty({s.n * heads, lq, e}) : Tensor();
-  float* qcp = content ? qc.data() : nullptr;
+  Tensor qc = content && !(t[0] && !t[2]) ? Tensor::empty({s.n * heads, lq, e}) : Tensor();
+  float* qcp = qc.defined() ? qc.data() : nullptr;
   detail::parallel_for(s.n * heads, [&](std::int64_t nh) {
     using detail::attn::cmap;
     using detail::attn::mmap;
@@ -227,15 +238,19 @@ AttentionResult generalized_attention(const Tensor& x, const GeneralizedAttentio
       return;
     }
     const std::int64_t n = nh / heads, head = nh % heads;
+    const auto kh = cmap(kp + (n * hc + head * e) * sk, e, sk);
+    if (t[0] && !t[2]) {
+      mmap(eb, lq, sk).noalias() = cmap(qp + n * lq * hc + head * e, lq, e, hc) * kh;
+      return;
+    }
     float* qrow = qcp + nh * lq * e;
     for (std::int64_t i = 0; i < lq; ++i) {
       const float* qi = t[0] ? qp + (n * lq + i) * hc + head * e : nullptr;
       for (std::int64_t c = 0; c < e; ++c) {
-        qrow[i * e + c] = t[0] ? (t[2] ? qi[c] + ab[head * e + c] : qi[c]) : ab[head * e + c];
+        qrow[i * e + c] = t[0] ? qi[c] + ab[head * e + c] : ab[head * e + c];
       }
     }
-    mmap(eb, lq, sk).noalias() =
-        cmap(qrow, lq, e) * cmap(kp + n * sk * hc + head * e, sk, e, hc).transpose();
+    mmap(eb, lq, sk).noalias() = cmap(qrow, lq, e) * kh;
   });
   // Position terms (1, 3) and the spatial range, row by row.
   detail::parallel_chunks(s.n * heads * lq, [&](std::int64_t begin, std::int64_t end) {
@@ -282,22 +297,38 @@ AttentionResult generalized_attention(const Tensor& x, const GeneralizedAttentio
       }
     }
   });
-  const Tensor attn = softmax(energy, 3);
+  // Softmax over the keys, in place.
+  detail::parallel_for(s.n * heads * lq, [&](std::int64_t row) {
+    detail::softmax_row(ep + row * sk, sk, 1.0f, nullptr, 0, sk);
+  });
+  const Tensor& attn = energy;
 
-  // out[n, i, head*E + c] = sum_j attn[n, head, i, j] v[n, j, head*E + c]
-  Tensor ctx = Tensor::empty({s.n, lq, hc});
+  // ctx[n, head*E + c, i] = sum_j attn[n, head, i, j] v[n, head*E + c, j], channel-major, then
+  // proj_conv as one GEMM per sample: out [C, Lq] = W [C, heads*E] ctx + bias.
+  Tensor ctx = Tensor::empty({s.n, hc, lq});
+  Tensor out = Tensor::empty({s.n, s.c, saliency ? 1 : hq, saliency ? 1 : wq});
   const float* ap = attn.data();
   const float* vp = v.data();
+  const float* pw = w.proj_weight.data();
+  const float* pb = w.proj_bias.defined() ? w.proj_bias.data() : nullptr;
   float* cp = ctx.data();
+  float* outp = out.data();
   detail::parallel_for(s.n * heads, [&](std::int64_t nh) {
     using detail::attn::cmap;
     using detail::attn::mmap;
     const std::int64_t n = nh / heads, head = nh % heads;
-    mmap(cp + n * lq * hc + head * e, lq, e, hc).noalias() =
-        cmap(ap + nh * lq * sk, lq, sk) * cmap(vp + n * sk * hc + head * e, sk, e, hc);
+    mmap(cp + (n * hc + head * e) * lq, e, lq).noalias() =
+        cmap(vp + (n * hc + head * e) * sk, e, sk) * cmap(ap + nh * lq * sk, lq, sk).transpose();
   });
-  Tensor out = unflatten_spatial(linear(ctx, w.proj_weight.reshape({s.c, hc}), w.proj_bias),
-                                 saliency ? 1 : hq, saliency ? 1 : wq);
+  detail::parallel_for(s.n, [&](std::int64_t n) {
+    using detail::attn::cmap;
+    using detail::attn::mmap;
+    auto om = mmap(outp + n * s.c * lq, s.c, lq);
+    om.noalias() = cmap(pw, s.c, hc) * cmap(cp + n * hc * lq, hc, lq);
+    if (pb != nullptr) {
+      for (std::int64_t c = 0; c < s.c; ++c) om.row(c).array() += pb[c];
+    }
+  });
   if (o.q_stride() > 1 && !saliency) out = upsample_bilinear(out, s.h, s.w);
 
   Tensor y = Tensor::empty(x.shape());
