@@ -19,8 +19,7 @@ using ::testing::ThrowsMessage;
 
 TEST(BatNonLocalAttn, MatchesTimm) {
   int count = 0;
-  for (const auto& fx : test::fixtures_in("spatial")) {
-    if (fx.name().rfind("bat_", 0) != 0) continue;
+  for (const auto& fx : test::fixtures_in("spatial", "bat_")) {
     ++count;
     SCOPED_TRACE(fx.name());
     const auto& p = fx.params();

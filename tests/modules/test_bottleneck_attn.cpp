@@ -17,13 +17,7 @@ namespace {
 using ::testing::HasSubstr;
 using ::testing::ThrowsMessage;
 
-std::vector<test::Fixture> cases() {
-  std::vector<test::Fixture> out;
-  for (auto& fx : test::fixtures_in("spatial")) {
-    if (fx.name().rfind("bot_", 0) == 0) out.push_back(fx);
-  }
-  return out;
-}
+std::vector<test::Fixture> cases() { return test::fixtures_in("spatial", "bot_"); }
 
 BottleneckAttnOptions options_for(const test::Fixture& fx) {
   const auto& p = fx.params();

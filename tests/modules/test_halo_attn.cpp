@@ -16,13 +16,7 @@ namespace {
 using ::testing::HasSubstr;
 using ::testing::ThrowsMessage;
 
-std::vector<test::Fixture> cases() {
-  std::vector<test::Fixture> out;
-  for (auto& fx : test::fixtures_in("spatial")) {
-    if (fx.name().rfind("halo_", 0) == 0) out.push_back(fx);
-  }
-  return out;
-}
+std::vector<test::Fixture> cases() { return test::fixtures_in("spatial", "halo_"); }
 
 HaloAttnOptions options_for(const test::Fixture& fx) {
   const auto& p = fx.params();

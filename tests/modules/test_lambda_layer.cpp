@@ -16,13 +16,7 @@ namespace {
 using ::testing::HasSubstr;
 using ::testing::ThrowsMessage;
 
-std::vector<test::Fixture> cases() {
-  std::vector<test::Fixture> out;
-  for (auto& fx : test::fixtures_in("spatial")) {
-    if (fx.name().rfind("lambda_", 0) == 0) out.push_back(fx);
-  }
-  return out;
-}
+std::vector<test::Fixture> cases() { return test::fixtures_in("spatial", "lambda_"); }
 
 TEST(LambdaLayer, MatchesTimm) {
   const auto all = cases();
