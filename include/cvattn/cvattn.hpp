@@ -60,6 +60,15 @@
 // --- gates ---
 
 // --- spatial ---
+#include "cvattn/functional/bilinear_attention.hpp"
+#include "cvattn/functional/generalized_attention.hpp"
+#include "cvattn/functional/rel_pos_attention.hpp"
+#include "cvattn/functional/survey_attention.hpp"
+#include "cvattn/modules/bat.hpp"
+#include "cvattn/modules/bottleneck_attn.hpp"
+#include "cvattn/modules/generalized_attention.hpp"
+#include "cvattn/modules/halo_attn.hpp"
+#include "cvattn/modules/lambda_layer.hpp"
 
 // --- onnx ---
 #include "cvattn/functional/sampling3d.hpp"

@@ -37,6 +37,11 @@ const std::vector<OpSpec>& all_ops() {
       // --- gates ---
 
       // --- spatial ---
+      ops::bottleneck_attn(),
+      ops::halo_attn(),
+      ops::lambda(),
+      ops::bat(),
+      ops::generalized_attention(),
 
       // --- onnx ---
 

@@ -35,6 +35,11 @@ OpSpec interpolate();
 // --- gates ---
 
 // --- spatial ---
+OpSpec bottleneck_attn();
+OpSpec halo_attn();
+OpSpec lambda();
+OpSpec bat();
+OpSpec generalized_attention();
 
 // --- onnx ---
 
