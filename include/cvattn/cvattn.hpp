@@ -51,6 +51,11 @@
 // --- containers ---
 
 // --- gates ---
+#include "cvattn/functional/gates.hpp"
+#include "cvattn/modules/ceca.hpp"
+#include "cvattn/modules/effective_se.hpp"
+#include "cvattn/modules/gather_excite.hpp"
+#include "cvattn/modules/light_cbam.hpp"
 
 // --- spatial ---
 

@@ -27,6 +27,10 @@ const std::vector<OpSpec>& all_ops() {
       // --- containers ---
 
       // --- gates ---
+      ops::ese(),
+      ops::ceca(),
+      ops::ge(),
+      ops::lcbam(),
 
       // --- spatial ---
 

@@ -25,6 +25,10 @@ OpSpec nonlocal();
 // --- containers ---
 
 // --- gates ---
+OpSpec ese();
+OpSpec ceca();
+OpSpec ge();
+OpSpec lcbam();
 
 // --- spatial ---
 
