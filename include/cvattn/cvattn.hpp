@@ -47,6 +47,10 @@
 #include "cvattn/modules/squeeze_excitation.hpp"
 #include "cvattn/viz/viz.hpp"
 // --- layers ---
+#include "cvattn/functional/normalization.hpp"
+#include "cvattn/modules/activation_layers.hpp"
+#include "cvattn/modules/dropout.hpp"
+#include "cvattn/modules/normalization.hpp"
 
 // --- containers ---
 
