@@ -57,8 +57,10 @@
 // --- gates ---
 #include "cvattn/functional/gates.hpp"
 #include "cvattn/modules/ceca.hpp"
+#include "cvattn/modules/coord_attn.hpp"
 #include "cvattn/modules/effective_se.hpp"
 #include "cvattn/modules/gather_excite.hpp"
+#include "cvattn/modules/global_context.hpp"
 #include "cvattn/modules/light_cbam.hpp"
 
 // --- spatial ---

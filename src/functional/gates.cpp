@@ -62,21 +62,14 @@ inline float nan_max(float a, float b) {
 
 Tensor gate(const Tensor& x, GateLayer gate) {
   switch (gate) {
-    case GateLayer::sigmoid:
-      return sigmoid(x);
     case GateLayer::tanh:
       return tanh(x);
     case GateLayer::hard_sigmoid:
+      return hardsigmoid(x);
+    case GateLayer::sigmoid:
       break;
   }
-  check_defined(x, "x", "gate");
-  Tensor y = Tensor::empty(x.shape());
-  const float* src = x.data();
-  float* dst = y.data();
-  const std::int64_t n = x.numel();
-  // std::max/min keep a NaN first argument, so NaN propagates like torch's Hardsigmoid.
-  for (std::int64_t i = 0; i < n; ++i) dst[i] = std::min(std::max(src[i] + 3.0f, 0.0f), 6.0f) / 6.0f;
-  return y;
+  return sigmoid(x);
 }
 
 Tensor channel_pool(const Tensor& x, bool add_maxpool) {

@@ -72,6 +72,22 @@ TEST_F(CliGates, LcbamMatchesTimm) {
   expect_matches("lcbam", "lcbam_", {"output", "channel_attention", "spatial_attention"}, 3);
 }
 
+TEST_F(CliGates, GcMatchesTimm) {
+  expect_matches("gc", "gc_", {"output", "attention", "channel_attention"}, 5);
+}
+
+TEST_F(CliGates, CoordAttnMatchesTimm) {
+  expect_matches("coord_attn", "coord_", {"output", "attention_h", "attention_w"}, 4);
+}
+
+TEST_F(CliGates, MapsAModuleDoesNotMakeAreInputErrors) {
+  // GlobalContext without conv_attn pools by the mean: it has no spatial attention.
+  expect_input_error(run(base("gc", "gc_c16_noattn_both") + " --out attention=" + path("a.npy")),
+                     "produced no 'attention'");
+  expect_input_error(run(base("coord_attn", "coord_c32_default") + " --set act_layer=swishy"),
+                     "swishy");
+}
+
 TEST_F(CliGates, GeInfersFeatSizeAndRejectsContradictions) {
   const auto fx = test::fixture("gates/ge_e0_params");
   // feat_size omitted: the gather conv's kernel is the feature size.

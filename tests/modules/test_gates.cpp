@@ -1,4 +1,5 @@
-// timm's channel gates: EffectiveSEModule, CecaModule, LightCbamModule, GatherExcite
+// timm's channel gates: EffectiveSEModule, CecaModule, LightCbamModule, GatherExcite,
+// GlobalContext, CoordAttn
 // (tests/fixtures/gates.py runs timm's own classes).
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -9,8 +10,10 @@
 
 #include "cvattn/core/error.hpp"
 #include "cvattn/modules/ceca.hpp"
+#include "cvattn/modules/coord_attn.hpp"
 #include "cvattn/modules/effective_se.hpp"
 #include "cvattn/modules/gather_excite.hpp"
+#include "cvattn/modules/global_context.hpp"
 #include "cvattn/modules/light_cbam.hpp"
 #include "modules/gates_support.hpp"
 #include "support/concurrency.hpp"
@@ -245,6 +248,108 @@ TEST(GatherExcite, ForwardIsThreadSafe) {
   GatherExcite m(GatherExciteOptions(16).extent(4).add_maxpool(true));
   test::randomise(m, 5);
   const Tensor x = test::random_tensor({3, 16, 11, 9}, 6);
+  test::expect_thread_safe([&] { return m.forward(x); });
+}
+
+// --------------------------------------------------------------------------- GlobalContext
+
+TEST(GlobalContext, MatchesTimm) {
+  const auto cases = test::gate_cases("gc_");
+  ASSERT_EQ(cases.size(), 5u);
+  for (const auto& fx : cases) {
+    SCOPED_TRACE(fx.name());
+    const auto o = GlobalContextOptions::from_state_dict(fx.weights())
+                       .gate_layer(parse_gate_layer(test::set_value(fx, "gate_layer", "sigmoid")));
+    GlobalContext m(o);
+    m.load_state_dict(fx.weights());
+    std::vector<std::string> names;
+    if (fx.has("attention")) names.push_back(maps::kAttention);
+    if (fx.has("channel_attention")) names.push_back(maps::kChannelAttention);
+    expect_matches(m, fx, names);
+    const Attended r = m.forward_with_maps(fx.tensor("input"));
+    EXPECT_EQ(r.maps.contains(maps::kAttention), o.use_attn());
+    EXPECT_EQ(r.maps.contains(maps::kChannelAttention), o.fuse_scale());
+  }
+}
+
+TEST(GlobalContext, OptionsKeysAndAttentionSumsToOne) {
+  const auto o =
+      GlobalContextOptions::from_state_dict(test::fixture("gates/gc_c16_both").weights());
+  EXPECT_TRUE(o.use_attn() && o.fuse_add() && o.fuse_scale());
+  EXPECT_EQ(o.rd_channels(), 2);
+  EXPECT_EQ(GlobalContext(GlobalContextOptions(32)).reduced_channels(), 4);
+  GlobalContext m(GlobalContextOptions(16).fuse_add(true).fuse_scale(false));
+  EXPECT_EQ(m.state_dict().keys(),
+            (std::vector<std::string>{"conv_attn.weight", "conv_attn.bias", "mlp_add.fc1.weight",
+                                      "mlp_add.fc1.bias", "mlp_add.norm.weight",
+                                      "mlp_add.norm.bias", "mlp_add.fc2.weight",
+                                      "mlp_add.fc2.bias"}));
+  test::randomise(m, 4);
+  const Tensor a = m.forward_with_maps(test::random_tensor({2, 16, 5, 3}, 1)).maps.at(
+      maps::kAttention);
+  for (std::int64_t n = 0; n < 2; ++n) {
+    double sum = 0;
+    for (std::int64_t p = 0; p < 15; ++p) sum += a[n * 15 + p];
+    EXPECT_NEAR(sum, 1.0, 1e-6);
+  }
+}
+
+TEST(GlobalContext, RejectsBadWeights) {
+  EXPECT_THAT([] { (void)GlobalContextOptions::from_state_dict(StateDict()); },
+              ThrowsMessage<ValueError>(HasSubstr("the weights size nothing")));
+  StateDict d = test::fixture("gates/gc_c16_both").weights();
+  d.set("mlp_scale.fc1.weight", Tensor::zeros({3, 16, 1, 1}));
+  EXPECT_THAT([&] { (void)GlobalContextOptions::from_state_dict(d); },
+              ThrowsMessage<ValueError>(HasSubstr(
+                  "'mlp_scale.fc1.weight' [3, 16, 1, 1] disagrees with 'mlp_add.fc1.weight' "
+                  "[2, 16, 1, 1]")));
+}
+
+TEST(GlobalContext, ForwardIsThreadSafe) {
+  GlobalContext m(GlobalContextOptions(24).fuse_add(true));
+  test::randomise(m, 8);
+  const Tensor x = test::random_tensor({3, 24, 9, 7}, 5);
+  test::expect_thread_safe([&] { return m.forward(x); });
+}
+
+// ------------------------------------------------------------------------------- CoordAttn
+
+TEST(CoordAttn, MatchesTimm) {
+  const auto cases = test::gate_cases("coord_");
+  ASSERT_EQ(cases.size(), 4u);
+  for (const auto& fx : cases) {
+    SCOPED_TRACE(fx.name());
+    const auto o = CoordAttnOptions::from_state_dict(fx.weights())
+                       .act_layer(parse_act_layer(test::set_value(fx, "act_layer", "hard_swish")))
+                       .gate_layer(parse_gate_layer(test::set_value(fx, "gate_layer", "sigmoid")))
+                       .has_skip(test::set_bool(fx, "has_skip", false));
+    CoordAttn m(o);
+    m.load_state_dict(fx.weights());
+    expect_matches(m, fx, {maps::kAttentionH, maps::kAttentionW});
+  }
+}
+
+TEST(CoordAttn, KeysAndErrors) {
+  const CoordAttn m(CoordAttnOptions(16, 8).bias(true).norm(false));
+  EXPECT_EQ(m.state_dict().keys(),
+            (std::vector<std::string>{"conv1.weight", "conv1.bias", "conv_h.weight", "conv_h.bias",
+                                      "conv_w.weight", "conv_w.bias"}));
+  EXPECT_EQ(m.describe(),
+            "CoordAttn(channels=16, rd_channels=8, bias=true, norm=none, act_layer=hard_swish, "
+            "gate_layer=sigmoid, has_skip=false)");
+  EXPECT_THAT([&] { (void)m.forward(Tensor::zeros({1, 8, 3, 3})); },
+              ThrowsMessage<ShapeError>(HasSubstr("CoordAttn::forward: tensor 'x' expected shape "
+                                                  "[*, 16, *, *]")));
+  StateDict d;
+  d.set("conv1.weight", Tensor::zeros({8, 16, 3, 3}));
+  EXPECT_THAT([&] { (void)CoordAttnOptions::from_state_dict(d); },
+              ThrowsMessage<ValueError>(HasSubstr("'conv1.weight' expected [*, *, 1, 1]")));
+}
+
+TEST(CoordAttn, ForwardIsThreadSafe) {
+  CoordAttn m(CoordAttnOptions(24, 8).has_skip(true));
+  test::randomise(m, 2);
+  const Tensor x = test::random_tensor({3, 24, 9, 7}, 3);
   test::expect_thread_safe([&] { return m.forward(x); });
 }
 

@@ -31,6 +31,8 @@ const std::vector<OpSpec>& all_ops() {
       ops::ceca(),
       ops::ge(),
       ops::lcbam(),
+      ops::gc(),
+      ops::coord_attn(),
 
       // --- spatial ---
 

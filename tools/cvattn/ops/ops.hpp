@@ -29,6 +29,8 @@ OpSpec ese();
 OpSpec ceca();
 OpSpec ge();
 OpSpec lcbam();
+OpSpec gc();
+OpSpec coord_attn();
 
 // --- spatial ---
 
