@@ -62,6 +62,7 @@
 #include "cvattn/modules/gather_excite.hpp"
 #include "cvattn/modules/global_context.hpp"
 #include "cvattn/modules/light_cbam.hpp"
+#include "cvattn/modules/split_attn.hpp"
 
 // --- spatial ---
 

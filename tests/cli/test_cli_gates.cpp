@@ -80,6 +80,18 @@ TEST_F(CliGates, CoordAttnMatchesTimm) {
   expect_matches("coord_attn", "coord_", {"output", "attention_h", "attention_w"}, 4);
 }
 
+TEST_F(CliGates, SplatMatchesTimm) {
+  expect_matches("splat", "splat_", {"output", "attention"}, 5);
+}
+
+TEST_F(CliGates, SplatRejectsSettingsTheWeightsContradict) {
+  expect_input_error(run(base("splat", "splat_c16_r2") + " --set kernel_size=5"),
+                     "--set kernel_size=5 contradicts the weights: 'conv.weight' [32, 8, 3, 3] has "
+                     "a 3x3 kernel");
+  expect_input_error(run(base("splat", "splat_c16_r2") + " --set radix=4"),
+                     "radix 4 and groups 1 contradict the weights");
+}
+
 TEST_F(CliGates, MapsAModuleDoesNotMakeAreInputErrors) {
   // GlobalContext without conv_attn pools by the mean: it has no spatial attention.
   expect_input_error(run(base("gc", "gc_c16_noattn_both") + " --out attention=" + path("a.npy")),

@@ -1,5 +1,5 @@
 // timm's channel gates: EffectiveSEModule, CecaModule, LightCbamModule, GatherExcite,
-// GlobalContext, CoordAttn
+// GlobalContext, CoordAttn, SplitAttn
 // (tests/fixtures/gates.py runs timm's own classes).
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -15,6 +15,7 @@
 #include "cvattn/modules/gather_excite.hpp"
 #include "cvattn/modules/global_context.hpp"
 #include "cvattn/modules/light_cbam.hpp"
+#include "cvattn/modules/split_attn.hpp"
 #include "modules/gates_support.hpp"
 #include "support/concurrency.hpp"
 #include "support/tensor_near.hpp"
@@ -350,6 +351,61 @@ TEST(CoordAttn, ForwardIsThreadSafe) {
   CoordAttn m(CoordAttnOptions(24, 8).has_skip(true));
   test::randomise(m, 2);
   const Tensor x = test::random_tensor({3, 24, 9, 7}, 3);
+  test::expect_thread_safe([&] { return m.forward(x); });
+}
+
+// ------------------------------------------------------------------------------- SplitAttn
+
+TEST(SplitAttn, MatchesTimm) {
+  const auto cases = test::gate_cases("splat_");
+  ASSERT_EQ(cases.size(), 5u);
+  for (const auto& fx : cases) {
+    SCOPED_TRACE(fx.name());
+    SplitAttnOptions o = SplitAttnOptions::from_state_dict(
+        fx.weights(), "", test::set_int(fx, "radix", 2), test::set_int(fx, "groups", 1));
+    EXPECT_EQ(o.kernel_size(), test::set_int(fx, "kernel_size", 3));
+    o.stride(test::set_int(fx, "stride", 1)).dilation(test::set_int(fx, "dilation", 1));
+    if (fx.params()["set"].contains("padding")) o.padding(test::set_int(fx, "padding", 0));
+    SplitAttn m(o);
+    m.load_state_dict(fx.weights());
+    expect_matches(m, fx, {maps::kAttention});
+  }
+}
+
+TEST(SplitAttn, RadixSoftmaxSumsToOneAndWidthsFollowTimm) {
+  EXPECT_EQ(SplitAttn(SplitAttnOptions(16, 16)).attn_channels(), 32);  // min 32
+  EXPECT_EQ(SplitAttn(SplitAttnOptions(128, 128)).attn_channels(), 64);
+  SplitAttn m(SplitAttnOptions(12, 10).radix(3).groups(2).norm(true).stride(2));
+  EXPECT_EQ(m.state_dict().keys().front(), "conv.weight");
+  test::randomise(m, 6);
+  const Attended r = m.forward_with_maps(test::random_tensor({2, 12, 7, 4}, 1));
+  EXPECT_EQ(r.output.shape(), (Shape{2, 10, 4, 2}));
+  const Tensor& a = r.maps.at(maps::kAttention);
+  ASSERT_EQ(a.shape(), (Shape{2, 3, 10}));
+  for (std::int64_t n = 0; n < 2; ++n) {
+    for (std::int64_t c = 0; c < 10; ++c) {
+      EXPECT_NEAR(a[n * 30 + c] + a[n * 30 + 10 + c] + a[n * 30 + 20 + c], 1.0, 1e-6);
+    }
+  }
+}
+
+TEST(SplitAttn, RejectsWeightsThatContradictRadixAndGroups) {
+  const StateDict w = test::fixture("gates/splat_c16_r2").weights();
+  EXPECT_THAT([&] { (void)SplitAttnOptions::from_state_dict(w, "", 4, 1); },
+              ThrowsMessage<ValueError>(HasSubstr("radix 4 and groups 1 contradict the weights: "
+                                                  "'conv.weight' [32, 8, 3, 3]")));
+  EXPECT_THAT([] { (void)SplitAttn(SplitAttnOptions(10, 16).radix(4)); },
+              ThrowsMessage<ValueError>(HasSubstr("groups * radix (4) must divide in_channels "
+                                                  "(10)")));
+  const SplitAttn m(SplitAttnOptions::from_state_dict(w));
+  EXPECT_THAT([&] { (void)m.forward(Tensor::zeros({1, 8, 5, 5})); },
+              ThrowsMessage<ShapeError>(HasSubstr("expected shape [*, 16, *, *]")));
+}
+
+TEST(SplitAttn, ForwardIsThreadSafe) {
+  SplitAttn m(SplitAttnOptions(16, 16).groups(2).norm(true));
+  test::randomise(m, 7);
+  const Tensor x = test::random_tensor({3, 16, 9, 7}, 3);
   test::expect_thread_safe([&] { return m.forward(x); });
 }
 

@@ -33,6 +33,7 @@ const std::vector<OpSpec>& all_ops() {
       ops::lcbam(),
       ops::gc(),
       ops::coord_attn(),
+      ops::splat(),
 
       // --- spatial ---
 

@@ -31,6 +31,7 @@ OpSpec ge();
 OpSpec lcbam();
 OpSpec gc();
 OpSpec coord_attn();
+OpSpec splat();
 
 // --- spatial ---
 
