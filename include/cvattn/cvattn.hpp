@@ -55,9 +55,12 @@
 // --- containers ---
 
 // --- gates ---
+#include "cvattn/functional/dynamic_conv.hpp"
 #include "cvattn/functional/gates.hpp"
 #include "cvattn/modules/ceca.hpp"
+#include "cvattn/modules/cond_conv.hpp"
 #include "cvattn/modules/coord_attn.hpp"
+#include "cvattn/modules/dynamic_conv.hpp"
 #include "cvattn/modules/effective_se.hpp"
 #include "cvattn/modules/gather_excite.hpp"
 #include "cvattn/modules/global_context.hpp"

@@ -92,6 +92,25 @@ TEST_F(CliGates, SplatRejectsSettingsTheWeightsContradict) {
                      "radix 4 and groups 1 contradict the weights");
 }
 
+TEST_F(CliGates, DynamicConvMatchesTheEquation) {
+  expect_matches("dynamic_conv", "dyn_", {"output", "attention"}, 4);
+}
+
+TEST_F(CliGates, CondConvMatchesTimm) { expect_matches("cond_conv", "cond_c", {"output"}, 4); }
+
+TEST_F(CliGates, ConvSettingsTheWeightsContradictAreInputErrors) {
+  expect_input_error(run(base("dynamic_conv", "dyn_c8_co4_g2_s2_d2") + " --set groups=1"),
+                     "--set groups=1 contradicts the weights: 'weight' [4, 4, 4, 3, 3]");
+  const auto fx = test::fixture("gates/cond_c8_co6_k3_bias");
+  expect_input_error(run(base("cond_conv", "cond_c8_co6_k3_bias") + " --in routing_weights=" +
+                         fx.path("routing_weights.npy") + " --set kernel_size=5"),
+                     "'weight' [4, 432] does not hold K experts of Co x 8 x 5 x 5");
+  expect_input_error(run(base("cond_conv", "cond_c8_co6_k3_bias")),
+                     "routing_weights");
+  expect_input_error(run(base("dynamic_conv", "dyn_c8_co6_k3_bias") + " --set temperature=0"),
+                     "temperature must be positive");
+}
+
 TEST_F(CliGates, MapsAModuleDoesNotMakeAreInputErrors) {
   // GlobalContext without conv_attn pools by the mean: it has no spatial attention.
   expect_input_error(run(base("gc", "gc_c16_noattn_both") + " --out attention=" + path("a.npy")),

@@ -34,6 +34,8 @@ const std::vector<OpSpec>& all_ops() {
       ops::gc(),
       ops::coord_attn(),
       ops::splat(),
+      ops::dynamic_conv(),
+      ops::cond_conv(),
 
       // --- spatial ---
 

@@ -32,6 +32,8 @@ OpSpec lcbam();
 OpSpec gc();
 OpSpec coord_attn();
 OpSpec splat();
+OpSpec dynamic_conv();
+OpSpec cond_conv();
 
 // --- spatial ---
 
