@@ -110,21 +110,28 @@ Tensor scale_channels(const Tensor& x, const Tensor& scale, const Tensor& shift)
   return y;
 }
 
-Tensor scale_spatial(const Tensor& x, const Tensor& s) {
+Tensor scale_spatial(const Tensor& x, const Tensor& s, const Tensor& scale) {
   constexpr const char* kWhere = "scale_spatial";
   check_rank(x, 4, "x", kWhere);
   const Tensor::Nchw d = x.nchw("x");
   check_shape(s, {d.n, 1, d.h, d.w}, "s", kWhere);
+  if (scale.defined()) check_per_channel(scale, d, "scale", kWhere);
   Tensor y = Tensor::empty(x.shape());
   const std::int64_t hw = d.h * d.w;
   const float* xp = x.data();
   const float* sp = s.data();
+  const float* gp = scale.defined() ? scale.data() : nullptr;
   float* yp = y.data();
   for_planes(d.n * d.c, hw, [&](std::int64_t p) {
     const float* in = xp + p * hw;
     const float* m = sp + (p / std::max<std::int64_t>(d.c, 1)) * hw;
     float* out = yp + p * hw;
-    for (std::int64_t i = 0; i < hw; ++i) out[i] = in[i] * m[i];
+    if (gp != nullptr) {
+      const float g = gp[p];
+      for (std::int64_t i = 0; i < hw; ++i) out[i] = (in[i] * g) * m[i];
+    } else {
+      for (std::int64_t i = 0; i < hw; ++i) out[i] = in[i] * m[i];
+    }
   });
   return y;
 }
@@ -145,31 +152,55 @@ Tensor multiply(const Tensor& a, const Tensor& b) {
   return y;
 }
 
-Tensor channel_mean_max_blend(const Tensor& x) {
+Tensor channel_mean_max_blend(const Tensor& x, const Tensor& scale) {
   constexpr const char* kWhere = "channel_mean_max_blend";
   check_rank(x, 4, "x", kWhere);
   const Tensor::Nchw s = x.nchw("x");
   CVATTN_CHECK(s.c >= 1, ShapeError, kWhere,
                ": tensor 'x' expected C >= 1 (the pooling runs over channels), got ",
                to_string(x.shape()));
+  if (scale.defined()) check_per_channel(scale, s, "scale", kWhere);
   Tensor y = Tensor::empty({s.n, 1, s.h, s.w});
   const std::int64_t hw = s.h * s.w;
+  const float* gp = scale.defined() ? scale.data() : nullptr;
+  // Pixel blocks per task: the channel loop runs outside, each plane's block read contiguously,
+  // the running sum and max of the block held in a small local array.
+  constexpr std::int64_t kBlock = 512;
+  const std::int64_t blocks = (hw + kBlock - 1) / kBlock;
   const float* xp = x.data();
   float* yp = y.data();
-  // Rows of pixels per task: the channel loop streams whole rows of every plane.
-  cvattn::detail::parallel_for(s.n * s.h, [&](std::int64_t nr) {
-    const std::int64_t n = nr / s.h, r = nr % s.h;
-    const float* base = xp + n * s.c * hw + r * s.w;
-    float* out = yp + n * hw + r * s.w;
-    for (std::int64_t i = 0; i < s.w; ++i) {
-      float sum = 0.0f, mx = base[i];
-      for (std::int64_t c = 0; c < s.c; ++c) {
-        const float v = base[c * hw + i];
-        sum += v;
-        mx = nan_max(mx, v);
-      }
-      out[i] = 0.5f * (sum / static_cast<float>(s.c)) + 0.5f * mx;
+  const float c = static_cast<float>(s.c);
+  cvattn::detail::parallel_for(s.n * blocks, [&](std::int64_t t) {
+    const std::int64_t n = t / blocks, p0 = (t % blocks) * kBlock;
+    const std::int64_t len = std::min(kBlock, hw - p0);
+    const float* base = xp + n * s.c * hw + p0;
+    float sum[kBlock], mx[kBlock];
+    const float* g = gp != nullptr ? gp + n * s.c : nullptr;
+    // v = x * g[c] rounded as the scaled tensor would hold it, without storing that tensor.
+    const float g0 = g != nullptr ? g[0] : 1.0f;
+    for (std::int64_t i = 0; i < len; ++i) {
+      const float v = g != nullptr ? base[i] * g0 : base[i];
+      sum[i] = v;
+      mx[i] = v;
     }
+    for (std::int64_t ch = 1; ch < s.c; ++ch) {
+      const float* plane = base + ch * hw;
+      if (g != nullptr) {
+        const float gc = g[ch];
+        for (std::int64_t i = 0; i < len; ++i) {
+          const float v = plane[i] * gc;
+          sum[i] += v;
+          mx[i] = nan_max(mx[i], v);
+        }
+      } else {
+        for (std::int64_t i = 0; i < len; ++i) {
+          sum[i] += plane[i];
+          mx[i] = nan_max(mx[i], plane[i]);
+        }
+      }
+    }
+    float* out = yp + n * hw + p0;
+    for (std::int64_t i = 0; i < len; ++i) out[i] = 0.5f * (sum[i] / c) + 0.5f * mx[i];
   });
   return y;
 }
@@ -233,12 +264,23 @@ Tensor upsample_nearest(const Tensor& x, Pair2 size) {
   for_planes(s.n * s.c, out_hw, [&](std::int64_t p) {
     const float* in = xp + p * s.h * s.w;
     float* out = yp + p * out_hw;
+    if (s.h == 1 && s.w == 1) {  // a channel gate broadcast to the image
+      std::fill(out, out + out_hw, in[0]);
+      return;
+    }
+    std::int64_t previous = -1;
     for (std::int64_t oy = 0; oy < size.h; ++oy) {
       const std::int64_t iy =
           std::min(static_cast<std::int64_t>(std::floor(static_cast<float>(oy) * sh)), s.h - 1);
+      float* row_out = out + oy * size.w;
+      if (iy == previous) {  // the same source row as the row above
+        std::copy(row_out - size.w, row_out, row_out);
+        continue;
+      }
+      previous = iy;
       const float* row = in + iy * s.w;
       for (std::int64_t ox = 0; ox < size.w; ++ox) {
-        out[oy * size.w + ox] = row[col[static_cast<std::size_t>(ox)]];
+        row_out[ox] = row[col[static_cast<std::size_t>(ox)]];
       }
     }
   });
@@ -282,9 +324,16 @@ std::pair<Tensor, Tensor> attention_pool(const Tensor& x, const Tensor& weight,
     const float inv = 1.0f / sum;
     for (std::int64_t p = 0; p < hw; ++p) a[p] *= inv;
     for (std::int64_t c = 0; c < s.c; ++c) {
+      // sum_p x[c, p] a[p] in eight float lanes (a bmm in PyTorch), combined in double.
       const float* plane = xn + c * hw;
+      float lanes[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+      std::int64_t p = 0;
+      for (; p + 8 <= hw; p += 8) {
+        for (int l = 0; l < 8; ++l) lanes[l] += plane[p + l] * a[p + l];
+      }
       double acc = 0.0;
-      for (std::int64_t p = 0; p < hw; ++p) acc += static_cast<double>(plane[p]) * a[p];
+      for (const float v : lanes) acc += v;
+      for (; p < hw; ++p) acc += static_cast<double>(plane[p]) * a[p];
       cp[n * s.c + c] = static_cast<float>(acc);
     }
   });

@@ -67,13 +67,13 @@ Attended LightCbam::run(const Tensor& x, bool keep_maps) const {
   const Tensor s = F::channel_pool(x, /*add_maxpool=*/true);                      // [N, C]
   const Tensor h = F::relu(F::linear(s, fc1_->weight().reshape({r, c}), fc1_->bias()));
   const Tensor g = F::sigmoid(F::linear(h, fc2_->weight().reshape({c, r}), fc2_->bias()));
-  const Tensor x1 = F::scale_channels(x, g);
+  // x1 = x * g is never stored: the spatial pooling and the output read x and g.
   const std::int64_t k = options_.spatial_kernel_size();
   const Tensor logits = detail::maybe_batch_norm(
-      spatial_bn_, F::conv2d(F::channel_mean_max_blend(x1), spatial_conv_->weight(), {},
+      spatial_bn_, F::conv2d(F::channel_mean_max_blend(x, g), spatial_conv_->weight(), {},
                              F::Conv2dOptions().padding((k - 1) / 2)));           // [N, 1, H, W]
   const Tensor a = F::sigmoid(logits);
-  Attended out{F::scale_spatial(x1, a), {}};
+  Attended out{F::scale_spatial(x, a, g), {}};                                   // (x * g) * a
   if (keep_maps) {
     out.maps.add(maps::kChannelAttention, g);
     out.maps.add(maps::kSpatialAttention, a);

@@ -26,15 +26,20 @@ namespace cvattn::functional {
 [[nodiscard]] CVATTN_EXPORT Tensor scale_channels(const Tensor& x, const Tensor& scale,
                                                   const Tensor& shift = {});
 
-// y[n, c, h, w] = x[n, c, h, w] * s[n, 0, h, w] for x [N, C, H, W], s [N, 1, H, W].
-[[nodiscard]] CVATTN_EXPORT Tensor scale_spatial(const Tensor& x, const Tensor& s);
+// y[n, c, h, w] = x[n, c, h, w] * s[n, 0, h, w] for x [N, C, H, W], s [N, 1, H, W]; with a
+// per-channel scale [N, C] (or [N, C, 1, 1]), y = (x * scale[n, c]) * s[n, 0, h, w], the two
+// gates of a channel-then-spatial module in one pass.
+[[nodiscard]] CVATTN_EXPORT Tensor scale_spatial(const Tensor& x, const Tensor& s,
+                                                 const Tensor& scale = {});
 
 // Elementwise a * b of two tensors of one shape.
 [[nodiscard]] CVATTN_EXPORT Tensor multiply(const Tensor& a, const Tensor& b);
 
 // LightSpatialAttn's pooling: x [N, C, H, W] (C >= 1) -> [N, 1, H, W] =
-// 0.5 * mean_c x + 0.5 * amax_c x.
-[[nodiscard]] CVATTN_EXPORT Tensor channel_mean_max_blend(const Tensor& x);
+// 0.5 * mean_c v + 0.5 * amax_c v with v = x, or v = x * scale[n, c] when a per-channel scale
+// [N, C] is given (the channel-gated input, never stored).
+[[nodiscard]] CVATTN_EXPORT Tensor channel_mean_max_blend(const Tensor& x,
+                                                          const Tensor& scale = {});
 
 // CecaModule's conv: v [N, C] viewed as N one-channel signals of length C, padded circularly
 // by p = (k - 1) / 2 on both sides (F.pad mode='circular', which requires p <= C), then

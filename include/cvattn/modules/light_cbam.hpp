@@ -8,6 +8,7 @@
 //   m  = 0.5 * mean_c(x1) + 0.5 * amax_c(x1)                          [N, 1, H, W]
 //   a  = sigmoid(bn(conv_kxk(m)))       1 -> 1 channel, padding (k - 1) / 2, no bias
 //   y  = x1 * a                         map "spatial_attention" [N, 1, H, W]
+// (x1 is never stored: the spatial pooling and the output read x and g in one pass each.)
 //
 // timm builds both gates as sigmoids whatever gate_layer says (LightChannelAttn calls
 // F.sigmoid; LightSpatialAttn is built without it), so gate_layer is accepted and, as in timm,
