@@ -58,6 +58,17 @@
 // --- containers ---
 
 // --- gates ---
+#include "cvattn/functional/dynamic_conv.hpp"
+#include "cvattn/functional/gates.hpp"
+#include "cvattn/modules/ceca.hpp"
+#include "cvattn/modules/cond_conv.hpp"
+#include "cvattn/modules/coord_attn.hpp"
+#include "cvattn/modules/dynamic_conv.hpp"
+#include "cvattn/modules/effective_se.hpp"
+#include "cvattn/modules/gather_excite.hpp"
+#include "cvattn/modules/global_context.hpp"
+#include "cvattn/modules/light_cbam.hpp"
+#include "cvattn/modules/split_attn.hpp"
 
 // --- spatial ---
 #include "cvattn/functional/bilinear_attention.hpp"

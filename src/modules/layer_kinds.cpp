@@ -7,11 +7,13 @@ namespace cvattn {
 GateLayer parse_gate_layer(const std::string& word) {
   if (word == "sigmoid") return GateLayer::sigmoid;
   if (word == "hard_sigmoid") return GateLayer::hard_sigmoid;
+  if (word == "tanh") return GateLayer::tanh;
   throw ValueError("parse_gate_layer: unknown gate_layer '" + word +
-                   "' (expected sigmoid or hard_sigmoid)");
+                   "' (expected sigmoid, hard_sigmoid or tanh)");
 }
 
 const char* to_string(GateLayer gate) {
+  if (gate == GateLayer::tanh) return "tanh";
   return gate == GateLayer::sigmoid ? "sigmoid" : "hard_sigmoid";
 }
 

@@ -35,6 +35,15 @@ const std::vector<OpSpec>& all_ops() {
       // --- containers ---
 
       // --- gates ---
+      ops::ese(),
+      ops::ceca(),
+      ops::ge(),
+      ops::lcbam(),
+      ops::gc(),
+      ops::coord_attn(),
+      ops::splat(),
+      ops::dynamic_conv(),
+      ops::cond_conv(),
 
       // --- spatial ---
       ops::bottleneck_attn(),

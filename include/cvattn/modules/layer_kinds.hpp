@@ -8,10 +8,10 @@
 
 namespace cvattn {
 
-// The gate applied to attention logits: sigmoid 1/(1+exp(-x)), or hard_sigmoid
-// min(max(x+3, 0), 6)/6 (torch.nn.Hardsigmoid, what timm's 'hard_sigmoid' creates).
-enum class GateLayer { sigmoid, hard_sigmoid };
-// "sigmoid" / "hard_sigmoid"; ValueError on any other word.
+// The gate applied to attention logits: sigmoid 1/(1+exp(-x)), hard_sigmoid
+// min(max(x+3, 0), 6)/6 (torch.nn.Hardsigmoid, what timm's 'hard_sigmoid' creates), or tanh.
+enum class GateLayer { sigmoid, hard_sigmoid, tanh };
+// "sigmoid" / "hard_sigmoid" / "tanh"; ValueError on any other word.
 [[nodiscard]] CVATTN_EXPORT GateLayer parse_gate_layer(const std::string& word);
 [[nodiscard]] CVATTN_EXPORT const char* to_string(GateLayer gate);
 

@@ -200,6 +200,8 @@ void channel_mean_max_scaled(const float* __restrict x, const float* __restrict 
 void apply_gate(GateLayer gate, float* u, std::int64_t n) {
   if (gate == GateLayer::sigmoid) {
     for (std::int64_t i = 0; i < n; ++i) u[i] = 1.0f / (1.0f + std::exp(-u[i]));
+  } else if (gate == GateLayer::tanh) {
+    for (std::int64_t i = 0; i < n; ++i) u[i] = std::tanh(u[i]);
   } else {
     // std::max/min keep a NaN first argument, so NaN propagates like torch's Hardsigmoid.
     for (std::int64_t i = 0; i < n; ++i) {

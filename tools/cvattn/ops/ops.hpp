@@ -33,6 +33,15 @@ OpSpec interpolate();
 // --- containers ---
 
 // --- gates ---
+OpSpec ese();
+OpSpec ceca();
+OpSpec ge();
+OpSpec lcbam();
+OpSpec gc();
+OpSpec coord_attn();
+OpSpec splat();
+OpSpec dynamic_conv();
+OpSpec cond_conv();
 
 // --- spatial ---
 OpSpec bottleneck_attn();

@@ -1,0 +1,499 @@
+#include "cvattn/functional/gates.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "core/parallel_for.hpp"
+#include "cvattn/core/error.hpp"
+#include "cvattn/functional/activation.hpp"
+#include "cvattn/functional/pooling.hpp"
+
+namespace cvattn::functional {
+namespace {
+
+// NCHW with H, W >= 1 (the gates pool over H and W).
+Tensor::Nchw pooled_input(const Tensor& x, const char* where) {
+  check_rank(x, 4, "x", where);
+  const Tensor::Nchw s = x.nchw("x");
+  CVATTN_CHECK(s.h >= 1 && s.w >= 1, ShapeError, where,
+               ": tensor 'x' expected H, W >= 1 (the gate pools over them), got ",
+               to_string(x.shape()));
+  return s;
+}
+
+// A per-(n, c) tensor given as [N, C] or [N, C, 1, 1].
+void check_per_channel(const Tensor& t, const Tensor::Nchw& s, const char* name,
+                       const char* where) {
+  const bool ok = (t.rank() == 2 && t.dim(0) == s.n && t.dim(1) == s.c) ||
+                  (t.rank() == 4 && t.dim(0) == s.n && t.dim(1) == s.c && t.dim(2) == 1 &&
+                   t.dim(3) == 1);
+  CVATTN_CHECK(ok, ShapeError, where, ": tensor '", name, "' expected [", s.n, ", ", s.c,
+               "] or [", s.n, ", ", s.c, ", 1, 1] (from 'x' [", s.n, ", ", s.c, ", ", s.h, ", ",
+               s.w, "]), got ", to_string(t.shape()));
+}
+
+// Planes smaller than this per task are grouped so that a task does some real work.
+constexpr std::int64_t kPlaneWork = std::int64_t{1} << 14;
+
+// Runs body(plane) for plane in [0, planes) of hw elements each, in parallel when it pays.
+template <class Body>
+void for_planes(std::int64_t planes, std::int64_t hw, Body&& body) {
+  const std::int64_t per_task = std::max<std::int64_t>(1, kPlaneWork / std::max<std::int64_t>(
+                                                                          hw, 1));
+  const std::int64_t tasks = (planes + per_task - 1) / per_task;
+  if (tasks <= 1) {
+    for (std::int64_t p = 0; p < planes; ++p) body(p);
+    return;
+  }
+  cvattn::detail::parallel_for(tasks, [&](std::int64_t t) {
+    const std::int64_t end = std::min(planes, (t + 1) * per_task);
+    for (std::int64_t p = t * per_task; p < end; ++p) body(p);
+  });
+}
+
+inline float nan_max(float a, float b) {
+  // NaN-propagating maximum (torch.amax).
+  return (a > b || a != a) ? a : b;
+}
+
+}  // namespace
+
+Tensor gate(const Tensor& x, GateLayer gate) {
+  switch (gate) {
+    case GateLayer::tanh:
+      return tanh(x);
+    case GateLayer::hard_sigmoid:
+      return hardsigmoid(x);
+    case GateLayer::sigmoid:
+      break;
+  }
+  return sigmoid(x);
+}
+
+Tensor channel_pool(const Tensor& x, bool add_maxpool) {
+  const Tensor::Nchw s = pooled_input(x, "channel_pool");
+  Tensor mean = global_avg_pool2d(x).reshape({s.n, s.c});
+  if (!add_maxpool) return mean;
+  const Tensor max = global_max_pool2d(x);
+  for (std::int64_t i = 0; i < mean.numel(); ++i) mean[i] = 0.5f * mean[i] + 0.5f * max[i];
+  return mean;
+}
+
+Tensor scale_channels(const Tensor& x, const Tensor& scale, const Tensor& shift) {
+  constexpr const char* kWhere = "scale_channels";
+  check_rank(x, 4, "x", kWhere);
+  const Tensor::Nchw s = x.nchw("x");
+  if (scale.defined()) check_per_channel(scale, s, "scale", kWhere);
+  if (shift.defined()) check_per_channel(shift, s, "shift", kWhere);
+  Tensor y = Tensor::empty(x.shape());
+  const std::int64_t hw = s.h * s.w;
+  const float* xp = x.data();
+  float* yp = y.data();
+  const float* g = scale.defined() ? scale.data() : nullptr;
+  const float* a = shift.defined() ? shift.data() : nullptr;
+  for_planes(s.n * s.c, hw, [&](std::int64_t p) {
+    const float* in = xp + p * hw;
+    float* out = yp + p * hw;
+    if (g != nullptr && a != nullptr) {
+      const float gp = g[p], ap = a[p];
+      for (std::int64_t i = 0; i < hw; ++i) out[i] = in[i] * gp + ap;
+    } else if (g != nullptr) {
+      const float gp = g[p];
+      for (std::int64_t i = 0; i < hw; ++i) out[i] = in[i] * gp;
+    } else {
+      const float ap = a != nullptr ? a[p] : 0.0f;
+      for (std::int64_t i = 0; i < hw; ++i) out[i] = in[i] + ap;
+    }
+  });
+  return y;
+}
+
+Tensor scale_spatial(const Tensor& x, const Tensor& s, const Tensor& scale) {
+  constexpr const char* kWhere = "scale_spatial";
+  check_rank(x, 4, "x", kWhere);
+  const Tensor::Nchw d = x.nchw("x");
+  check_shape(s, {d.n, 1, d.h, d.w}, "s", kWhere);
+  if (scale.defined()) check_per_channel(scale, d, "scale", kWhere);
+  Tensor y = Tensor::empty(x.shape());
+  const std::int64_t hw = d.h * d.w;
+  const float* xp = x.data();
+  const float* sp = s.data();
+  const float* gp = scale.defined() ? scale.data() : nullptr;
+  float* yp = y.data();
+  for_planes(d.n * d.c, hw, [&](std::int64_t p) {
+    const float* in = xp + p * hw;
+    const float* m = sp + (p / std::max<std::int64_t>(d.c, 1)) * hw;
+    float* out = yp + p * hw;
+    if (gp != nullptr) {
+      const float g = gp[p];
+      for (std::int64_t i = 0; i < hw; ++i) out[i] = (in[i] * g) * m[i];
+    } else {
+      for (std::int64_t i = 0; i < hw; ++i) out[i] = in[i] * m[i];
+    }
+  });
+  return y;
+}
+
+Tensor multiply(const Tensor& a, const Tensor& b) {
+  check_defined(a, "a", "multiply");
+  check_shape(b, a.shape(), "b", "multiply");
+  Tensor y = Tensor::empty(a.shape());
+  const float* ap = a.data();
+  const float* bp = b.data();
+  float* yp = y.data();
+  const std::int64_t n = a.numel();
+  constexpr std::int64_t kChunk = std::int64_t{1} << 15;
+  cvattn::detail::parallel_for((n + kChunk - 1) / kChunk, [&](std::int64_t t) {
+    const std::int64_t end = std::min(n, (t + 1) * kChunk);
+    for (std::int64_t i = t * kChunk; i < end; ++i) yp[i] = ap[i] * bp[i];
+  });
+  return y;
+}
+
+Tensor channel_mean_max_blend(const Tensor& x, const Tensor& scale) {
+  constexpr const char* kWhere = "channel_mean_max_blend";
+  check_rank(x, 4, "x", kWhere);
+  const Tensor::Nchw s = x.nchw("x");
+  CVATTN_CHECK(s.c >= 1, ShapeError, kWhere,
+               ": tensor 'x' expected C >= 1 (the pooling runs over channels), got ",
+               to_string(x.shape()));
+  if (scale.defined()) check_per_channel(scale, s, "scale", kWhere);
+  Tensor y = Tensor::empty({s.n, 1, s.h, s.w});
+  const std::int64_t hw = s.h * s.w;
+  const float* gp = scale.defined() ? scale.data() : nullptr;
+  // Pixel blocks per task: the channel loop runs outside, each plane's block read contiguously,
+  // the running sum and max of the block held in a small local array.
+  constexpr std::int64_t kBlock = 512;
+  const std::int64_t blocks = (hw + kBlock - 1) / kBlock;
+  const float* xp = x.data();
+  float* yp = y.data();
+  const float c = static_cast<float>(s.c);
+  cvattn::detail::parallel_for(s.n * blocks, [&](std::int64_t t) {
+    const std::int64_t n = t / blocks, p0 = (t % blocks) * kBlock;
+    const std::int64_t len = std::min(kBlock, hw - p0);
+    const float* base = xp + n * s.c * hw + p0;
+    float sum[kBlock], mx[kBlock];
+    const float* g = gp != nullptr ? gp + n * s.c : nullptr;
+    // v = x * g[c] rounded as the scaled tensor would hold it, without storing that tensor.
+    const float g0 = g != nullptr ? g[0] : 1.0f;
+    for (std::int64_t i = 0; i < len; ++i) {
+      const float v = g != nullptr ? base[i] * g0 : base[i];
+      sum[i] = v;
+      mx[i] = v;
+    }
+    for (std::int64_t ch = 1; ch < s.c; ++ch) {
+      const float* plane = base + ch * hw;
+      if (g != nullptr) {
+        const float gc = g[ch];
+        for (std::int64_t i = 0; i < len; ++i) {
+          const float v = plane[i] * gc;
+          sum[i] += v;
+          mx[i] = nan_max(mx[i], v);
+        }
+      } else {
+        for (std::int64_t i = 0; i < len; ++i) {
+          sum[i] += plane[i];
+          mx[i] = nan_max(mx[i], plane[i]);
+        }
+      }
+    }
+    float* out = yp + n * hw + p0;
+    for (std::int64_t i = 0; i < len; ++i) out[i] = 0.5f * (sum[i] / c) + 0.5f * mx[i];
+  });
+  return y;
+}
+
+Tensor circular_conv1d_channels(const Tensor& v, const Tensor& weight, const Tensor& bias) {
+  constexpr const char* kWhere = "circular_conv1d_channels";
+  check_rank(v, 2, "v", kWhere);
+  check_shape(weight, {1, 1, kAny}, "weight", kWhere);
+  const std::int64_t n = v.dim(0), c = v.dim(1), k = weight.dim(2);
+  CVATTN_CHECK(k >= 1 && k % 2 == 1, ShapeError, kWhere,
+               ": tensor 'weight' expected an odd kernel size (padding (k - 1) / 2 keeps the "
+               "length C), got ",
+               to_string(weight.shape()));
+  const std::int64_t pad = (k - 1) / 2;
+  CVATTN_CHECK(pad <= c, ShapeError, kWhere, ": circular padding ", pad, " (kernel size ", k,
+               ") exceeds the ", c,
+               " channels of 'v' ", to_string(v.shape()),
+               " (F.pad mode='circular' wraps around at most once)");
+  if (bias.defined()) check_shape(bias, {1}, "bias", kWhere);
+  Tensor y = Tensor::empty({n, c});
+  const float* w = weight.data();
+  const float b = bias.defined() ? bias[0] : 0.0f;
+  const bool has_bias = bias.defined();
+  for (std::int64_t i = 0; i < n; ++i) {
+    const float* in = v.data() + i * c;
+    float* out = y.data() + i * c;
+    for (std::int64_t j = 0; j < c; ++j) {
+      float acc = 0.0f;
+      for (std::int64_t t = 0; t < k; ++t) {
+        std::int64_t src = j + t - pad;
+        if (src < 0) src += c;
+        if (src >= c) src -= c;
+        acc += w[t] * in[src];
+      }
+      out[j] = has_bias ? acc + b : acc;
+    }
+  }
+  return y;
+}
+
+Tensor upsample_nearest(const Tensor& x, Pair2 size) {
+  constexpr const char* kWhere = "upsample_nearest";
+  check_rank(x, 4, "x", kWhere);
+  const Tensor::Nchw s = x.nchw("x");
+  CVATTN_CHECK(size.h >= 1 && size.w >= 1, ValueError, kWhere,
+               ": size must be positive, got (", size.h, ", ", size.w, ")");
+  CVATTN_CHECK(s.h >= 1 && s.w >= 1, ShapeError, kWhere,
+               ": tensor 'x' expected H, W >= 1, got ", to_string(x.shape()));
+  Tensor y = Tensor::empty({s.n, s.c, size.h, size.w});
+  // PyTorch: scale = (float)in / out; src = min(floor(dst * scale), in - 1).
+  const float sh = static_cast<float>(s.h) / static_cast<float>(size.h);
+  const float sw = static_cast<float>(s.w) / static_cast<float>(size.w);
+  std::vector<std::int64_t> col(static_cast<std::size_t>(size.w));
+  for (std::int64_t ox = 0; ox < size.w; ++ox) {
+    col[static_cast<std::size_t>(ox)] = std::min(
+        static_cast<std::int64_t>(std::floor(static_cast<float>(ox) * sw)), s.w - 1);
+  }
+  const float* xp = x.data();
+  float* yp = y.data();
+  const std::int64_t out_hw = size.h * size.w;
+  for_planes(s.n * s.c, out_hw, [&](std::int64_t p) {
+    const float* in = xp + p * s.h * s.w;
+    float* out = yp + p * out_hw;
+    if (s.h == 1 && s.w == 1) {  // a channel gate broadcast to the image
+      std::fill(out, out + out_hw, in[0]);
+      return;
+    }
+    std::int64_t previous = -1;
+    for (std::int64_t oy = 0; oy < size.h; ++oy) {
+      const std::int64_t iy =
+          std::min(static_cast<std::int64_t>(std::floor(static_cast<float>(oy) * sh)), s.h - 1);
+      float* row_out = out + oy * size.w;
+      if (iy == previous) {  // the same source row as the row above
+        std::copy(row_out - size.w, row_out, row_out);
+        continue;
+      }
+      previous = iy;
+      const float* row = in + iy * s.w;
+      for (std::int64_t ox = 0; ox < size.w; ++ox) {
+        row_out[ox] = row[col[static_cast<std::size_t>(ox)]];
+      }
+    }
+  });
+  return y;
+}
+
+std::pair<Tensor, Tensor> attention_pool(const Tensor& x, const Tensor& weight,
+                                         const Tensor& bias) {
+  constexpr const char* kWhere = "attention_pool";
+  const Tensor::Nchw s = pooled_input(x, kWhere);
+  check_shape(weight, {1, s.c, 1, 1}, "weight", kWhere);
+  check_shape(bias, {1}, "bias", kWhere);
+  const std::int64_t hw = s.h * s.w;
+  Tensor context = Tensor::empty({s.n, s.c});
+  Tensor attn = Tensor::empty({s.n, 1, s.h, s.w});
+  const float* xp = x.data();
+  const float* w = weight.data();
+  const float b = bias[0];
+  float* cp = context.data();
+  float* ap = attn.data();
+  cvattn::detail::parallel_for(s.n, [&](std::int64_t n) {
+    const float* xn = xp + n * s.c * hw;
+    float* a = ap + n * hw;
+    // Logits: a 1x1 conv to one channel, accumulated plane by plane (vectorises over pixels).
+    for (std::int64_t p = 0; p < hw; ++p) a[p] = 0.0f;
+    for (std::int64_t c = 0; c < s.c; ++c) {
+      const float wc = w[c];
+      const float* plane = xn + c * hw;
+      for (std::int64_t p = 0; p < hw; ++p) a[p] += wc * plane[p];
+    }
+    float m = -std::numeric_limits<float>::infinity();
+    for (std::int64_t p = 0; p < hw; ++p) {
+      a[p] += b;
+      m = nan_max(m, a[p]);
+    }
+    float sum = 0.0f;
+    for (std::int64_t p = 0; p < hw; ++p) {
+      a[p] = std::exp(a[p] - m);
+      sum += a[p];
+    }
+    const float inv = 1.0f / sum;
+    for (std::int64_t p = 0; p < hw; ++p) a[p] *= inv;
+    for (std::int64_t c = 0; c < s.c; ++c) {
+      // sum_p x[c, p] a[p] in eight float lanes (a bmm in PyTorch), combined in double.
+      const float* plane = xn + c * hw;
+      float lanes[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+      std::int64_t p = 0;
+      for (; p + 8 <= hw; p += 8) {
+        for (int l = 0; l < 8; ++l) lanes[l] += plane[p + l] * a[p + l];
+      }
+      double acc = 0.0;
+      for (const float v : lanes) acc += v;
+      for (; p < hw; ++p) acc += static_cast<double>(plane[p]) * a[p];
+      cp[n * s.c + c] = static_cast<float>(acc);
+    }
+  });
+  return {context, attn};
+}
+
+std::pair<Tensor, Tensor> strip_pool(const Tensor& x) {
+  constexpr const char* kWhere = "strip_pool";
+  const Tensor::Nchw s = pooled_input(x, kWhere);
+  Tensor xh = Tensor::empty({s.n, s.c, s.h});
+  Tensor xw = Tensor::empty({s.n, s.c, s.w});
+  const std::int64_t hw = s.h * s.w;
+  const float* xp = x.data();
+  float* hp = xh.data();
+  float* wp = xw.data();
+  for_planes(s.n * s.c, hw, [&](std::int64_t p) {
+    const float* in = xp + p * hw;
+    float* rows = hp + p * s.h;
+    float* cols = wp + p * s.w;
+    for (std::int64_t i = 0; i < s.w; ++i) cols[i] = 0.0f;
+    for (std::int64_t r = 0; r < s.h; ++r) {
+      const float* row = in + r * s.w;
+      float sum = 0.0f;
+      for (std::int64_t i = 0; i < s.w; ++i) {
+        sum += row[i];
+        cols[i] += row[i];
+      }
+      rows[r] = sum / static_cast<float>(s.w);
+    }
+    for (std::int64_t i = 0; i < s.w; ++i) cols[i] /= static_cast<float>(s.h);
+  });
+  return {xh, xw};
+}
+
+Tensor coord_scale(const Tensor& x, const Tensor& a_h, const Tensor& a_w, bool has_skip) {
+  constexpr const char* kWhere = "coord_scale";
+  check_rank(x, 4, "x", kWhere);
+  const Tensor::Nchw s = x.nchw("x");
+  check_shape(a_h, {s.n, s.c, s.h}, "a_h", kWhere);
+  check_shape(a_w, {s.n, s.c, s.w}, "a_w", kWhere);
+  Tensor y = Tensor::empty(x.shape());
+  const std::int64_t hw = s.h * s.w;
+  const float* xp = x.data();
+  const float* hp = a_h.data();
+  const float* wp = a_w.data();
+  float* yp = y.data();
+  for_planes(s.n * s.c, hw, [&](std::int64_t p) {
+    const float* in = xp + p * hw;
+    const float* ah = hp + p * s.h;
+    const float* aw = wp + p * s.w;
+    float* out = yp + p * hw;
+    for (std::int64_t r = 0; r < s.h; ++r) {
+      const float g = ah[r];
+      const float* row = in + r * s.w;
+      float* o = out + r * s.w;
+      if (has_skip) {
+        for (std::int64_t i = 0; i < s.w; ++i) o[i] = (row[i] * aw[i]) * g + row[i];
+      } else {
+        for (std::int64_t i = 0; i < s.w; ++i) o[i] = (row[i] * aw[i]) * g;
+      }
+    }
+  });
+  return y;
+}
+
+Tensor radix_pool(const Tensor& x, std::int64_t radix) {
+  constexpr const char* kWhere = "radix_pool";
+  const Tensor::Nchw s = pooled_input(x, kWhere);
+  CVATTN_CHECK(radix >= 1 && s.c % radix == 0, ShapeError, kWhere,
+               ": tensor 'x' expected a channel count divisible by radix ", radix, ", got ",
+               to_string(x.shape()));
+  const std::int64_t c = s.c / radix, hw = s.h * s.w;
+  Tensor y = Tensor::empty({s.n, c});
+  const float* xp = x.data();
+  float* yp = y.data();
+  for_planes(s.n * c, hw * radix, [&](std::int64_t p) {
+    const std::int64_t n = p / c, j = p % c;
+    const float* base = xp + (n * s.c + j) * hw;
+    double acc = 0.0;
+    for (std::int64_t i = 0; i < hw; ++i) {
+      float v = base[i];  // sum over the splits first, in float, as x.sum(dim=1)
+      for (std::int64_t r = 1; r < radix; ++r) v += base[r * c * hw + i];
+      acc += v;
+    }
+    yp[p] = static_cast<float>(acc / static_cast<double>(hw));
+  });
+  return y;
+}
+
+Tensor radix_softmax(const Tensor& logits, std::int64_t radix, std::int64_t groups) {
+  constexpr const char* kWhere = "radix_softmax";
+  check_defined(logits, "logits", kWhere);
+  const bool flat = logits.rank() == 2;
+  const bool col = logits.rank() == 4 && logits.dim(2) == 1 && logits.dim(3) == 1;
+  CVATTN_CHECK(flat || col, ShapeError, kWhere,
+               ": tensor 'logits' expected [N, radix * C] or [N, radix * C, 1, 1], got ",
+               to_string(logits.shape()));
+  CVATTN_CHECK(radix >= 1 && groups >= 1, ValueError, kWhere,
+               ": radix and groups must be >= 1, got radix=", radix, ", groups=", groups);
+  const std::int64_t n = logits.dim(0), total = logits.dim(1);
+  CVATTN_CHECK(total % (radix * groups) == 0, ShapeError, kWhere, ": tensor 'logits' ",
+               to_string(logits.shape()), " expected a channel count divisible by radix * groups = ",
+               radix * groups);
+  const std::int64_t c = total / radix, per = c / groups;
+  Tensor a = Tensor::empty({n, radix, c});
+  const float* lp = logits.data();
+  float* ap = a.data();
+  for (std::int64_t i = 0; i < n; ++i) {
+    const float* l = lp + i * total;
+    float* out = ap + i * total;
+    for (std::int64_t g = 0; g < groups; ++g) {
+      for (std::int64_t j = 0; j < per; ++j) {
+        const std::int64_t ch = g * per + j;
+        if (radix == 1) {
+          out[ch] = 1.0f / (1.0f + std::exp(-l[ch]));
+          continue;
+        }
+        float m = -std::numeric_limits<float>::infinity();
+        for (std::int64_t r = 0; r < radix; ++r) m = nan_max(m, l[(g * radix + r) * per + j]);
+        float sum = 0.0f;
+        for (std::int64_t r = 0; r < radix; ++r) {
+          const float e = std::exp(l[(g * radix + r) * per + j] - m);
+          out[r * c + ch] = e;
+          sum += e;
+        }
+        for (std::int64_t r = 0; r < radix; ++r) out[r * c + ch] /= sum;
+      }
+    }
+  }
+  return a;
+}
+
+Tensor radix_combine(const Tensor& x, const Tensor& a) {
+  constexpr const char* kWhere = "radix_combine";
+  check_rank(x, 4, "x", kWhere);
+  check_rank(a, 3, "a", kWhere);
+  const Tensor::Nchw s = x.nchw("x");
+  const std::int64_t radix = a.dim(1), c = a.dim(2);
+  CVATTN_CHECK(a.dim(0) == s.n && radix * c == s.c, ShapeError, kWhere, ": tensor 'a' ",
+               to_string(a.shape()), " expected [N, radix, C] with radix * C = ", s.c,
+               " and N = ", s.n, " (from 'x' ", to_string(x.shape()), ")");
+  const std::int64_t hw = s.h * s.w;
+  Tensor y = Tensor::empty({s.n, c, s.h, s.w});
+  const float* xp = x.data();
+  const float* att = a.data();
+  float* yp = y.data();
+  for_planes(s.n * c, hw * radix, [&](std::int64_t p) {
+    const std::int64_t n = p / c, j = p % c;
+    const float* base = xp + (n * s.c + j) * hw;
+    const float* an = att + n * radix * c + j;
+    float* out = yp + p * hw;
+    const float a0 = an[0];
+    for (std::int64_t i = 0; i < hw; ++i) out[i] = base[i] * a0;
+    for (std::int64_t r = 1; r < radix; ++r) {
+      const float ar = an[r * c];
+      const float* split = base + r * c * hw;
+      for (std::int64_t i = 0; i < hw; ++i) out[i] += split[i] * ar;
+    }
+  });
+  return y;
+}
+
+}  // namespace cvattn::functional
