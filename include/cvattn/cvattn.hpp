@@ -46,6 +46,8 @@
 #include "cvattn/modules/spatial_transformer.hpp"
 #include "cvattn/modules/squeeze_excitation.hpp"
 #include "cvattn/viz/viz.hpp"
+// --- models: Whole timm networks (issue 20) ---
+
 // --- layers ---
 
 // --- containers ---

@@ -22,6 +22,8 @@ const std::vector<OpSpec>& all_ops() {
       ops::position_encoding(),
       ops::mha(),
       ops::nonlocal(),
+      // --- models: Whole timm networks (issue 20) ---
+
       // --- layers ---
 
       // --- containers ---

@@ -20,6 +20,8 @@ OpSpec position_encoding();
 OpSpec mha();
 OpSpec nonlocal();
 
+// --- models: Whole timm networks (issue 20) ---
+
 // --- layers ---
 
 // --- containers ---
