@@ -47,6 +47,11 @@
 #include "cvattn/modules/squeeze_excitation.hpp"
 #include "cvattn/viz/viz.hpp"
 // --- models: Whole timm networks (issue 20) ---
+#include "cvattn/functional/residual.hpp"
+#include "cvattn/functional/saliency.hpp"
+#include "cvattn/models/network.hpp"
+#include "cvattn/models/resnet.hpp"
+#include "cvattn/models/timm.hpp"
 
 // --- layers ---
 
