@@ -25,12 +25,6 @@ using ::testing::HasSubstr;
 using ::testing::ThrowsMessage;
 namespace F = cvattn::functional;
 
-// CLI.md: |y - ref| <= 1e-4 * (1 + max|ref|) for whole networks.
-Tolerance network_tolerance(const Tensor& ref) {
-  float peak = 0.0f;
-  for (std::int64_t i = 0; i < ref.numel(); ++i) peak = std::max(peak, std::abs(ref[i]));
-  return Tolerance{1e-4 * (1.0 + peak), 0.0};
-}
 
 constexpr Tolerance kExact{0.0, 0.0};
 

@@ -1,6 +1,7 @@
 #pragma once
 // Weights of whole networks generated from a seed, identically to tests/fixtures/models.py
 // (see its docstring for the recipe), so the fixtures need not hold 100 MB of weights.
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -9,6 +10,7 @@
 #include "cvattn/core/module.hpp"
 #include "cvattn/core/state_dict.hpp"
 #include "cvattn/core/tensor.hpp"
+#include "support/tensor_near.hpp"
 
 namespace cvattn::test {
 
@@ -104,6 +106,13 @@ inline GeneratedWeights generated_state_dict(const Module& model, std::uint64_t 
     out.dict.set(e.key, t);
   }
   return out;
+}
+
+// CLI.md's bar for whole networks: |y - ref| <= 1e-4 * (1 + max|ref|).
+inline Tolerance network_tolerance(const Tensor& ref) {
+  float peak = 0.0f;
+  for (std::int64_t i = 0; i < ref.numel(); ++i) peak = std::max(peak, std::abs(ref[i]));
+  return Tolerance{1e-4 * (1.0 + peak), 0.0};
 }
 
 }  // namespace cvattn::test

@@ -23,6 +23,7 @@ const std::vector<OpSpec>& all_ops() {
       ops::mha(),
       ops::nonlocal(),
       // --- models: Whole timm networks (issue 20) ---
+      ops::timm_model(),
 
       // --- layers ---
 

@@ -21,6 +21,7 @@ OpSpec mha();
 OpSpec nonlocal();
 
 // --- models: Whole timm networks (issue 20) ---
+OpSpec timm_model();
 
 // --- layers ---
 
