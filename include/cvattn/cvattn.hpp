@@ -54,6 +54,10 @@
 #include "cvattn/models/timm.hpp"
 
 // --- layers ---
+#include "cvattn/functional/normalization.hpp"
+#include "cvattn/modules/activation_layers.hpp"
+#include "cvattn/modules/dropout.hpp"
+#include "cvattn/modules/normalization.hpp"
 
 // --- containers ---
 

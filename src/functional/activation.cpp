@@ -3,10 +3,62 @@
 #include <Eigen/Core>
 #include <algorithm>
 #include <cmath>
+#include <stdexcept>
+#include <string>
+#include <unsupported/Eigen/SpecialFunctions>
+#include <utility>
 #include <vector>
 
 #include "cvattn/core/error.hpp"
 #include "functional/detail/tasks.hpp"
+
+namespace cvattn {
+
+ActLayer parse_act_layer(const std::string& word) {
+  static const std::pair<const char*, ActLayer> kWords[] = {
+      {"identity", ActLayer::identity},        {"relu", ActLayer::relu},
+      {"relu6", ActLayer::relu6},              {"sigmoid", ActLayer::sigmoid},
+      {"tanh", ActLayer::tanh},                {"silu", ActLayer::silu},
+      {"swish", ActLayer::silu},               {"gelu", ActLayer::gelu},
+      {"gelu_tanh", ActLayer::gelu_tanh},      {"hard_swish", ActLayer::hard_swish},
+      {"hardswish", ActLayer::hard_swish},     {"hard_sigmoid", ActLayer::hard_sigmoid},
+      {"hardsigmoid", ActLayer::hard_sigmoid}, {"mish", ActLayer::mish}};
+  for (const auto& [name, act] : kWords) {
+    if (word == name) return act;
+  }
+  throw ValueError("parse_act_layer: unknown act_layer '" + word +
+                   "' (expected identity, relu, relu6, sigmoid, tanh, silu, swish, gelu, "
+                   "gelu_tanh, hard_swish, hard_sigmoid or mish)");
+}
+
+const char* to_string(ActLayer act) {
+  switch (act) {
+    case ActLayer::identity: return "identity";
+    case ActLayer::relu: return "relu";
+    case ActLayer::relu6: return "relu6";
+    case ActLayer::sigmoid: return "sigmoid";
+    case ActLayer::tanh: return "tanh";
+    case ActLayer::silu: return "silu";
+    case ActLayer::gelu: return "gelu";
+    case ActLayer::gelu_tanh: return "gelu_tanh";
+    case ActLayer::hard_swish: return "hard_swish";
+    case ActLayer::hard_sigmoid: return "hard_sigmoid";
+    case ActLayer::mish: return "mish";
+  }
+  return "unknown";
+}
+
+GeluApproximate parse_gelu_approximate(const std::string& word) {
+  if (word == "none") return GeluApproximate::none;
+  if (word == "tanh") return GeluApproximate::tanh;
+  throw ValueError("gelu: unknown approximate '" + word + "' (expected none or tanh)");
+}
+
+const char* to_string(GeluApproximate approximate) {
+  return approximate == GeluApproximate::none ? "none" : "tanh";
+}
+
+}  // namespace cvattn
 
 namespace cvattn::functional {
 namespace {
@@ -139,6 +191,107 @@ Tensor sigmoid(const Tensor& x) {
 
 Tensor tanh(const Tensor& x) {
   return elementwise(x, "tanh", [](ConstArrayMap in, ArrayMap out) { out = in.tanh(); });
+}
+
+Tensor relu6(const Tensor& x) {
+  return elementwise(x, "relu6", [](ConstArrayMap in, ArrayMap out) {
+    const float* __restrict src = in.data();
+    float* __restrict dst = out.data();
+    // Comparisons that are false for NaN keep it, as PyTorch's hardtanh does.
+    for (Eigen::Index i = 0; i < in.size(); ++i) {
+      const float v = src[i] < 0.0f ? 0.0f : src[i];
+      dst[i] = v > 6.0f ? 6.0f : v;
+    }
+  });
+}
+
+Tensor gelu(const Tensor& x, GeluApproximate approximate) {
+  if (approximate == GeluApproximate::tanh) {
+    return elementwise(x, "gelu", [](ConstArrayMap in, ArrayMap out) {
+      constexpr float kBeta = 0.7978845608028654f;  // sqrt(2 / pi)
+      constexpr float kKappa = 0.044715f;
+      out = in * (in * in * kKappa + 1.0f) * kBeta;
+      out = in * 0.5f * (out.tanh() + 1.0f);
+    });
+  }
+  return elementwise(x, "gelu", [](ConstArrayMap in, ArrayMap out) {
+    // Eigen's float erf is a vectorised rational approximation, accurate to a few ulp; erf is
+    // clamped at +-4 (where it is +-1 in float), so gelu(-inf) = -inf * 0 = NaN as in PyTorch.
+    constexpr float kInvSqrt2 = 0.7071067811865476f;
+    out = (in * kInvSqrt2).erf();
+    out = in * 0.5f * (out + 1.0f);
+  });
+}
+
+Tensor silu(const Tensor& x) {
+  return elementwise(x, "silu",
+                     [](ConstArrayMap in, ArrayMap out) { out = in / ((-in).exp() + 1.0f); });
+}
+
+Tensor hardswish(const Tensor& x) {
+  return elementwise(x, "hardswish", [](ConstArrayMap in, ArrayMap out) {
+    const float* __restrict src = in.data();
+    float* __restrict dst = out.data();
+    for (Eigen::Index i = 0; i < in.size(); ++i) {
+      float t = src[i] + 3.0f;
+      t = t < 0.0f ? 0.0f : t;
+      t = t > 6.0f ? 6.0f : t;
+      dst[i] = src[i] * t / 6.0f;
+    }
+  });
+}
+
+Tensor hardsigmoid(const Tensor& x) {
+  return elementwise(x, "hardsigmoid", [](ConstArrayMap in, ArrayMap out) {
+    const float* __restrict src = in.data();
+    float* __restrict dst = out.data();
+    for (Eigen::Index i = 0; i < in.size(); ++i) {
+      float t = src[i] + 3.0f;  // NaN fails both comparisons and stays NaN
+      t = t < 0.0f ? 0.0f : t;
+      t = t > 6.0f ? 6.0f : t;
+      dst[i] = t / 6.0f;
+    }
+  });
+}
+
+Tensor mish(const Tensor& x) {
+  return elementwise(x, "mish", [](ConstArrayMap in, ArrayMap out) {
+    // tanh(log1p(e)) with e = exp(x) is n / (n + 2), n = e (e + 2): one exp and one division.
+    // Beyond x = 20 the factor is 1.0f, so clamping there keeps n finite; NaN fails the
+    // comparison and stays NaN, and mish(-inf) = -inf * 0 = NaN as in PyTorch.
+    out = in.unaryExpr([](float v) { return v > 20.0f ? 20.0f : v; }).exp();
+    out = out * (out + 2.0f);
+    out = in * out / (out + 2.0f);
+  });
+}
+
+Tensor activation(const Tensor& x, ActLayer act) {
+  switch (act) {
+    case ActLayer::identity:
+      check_defined(x, "x", "activation");
+      return x;
+    case ActLayer::relu:
+      return relu(x);
+    case ActLayer::relu6:
+      return relu6(x);
+    case ActLayer::sigmoid:
+      return sigmoid(x);
+    case ActLayer::tanh:
+      return tanh(x);
+    case ActLayer::silu:
+      return silu(x);
+    case ActLayer::gelu:
+      return gelu(x, GeluApproximate::none);
+    case ActLayer::gelu_tanh:
+      return gelu(x, GeluApproximate::tanh);
+    case ActLayer::hard_swish:
+      return hardswish(x);
+    case ActLayer::hard_sigmoid:
+      return hardsigmoid(x);
+    case ActLayer::mish:
+      return mish(x);
+  }
+  throw std::logic_error("activation: unhandled ActLayer");
 }
 
 Tensor softmax(const Tensor& x, int dim) { return softmax_impl<false>(x, dim, "softmax"); }

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "cvattn/export.hpp"
+#include "cvattn/functional/activation.hpp"  // ActLayer, parse_act_layer, to_string(ActLayer)
 
 namespace cvattn {
 

@@ -1,0 +1,178 @@
+#include "cvattn/functional/normalization.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "core/parallel_for.hpp"
+#include "cvattn/core/error.hpp"
+#include "functional/detail/moments.hpp"
+#include "functional/detail/tasks.hpp"
+
+namespace cvattn::functional {
+namespace {
+
+void check_eps(double eps, const char* where) {
+  CVATTN_CHECK(std::isfinite(eps) && eps >= 0, ValueError, where,
+               ": eps must be finite and non-negative, got ", eps);
+}
+
+void check_affine(const Tensor& t, const Shape& shape, const char* name, const char* where) {
+  if (!t.defined()) return;
+  CVATTN_CHECK(t.shape() == shape, ShapeError, where, ": tensor '", name, "' expected shape ",
+               to_string(shape), ", got ", to_string(t.shape()));
+}
+
+// out = (in - mean) * rstd * w + b over n elements; w / b null mean 1 / 0.
+void normalize_row(const float* __restrict in, float* __restrict out, std::int64_t n,
+                   detail::Moments m, const float* __restrict w, const float* __restrict b) {
+  const float scale = m.rstd;
+  const float shift = -m.mean * m.rstd;
+  if (w != nullptr && b != nullptr) {
+    for (std::int64_t i = 0; i < n; ++i) out[i] = (in[i] * scale + shift) * w[i] + b[i];
+  } else if (w != nullptr) {
+    for (std::int64_t i = 0; i < n; ++i) out[i] = (in[i] * scale + shift) * w[i];
+  } else if (b != nullptr) {
+    for (std::int64_t i = 0; i < n; ++i) out[i] = in[i] * scale + shift + b[i];
+  } else {
+    for (std::int64_t i = 0; i < n; ++i) out[i] = in[i] * scale + shift;
+  }
+}
+
+// Rows per task of layer_norm: enough work per task to amortise the scheduling.
+constexpr std::int64_t kRowElements = std::int64_t{1} << 14;
+
+}  // namespace
+
+Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& weight,
+                  const Tensor& bias, double eps) {
+  constexpr const char* kWhere = "layer_norm";
+  check_defined(x, "input", kWhere);
+  check_eps(eps, kWhere);
+  const auto k = normalized_shape.size();
+  CVATTN_CHECK(k >= 1, ValueError, kWhere, ": normalized_shape must name at least one dim");
+  const Shape& s = x.shape();
+  const bool trailing =
+      k <= s.size() && std::equal(normalized_shape.begin(), normalized_shape.end(),
+                                  s.end() - static_cast<std::ptrdiff_t>(k));
+  CVATTN_CHECK(trailing, ShapeError, kWhere, ": tensor 'input' expected shape [*, ",
+               to_string(normalized_shape).substr(1), " (normalized_shape), got ", to_string(s));
+  check_affine(weight, normalized_shape, "weight", kWhere);
+  check_affine(bias, normalized_shape, "bias", kWhere);
+  Tensor y = Tensor::empty(s);
+  const std::int64_t d = checked_numel(normalized_shape, "layer_norm normalized_shape");
+  if (y.numel() == 0 || d == 0) return y;
+  const std::int64_t rows = x.numel() / d;
+  const std::int64_t per_task = std::max<std::int64_t>(1, kRowElements / d);
+  const float* src = x.data();
+  float* dst = y.data();
+  const float* w = weight.defined() ? weight.data() : nullptr;
+  const float* b = bias.defined() ? bias.data() : nullptr;
+  cvattn::detail::parallel_for(detail::ceil_div(rows, per_task), [&](std::int64_t t) {
+    const std::int64_t end = std::min(rows, (t + 1) * per_task);
+    for (std::int64_t r = t * per_task; r < end; ++r) {
+      const float* in = src + r * d;
+      normalize_row(in, dst + r * d, d, detail::moments(in, d, eps), w, b);
+    }
+  });
+  return y;
+}
+
+Tensor layer_norm2d(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps) {
+  constexpr const char* kWhere = "layer_norm2d";
+  check_defined(x, "input", kWhere);
+  check_eps(eps, kWhere);
+  const auto [n, c, h, w] = x.nchw("input");
+  check_affine(weight, {c}, "weight", kWhere);
+  check_affine(bias, {c}, "bias", kWhere);
+  Tensor y = Tensor::empty(x.shape());
+  if (y.numel() == 0) return y;
+  const std::int64_t hw = h * w;
+  // Tiles of pixels: for each tile the channel loop runs outside and the pixel loop inside, so
+  // that the strided reduction over C vectorises over contiguous pixels.
+  constexpr std::int64_t kTile = 64;
+  const std::int64_t tiles = detail::ceil_div(hw, kTile);
+  const float* src = x.data();
+  float* dst = y.data();
+  const float* wt = weight.defined() ? weight.data() : nullptr;
+  const float* bs = bias.defined() ? bias.data() : nullptr;
+  const double count = static_cast<double>(c);
+  cvattn::detail::parallel_for(n * tiles, [&](std::int64_t task) {
+    const std::int64_t p0 = (task % tiles) * kTile;
+    const std::int64_t len = std::min(kTile, hw - p0);
+    const float* in = src + (task / tiles) * c * hw + p0;
+    float* out = dst + (task / tiles) * c * hw + p0;
+    double sum[kTile] = {};
+    for (std::int64_t ch = 0; ch < c; ++ch) {
+      const float* row = in + ch * hw;
+      for (std::int64_t p = 0; p < len; ++p) sum[p] += static_cast<double>(row[p]);
+    }
+    float mean[kTile];
+    for (std::int64_t p = 0; p < len; ++p) mean[p] = static_cast<float>(sum[p] / count);
+    double ss[kTile] = {};
+    for (std::int64_t ch = 0; ch < c; ++ch) {
+      const float* row = in + ch * hw;
+      for (std::int64_t p = 0; p < len; ++p) {
+        const float dv = row[p] - mean[p];
+        ss[p] += static_cast<double>(dv * dv);
+      }
+    }
+    float scale[kTile], shift[kTile];
+    for (std::int64_t p = 0; p < len; ++p) {
+      const double var = std::max(ss[p] / count, 0.0);
+      scale[p] = static_cast<float>(1.0 / std::sqrt(var + eps));
+      shift[p] = -mean[p] * scale[p];
+    }
+    for (std::int64_t ch = 0; ch < c; ++ch) {
+      const float* row = in + ch * hw;
+      float* o = out + ch * hw;
+      const float wv = wt != nullptr ? wt[ch] : 1.0f;
+      const float bv = bs != nullptr ? bs[ch] : 0.0f;
+      for (std::int64_t p = 0; p < len; ++p) o[p] = (row[p] * scale[p] + shift[p]) * wv + bv;
+    }
+  });
+  return y;
+}
+
+Tensor group_norm(const Tensor& x, std::int64_t num_groups, const Tensor& weight,
+                  const Tensor& bias, double eps) {
+  constexpr const char* kWhere = "group_norm";
+  check_defined(x, "input", kWhere);
+  check_eps(eps, kWhere);
+  CVATTN_CHECK(x.rank() >= 2, ShapeError, kWhere,
+               ": tensor 'input' expected [N, C, ...] (rank >= 2), got ", to_string(x.shape()));
+  const std::int64_t n = x.dim(0), c = x.dim(1);
+  CVATTN_CHECK(num_groups > 0 && c % num_groups == 0, ValueError, kWhere, ": num_groups (",
+               num_groups, ") must be positive and divide the channels (", c, ") of 'input' ",
+               to_string(x.shape()));
+  check_affine(weight, {c}, "weight", kWhere);
+  check_affine(bias, {c}, "bias", kWhere);
+  Tensor y = Tensor::empty(x.shape());
+  if (y.numel() == 0) return y;
+  const std::int64_t inner = x.numel() / (n * c);
+  const std::int64_t per_group = c / num_groups;
+  const std::int64_t group_size = per_group * inner;
+  const float* src = x.data();
+  float* dst = y.data();
+  const float* wt = weight.defined() ? weight.data() : nullptr;
+  const float* bs = bias.defined() ? bias.data() : nullptr;
+  cvattn::detail::parallel_for(n * num_groups, [&](std::int64_t task) {
+    const float* in = src + task * group_size;
+    float* out = dst + task * group_size;
+    const detail::Moments m = detail::moments(in, group_size, eps);
+    const std::int64_t c0 = (task % num_groups) * per_group;
+    for (std::int64_t k = 0; k < per_group; ++k) {
+      // Per channel: y = x * a + b with a = rstd * w, b = bias - mean * a.
+      const float wv = wt != nullptr ? wt[c0 + k] : 1.0f;
+      const float bv = bs != nullptr ? bs[c0 + k] : 0.0f;
+      const float a = m.rstd * wv;
+      const float sh = bv - m.mean * a;
+      const float* __restrict i = in + k * inner;
+      float* __restrict o = out + k * inner;
+      for (std::int64_t p = 0; p < inner; ++p) o[p] = i[p] * a + sh;
+    }
+  });
+  return y;
+}
+
+}  // namespace cvattn::functional
