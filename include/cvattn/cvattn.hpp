@@ -49,9 +49,11 @@
 // --- models: Whole timm networks (issue 20) ---
 #include "cvattn/functional/residual.hpp"
 #include "cvattn/functional/saliency.hpp"
+#include "cvattn/functional/tokens.hpp"
 #include "cvattn/models/network.hpp"
 #include "cvattn/models/resnet.hpp"
 #include "cvattn/models/timm.hpp"
+#include "cvattn/models/vision_transformer.hpp"
 
 // --- layers ---
 #include "cvattn/functional/normalization.hpp"

@@ -301,30 +301,6 @@ std::string SelectiveKernelBasic::describe() const {
 // ---------------------------------------------------------------------------------------------
 // Stage and network
 
-void ResNetStage::push_back(std::shared_ptr<ResidualBlock> block) {
-  CVATTN_CHECK(block != nullptr, ValueError, "ResNetStage::push_back: null block");
-  register_module(std::to_string(blocks_.size()), block);
-  blocks_.push_back(std::move(block));
-}
-
-Tensor ResNetStage::forward(const Tensor& x) const { return run(x, false).output; }
-
-Attended ResNetStage::forward_with_maps(const Tensor& x) const { return run(x, true); }
-
-Attended ResNetStage::run(const Tensor& x, bool keep_maps) const {
-  Attended out{x, {}};
-  for (std::size_t i = 0; i < blocks_.size(); ++i) {
-    if (!keep_maps) {
-      out.output = blocks_[i]->forward(out.output);
-      continue;
-    }
-    Attended b = blocks_[i]->forward_with_maps(out.output);
-    out.output = b.output;
-    detail::add_prefixed(out.maps, std::to_string(i), b.maps);
-  }
-  return out;
-}
-
 ResNet::ResNet(const ResNetOptions& options) : options_(options) {
   const auto& o = options_;
   CVATTN_CHECK(o.layers().size() == o.channels().size() && !o.layers().empty(), ValueError,
@@ -357,7 +333,7 @@ ResNet::ResNet(const ResNetOptions& options) : options_(options) {
   }
 
   for (std::size_t s = 0; s < o.layers().size(); ++s) {
-    auto stage = register_module("layer" + std::to_string(s + 1), std::make_shared<ResNetStage>());
+    auto stage = register_module("layer" + std::to_string(s + 1), std::make_shared<BlockList>());
     const std::int64_t planes = o.channels()[s];
     const std::int64_t expansion = o.block() == ResNetBlock::bottleneck ? 4 : 1;
     CVATTN_CHECK(o.layers()[s] >= 1, ValueError, "ResNetOptions: stage ", s + 1,

@@ -5,6 +5,7 @@
 
 #include "cvattn/core/error.hpp"
 #include "cvattn/models/resnet.hpp"
+#include "cvattn/models/vision_transformer.hpp"
 
 namespace cvattn::models {
 namespace {
@@ -55,6 +56,21 @@ const std::vector<Entry>& registry() {
     };
     std::vector<Entry> out;
     for (auto& [name, options] : configs) out.push_back({name, "fc.weight", resnet(name, options)});
+    // models/vision_transformer.py and models/deit.py: patch 16 at 224, mlp_ratio 4.
+    const std::vector<std::pair<std::string, VisionTransformerOptions>> vits = {
+        {"vit_tiny_patch16_224", VisionTransformerOptions(192, 12, 3)},
+        {"vit_small_patch16_224", VisionTransformerOptions(384, 12, 6)},
+        {"deit_tiny_patch16_224", VisionTransformerOptions(192, 12, 3)},
+        {"deit_tiny_distilled_patch16_224", VisionTransformerOptions(192, 12, 3).distilled(true)},
+    };
+    for (const auto& [name, options] : vits) {
+      out.push_back({name, "head.weight",
+                     [name = name, options = options](std::int64_t num_classes) {
+                       VisionTransformerOptions o = options;
+                       return std::shared_ptr<Network>(std::make_shared<VisionTransformer>(
+                           o.model_name(name).num_classes(num_classes)));
+                     }});
+    }
     return out;
   }();
   return entries;

@@ -12,7 +12,7 @@
 #include "cvattn/models/timm.hpp"
 #include "support/cli.hpp"
 #include "support/fixtures.hpp"
-#include "support/model_weights.hpp"
+#include "support/model_fixtures.hpp"
 #include "support/tensor_near.hpp"
 
 namespace cvattn {
@@ -20,12 +20,6 @@ namespace {
 
 using ::testing::HasSubstr;
 using Result = test::CliResult;
-
-Shape shape_of(const nlohmann::json& j) {
-  Shape s;
-  for (const auto& d : j) s.push_back(d.get<std::int64_t>());
-  return s;
-}
 
 
 class CliModels : public test::CliTest {
@@ -35,12 +29,12 @@ class CliModels : public test::CliTest {
   std::string prepare(const test::Fixture& fx, const std::string& model_name = "") {
     const auto& p = fx.params();
     const std::string name = model_name.empty() ? p["model_name"].get<std::string>() : model_name;
-    const auto skeleton = models::build(p["model_name"], p["num_classes"].get<std::int64_t>());
-    StateDict dict = test::generated_state_dict(*skeleton, p["seed"].get<std::uint64_t>()).dict;
-    dict.set("bn1.num_batches_tracked", Tensor::zeros({}), /*integer=*/true);
+    StateDict dict = test::weights_for(fx);
+    if (dict.contains("bn1.running_mean")) {
+      dict.set("bn1.num_batches_tracked", Tensor::zeros({}), /*integer=*/true);
+    }
     io::save_safetensors(path("w.safetensors"), dict);
-    io::write_npy(path("x.npy"), test::generated("input", shape_of(p["input_shape"]),
-                                                 p["seed"].get<std::uint64_t>()));
+    io::write_npy(path("x.npy"), test::input_for(fx));
     return " --in input=" + path("x.npy") + " --weights " + path("w.safetensors") +
            " --set model_name=" + name;
   }
@@ -75,6 +69,36 @@ TEST_F(CliModels, MatchesTimm) {
   }
 }
 
+TEST_F(CliModels, VitOutputsRolloutAndMaps) {
+  const auto fx = test::fixture("models/deit_tiny_distilled_patch16_224_224x224_n2");
+  const std::string io = prepare(fx);
+  Result r = run("run timm_model" + io + " --out output=" + path("out.npy") + " --out features=" +
+                 path("f.npy") + " --out rollout=" + path("roll.npy") +
+                 " --out blocks.11.attn.attention=" + path("a11.npy"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  for (const auto& [file, ref] : {std::pair<std::string, std::string>{"out", "output"},
+                                  {"f", "features"}, {"roll", "rollout"}}) {
+    const Tensor expected = fx.tensor(ref);
+    EXPECT_TENSOR_NEAR(io::read_npy(path(file + ".npy")), expected,
+                       test::network_tolerance(expected))
+        << ref;
+  }
+  // [N, heads, T, T] = [2, 3, 198, 198]; the cls row of head 0 against timm's.
+  const Tensor a11 = io::read_npy(path("a11.npy"));
+  ASSERT_EQ(a11.shape(), (Shape{2, 3, 198, 198}));
+  const Tensor rows = fx.tensor("blocks.11.attn.attention_rows");  // rows 0, 1, 100, 196
+  for (std::int64_t j = 0; j < 198; ++j) EXPECT_NEAR(a11[j], rows[j], 2e-4) << j;
+  r = run("run timm_model" + io + " --set head_fusion=max --out rollout=" + path("max.npy"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const Tensor max_ref = fx.tensor("rollout_max_0");
+  EXPECT_TENSOR_NEAR(io::read_npy(path("max.npy")), max_ref, test::network_tolerance(max_ref));
+  expect_input_error(run("run timm_model" + io + " --out cam=" + path("cam.npy")),
+                     "produced no 'cam'");
+  expect_input_error(run("run timm_model" + io + " --set discard_ratio=1.5" + " --out rollout=" +
+                         path("x.npy")),
+                     "discard_ratio must be in [0, 1), got 1.5");
+}
+
 TEST_F(CliModels, RepeatPrintsOneJsonLine) {
   const auto fx = test::fixture("models/seresnet18_40x48_n2_c10");
   const Result r = run("run timm_model" + prepare(fx) + " --repeat 2 --threads 1");
@@ -86,7 +110,7 @@ TEST_F(CliModels, ListNamesTheModels) {
   Result r = run("list");
   EXPECT_EQ(r.exit_code, 0);
   EXPECT_THAT(r.out, HasSubstr("timm_model\tinputs: input,--weights\toutputs: output,features,"
-                               "cam,<path>\tsettings: model_name=REQUIRED(resnet18|"));
+                               "cam,rollout,<path>\tsettings: model_name=REQUIRED(resnet18|"));
   for (const auto& name : models::supported_models()) EXPECT_THAT(r.out, HasSubstr(name));
   r = run("run timm_model --help");
   EXPECT_EQ(r.exit_code, 0);

@@ -133,19 +133,16 @@ class CVATTN_EXPORT ResNetBlockOptions {
   CVATTN_ARG(bool, sk_split_input) = true;
 };
 
-// A residual block: forward and forward_with_maps over one run(x, keep_maps).
-class CVATTN_EXPORT ResidualBlock : public UnaryModule {
+// A residual block; forward_with_maps gives maps by path relative to the block
+// ("se.attention", "conv1.attention").
+class CVATTN_EXPORT ResidualBlock : public MappedModule {
  public:
-  [[nodiscard]] Tensor forward(const Tensor& x) const override { return run(x, false).output; }
-  // Maps by path relative to the block ("se.attention", "conv1.attention").
-  [[nodiscard]] virtual Attended forward_with_maps(const Tensor& x) const { return run(x, true); }
   [[nodiscard]] const ResNetBlockOptions& options() const noexcept { return options_; }
   // Output channels: planes * expansion.
   [[nodiscard]] virtual std::int64_t out_channels() const = 0;
 
  protected:
   explicit ResidualBlock(const ResNetBlockOptions& options);
-  [[nodiscard]] virtual Attended run(const Tensor& x, bool keep_maps) const = 0;
   // Registers "se" (after the convs, as timm) and "downsample" per the options.
   void register_attention(std::int64_t channels);
   void register_downsample(std::int64_t out_channels);
@@ -210,20 +207,6 @@ class CVATTN_EXPORT SelectiveKernelBasic final : public ResidualBlock {
   std::shared_ptr<ConvNormAct> conv2_;
 };
 
-// One stage: blocks named "0", "1", ...; maps prefixed by the block's index.
-class CVATTN_EXPORT ResNetStage final : public UnaryModule {
- public:
-  void push_back(std::shared_ptr<ResidualBlock> block);
-  [[nodiscard]] Tensor forward(const Tensor& x) const override;
-  [[nodiscard]] Attended forward_with_maps(const Tensor& x) const;
-  [[nodiscard]] std::string describe() const override { return "Sequential"; }
-  [[nodiscard]] std::size_t size() const noexcept { return blocks_.size(); }
-
- private:
-  [[nodiscard]] Attended run(const Tensor& x, bool keep_maps) const;
-  std::vector<std::shared_ptr<ResidualBlock>> blocks_;
-};
-
 enum class ResNetBlock { basic, bottleneck, selective_kernel_basic };
 enum class StemType { plain, deep, deep_tiered };  // timm's '', 'deep', 'deep_tiered'
 
@@ -272,7 +255,7 @@ class CVATTN_EXPORT ResNet final : public Network {
   ResNetOptions options_;
   std::int64_t num_features_ = 0;
   std::vector<FoldedConvBn> stem_;  // the stem convs, the last one folded with bn1
-  std::vector<std::shared_ptr<ResNetStage>> stages_;
+  std::vector<std::shared_ptr<BlockList>> stages_;  // layer1..4
   std::shared_ptr<Linear> fc_;
 };
 
