@@ -6,6 +6,8 @@
 #include <utility>
 #include <vector>
 
+#include <Eigen/Core>
+
 #include "core/parallel_for.hpp"
 #include "cvattn/core/error.hpp"
 
@@ -159,15 +161,9 @@ Tensor attention_rollout(const std::vector<Tensor>& attentions,
         }
         for (std::int64_t j = 0; j < t; ++j) row[j] /= sum;
       }
-      for (std::int64_t i = 0; i < tt; ++i) p[i] = 0.0;  // P = Â R
-      for (std::int64_t i = 0; i < t; ++i) {
-        double* prow = p + i * t;
-        for (std::int64_t k = 0; k < t; ++k) {
-          const double aik = a[i * t + k];
-          const double* rrow = r + k * t;
-          for (std::int64_t j = 0; j < t; ++j) prow[j] += aik * rrow[j];
-        }
-      }
+      using Mat = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+      Eigen::Map<Mat>(p, t, t).noalias() =
+          Eigen::Map<const Mat>(a, t, t) * Eigen::Map<const Mat>(r, t, t);  // P = Â R
       std::swap(r, p);
     }
     double peak = 0.0;
