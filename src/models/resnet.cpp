@@ -38,6 +38,13 @@ std::shared_ptr<BatchNorm2d> bn(std::int64_t channels) {
   return std::make_shared<BatchNorm2d>(BatchNorm2dOptions(channels));
 }
 
+// timm: int(math.floor(planes * (base_width / 64)) * cardinality)
+std::int64_t bottleneck_width(const ResNetBlockOptions& o) {
+  return static_cast<std::int64_t>(static_cast<double>(o.planes()) *
+                                   (static_cast<double>(o.base_width()) / 64.0)) *
+         o.cardinality();
+}
+
 }  // namespace
 
 BlockAttention parse_block_attention(const std::string& word) {
@@ -219,10 +226,7 @@ std::string BasicBlock::describe() const {
 
 Bottleneck::Bottleneck(const ResNetBlockOptions& options) : ResidualBlock(options) {
   const auto& o = options_;
-  // timm: int(math.floor(planes * (base_width / 64)) * cardinality)
-  width_ = static_cast<std::int64_t>(static_cast<double>(o.planes()) *
-                                     (static_cast<double>(o.base_width()) / 64.0)) *
-           o.cardinality();
+  width_ = bottleneck_width(o);
   const std::int64_t first = width_ / o.reduce_first();
   CVATTN_CHECK(width_ >= 1 && first >= 1, ValueError, "Bottleneck: width (", width_,
                ") and width / reduce_first must be >= 1");
@@ -298,6 +302,48 @@ std::string SelectiveKernelBasic::describe() const {
          ", attn_layer=" + to_string(o.attn_layer()) + ")";
 }
 
+SelectiveKernelBottleneck::SelectiveKernelBottleneck(const ResNetBlockOptions& options)
+    : ResidualBlock(options) {
+  const auto& o = options_;
+  const std::int64_t width = bottleneck_width(o);
+  const std::int64_t first = width / o.reduce_first();
+  CVATTN_CHECK(width >= 1 && first >= 1, ValueError, "SelectiveKernelBottleneck: width (", width,
+               ") and width / reduce_first must be >= 1");
+  conv1_ = register_module("conv1", std::make_shared<ConvNormAct>(
+                                        ConvNormActOptions(o.inplanes(), first, 1)));
+  conv2_ = register_module("conv2", std::make_shared<SelectiveKernel>(
+                                        SelectiveKernelOptions(first)
+                                            .out_channels(width)
+                                            .stride(o.stride())
+                                            .groups(o.cardinality())
+                                            .rd_ratio(o.sk_rd_ratio())
+                                            .rd_divisor(o.sk_rd_divisor())
+                                            .split_input(o.sk_split_input())));
+  conv3_ = register_module("conv3", std::make_shared<ConvNormAct>(
+                                        ConvNormActOptions(width, out_channels(), 1).apply_act(false)));
+  register_attention(out_channels());
+  register_downsample(out_channels());
+}
+
+Attended SelectiveKernelBottleneck::run(const Tensor& x, bool keep_maps) const {
+  const Tensor y = conv1_->forward(x);
+  Attended sk = keep_maps ? conv2_->forward_with_maps(y) : Attended{conv2_->forward(y), {}};
+  Attended out = finish(conv3_->forward(sk.output), x, keep_maps);
+  if (!keep_maps) return out;
+  Attended ordered{out.output, {}};
+  detail::add_prefixed(ordered.maps, "conv2", sk.maps);
+  for (const auto& [name, map] : out.maps.items()) ordered.maps.add(name, map);
+  return ordered;
+}
+
+std::string SelectiveKernelBottleneck::describe() const {
+  const auto& o = options_;
+  return "SelectiveKernelBottleneck(inplanes=" + std::to_string(o.inplanes()) +
+         ", planes=" + std::to_string(o.planes()) + ", stride=" + std::to_string(o.stride()) +
+         ", cardinality=" + std::to_string(o.cardinality()) +
+         ", attn_layer=" + to_string(o.attn_layer()) + ")";
+}
+
 // ---------------------------------------------------------------------------------------------
 // Stage and network
 
@@ -335,7 +381,10 @@ ResNet::ResNet(const ResNetOptions& options) : options_(options) {
   for (std::size_t s = 0; s < o.layers().size(); ++s) {
     auto stage = register_module("layer" + std::to_string(s + 1), std::make_shared<BlockList>());
     const std::int64_t planes = o.channels()[s];
-    const std::int64_t expansion = o.block() == ResNetBlock::bottleneck ? 4 : 1;
+    const std::int64_t expansion = o.block() == ResNetBlock::bottleneck ||
+                                           o.block() == ResNetBlock::selective_kernel_bottleneck
+                                       ? 4
+                                       : 1;
     CVATTN_CHECK(o.layers()[s] >= 1, ValueError, "ResNetOptions: stage ", s + 1,
                  " needs at least one block, got ", o.layers()[s]);
     for (std::int64_t i = 0; i < o.layers()[s]; ++i) {
@@ -359,6 +408,9 @@ ResNet::ResNet(const ResNetOptions& options) : options_(options) {
           break;
         case ResNetBlock::selective_kernel_basic:
           stage->push_back(std::make_shared<SelectiveKernelBasic>(bo));
+          break;
+        case ResNetBlock::selective_kernel_bottleneck:
+          stage->push_back(std::make_shared<SelectiveKernelBottleneck>(bo));
           break;
       }
       inplanes = planes * expansion;

@@ -31,6 +31,10 @@ const std::vector<Entry>& registry() {
   static const std::vector<Entry> entries = [] {
     const std::vector<std::int64_t> r18{2, 2, 2, 2}, r34{3, 4, 6, 3};
     // skresnet18/34: sk_kwargs = dict(rd_ratio=1/8, rd_divisor=16, split_input=True)
+    // The 'D' variants: deep stem of width 32, average-pool downsampling.
+    auto deep_d = [](ResNetOptions o) {
+      return o.stem_width(32).stem_type(StemType::deep).avg_down(true);
+    };
     auto sk = [](ResNetOptions o) {
       return o.sk_rd_ratio(1.0 / 8.0).sk_rd_divisor(16).sk_split_input(true);
     };
@@ -53,6 +57,26 @@ const std::vector<Entry>& registry() {
                              .attn_layer(BlockAttention::eca)},
         {"skresnet18", sk(ResNetOptions(B::selective_kernel_basic, r18))},
         {"skresnet34", sk(ResNetOptions(B::selective_kernel_basic, r34))},
+        // More of the same families.
+        {"resnet34", ResNetOptions(B::basic, r34)},
+        {"resnet26d", deep_d(ResNetOptions(B::bottleneck, r18))},
+        {"resnet50d", deep_d(ResNetOptions(B::bottleneck, r34))},
+        {"resnext50_32x4d", ResNetOptions(B::bottleneck, r34).cardinality(32).base_width(4)},
+        {"seresnet34", ResNetOptions(B::basic, r34).attn_layer(BlockAttention::se)},
+        {"seresnext50_32x4d", ResNetOptions(B::bottleneck, r34)
+                                  .cardinality(32)
+                                  .base_width(4)
+                                  .attn_layer(BlockAttention::se)},
+        {"ecaresnet50d", deep_d(ResNetOptions(B::bottleneck, r34)).attn_layer(BlockAttention::eca)},
+        // skresnet50: sk_kwargs = dict(split_input=True)
+        {"skresnet50", ResNetOptions(B::selective_kernel_bottleneck, r34).sk_split_input(true)},
+        // skresnext50_32x4d: sk_kwargs = dict(rd_ratio=1/16, rd_divisor=32, split_input=False)
+        {"skresnext50_32x4d", ResNetOptions(B::selective_kernel_bottleneck, r34)
+                                  .cardinality(32)
+                                  .base_width(4)
+                                  .sk_rd_ratio(1.0 / 16.0)
+                                  .sk_rd_divisor(32)
+                                  .sk_split_input(false)},
     };
     std::vector<Entry> out;
     for (auto& [name, options] : configs) out.push_back({name, "fc.weight", resnet(name, options)});

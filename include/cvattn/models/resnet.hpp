@@ -207,7 +207,25 @@ class CVATTN_EXPORT SelectiveKernelBasic final : public ResidualBlock {
   std::shared_ptr<ConvNormAct> conv2_;
 };
 
-enum class ResNetBlock { basic, bottleneck, selective_kernel_basic };
+// timm's SelectiveKernelBottleneck (models/sknet.py): conv1 = ConvNormAct 1x1 -> conv2 =
+// SelectiveKernel(stride, groups=cardinality) -> conv3 = ConvNormAct 1x1 (no act) -> se -> ...
+// Map "conv2.attention" [N, 2, width].
+class CVATTN_EXPORT SelectiveKernelBottleneck final : public ResidualBlock {
+ public:
+  static constexpr std::int64_t kExpansion = 4;
+  explicit SelectiveKernelBottleneck(const ResNetBlockOptions& options);
+  [[nodiscard]] std::string describe() const override;
+  [[nodiscard]] std::int64_t out_channels() const override { return options_.planes() * 4; }
+
+ protected:
+  [[nodiscard]] Attended run(const Tensor& x, bool keep_maps) const override;
+
+ private:
+  std::shared_ptr<ConvNormAct> conv1_, conv3_;
+  std::shared_ptr<SelectiveKernel> conv2_;
+};
+
+enum class ResNetBlock { basic, bottleneck, selective_kernel_basic, selective_kernel_bottleneck };
 enum class StemType { plain, deep, deep_tiered };  // timm's '', 'deep', 'deep_tiered'
 
 class CVATTN_EXPORT ResNetOptions {
