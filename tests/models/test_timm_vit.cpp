@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "cvattn/core/error.hpp"
@@ -101,6 +102,22 @@ TEST(VisionTransformer, NumClassesFromTheHead) {
               ThrowsMessage<ValueError>(AllOf(HasSubstr("unexpected 'dist_token'"),
                                               HasSubstr("'pos_embed' expected [1, 197, 192], "
                                                         "got [1, 198, 192]"))));
+}
+
+TEST(VisionTransformer, ForwardIsThreadSafeAndMapsDoNotChangeIt) {
+  const auto net = models::build("deit_tiny_distilled_patch16_224", 3);
+  net->load_state_dict(generated_state_dict(*net, 11).dict);
+  const Tensor x = generated("input", {1, 3, 224, 224}, 12);
+  const models::NetworkOutput serial = net->run(x, true);
+  const Tensor plain = net->run(x, false).logits;  // the fused SDPA path: same up to rounding
+  EXPECT_TENSOR_NEAR(plain, serial.logits, (Tolerance{1e-5, 1e-5}));
+  std::vector<Tensor> results(4);
+  std::vector<std::thread> threads;
+  for (std::size_t i = 0; i < results.size(); ++i) {
+    threads.emplace_back([&, i] { results[i] = net->run(x, true).logits; });
+  }
+  for (auto& t : threads) t.join();
+  for (const Tensor& r : results) EXPECT_TENSOR_NEAR(r, serial.logits, kExact);
 }
 
 TEST(AttentionRollout, HandCheckable) {
