@@ -47,6 +47,15 @@
 #include "cvattn/modules/spatial_transformer.hpp"
 #include "cvattn/modules/squeeze_excitation.hpp"
 #include "cvattn/viz/viz.hpp"
+// --- models: Whole timm networks (issue 20) ---
+#include "cvattn/functional/residual.hpp"
+#include "cvattn/functional/saliency.hpp"
+#include "cvattn/functional/tokens.hpp"
+#include "cvattn/models/network.hpp"
+#include "cvattn/models/resnet.hpp"
+#include "cvattn/models/timm.hpp"
+#include "cvattn/models/vision_transformer.hpp"
+
 // --- layers ---
 #include "cvattn/functional/interpolate.hpp"
 #include "cvattn/functional/normalization.hpp"

@@ -93,6 +93,11 @@ std::string list_line(const OpSpec& op) {
   for (const auto& s : op.settings) {
     sets += (sets.empty() ? "" : ",") + s.key + "=" +
             (s.default_value.empty() ? (s.optional ? "" : "REQUIRED") : s.default_value);
+    if (s.default_value.empty() && !s.words.empty()) {  // a required choice: list the choices
+      std::string w;
+      for (const auto& x : s.words) w += (w.empty() ? "" : "|") + x;
+      sets += "(" + w + ")";
+    }
   }
   if (op.needs_weights) in += (in.empty() ? "" : ",") + std::string("--weights");
   return op.name + "\tinputs: " + (in.empty() ? "-" : in) + "\toutputs: " + outs +
@@ -229,7 +234,9 @@ RunPlan parse_run(const std::vector<std::string>& args, bool& help) {
   for (const auto& entry : plan.out_files) {
     const std::string& name = entry.first;
     const bool known = std::any_of(op.outputs.begin(), op.outputs.end(),
-                                   [&](const OutputSpec& s) { return s.name == name; });
+                                   [&](const OutputSpec& s) {
+                                     return s.name == name || s.name == "<path>";
+                                   });
     if (!known) {
       std::string names;
       for (const auto& s : op.outputs) names += (names.empty() ? "" : ", ") + s.name;
@@ -263,8 +270,10 @@ int execute(const RunPlan& plan, std::ostream& out) {
   for (const auto& [name, file] : plan.out_files) {
     const auto it = outputs.find(name);
     if (it == outputs.end() || !it->second.defined()) {
+      std::string produced;
+      for (const auto& o : outputs) produced += (produced.empty() ? "" : ", ") + o.first;
       throw ValueError("op '" + op.name + "' produced no '" + name +
-                       "' for these inputs and weights");
+                       "' for these inputs and weights (produced: " + produced + ")");
     }
   }
   if (plan.repeat > 0) {

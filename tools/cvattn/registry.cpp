@@ -22,6 +22,9 @@ const std::vector<OpSpec>& all_ops() {
       ops::position_encoding(),
       ops::mha(),
       ops::nonlocal(),
+      // --- models: Whole timm networks (issue 20) ---
+      ops::timm_model(),
+
       // --- layers ---
       ops::layer_norm(),
       ops::group_norm(),

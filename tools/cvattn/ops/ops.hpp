@@ -20,6 +20,9 @@ OpSpec position_encoding();
 OpSpec mha();
 OpSpec nonlocal();
 
+// --- models: Whole timm networks (issue 20) ---
+OpSpec timm_model();
+
 // --- layers ---
 OpSpec layer_norm();
 OpSpec group_norm();

@@ -1,0 +1,149 @@
+#include "cvattn/models/timm.hpp"
+
+#include <functional>
+#include <utility>
+
+#include "cvattn/core/error.hpp"
+#include "cvattn/models/resnet.hpp"
+#include "cvattn/models/vision_transformer.hpp"
+
+namespace cvattn::models {
+namespace {
+
+using Builder = std::function<std::shared_ptr<Network>(std::int64_t num_classes)>;
+
+struct Entry {
+  std::string name;
+  std::string classifier;  // the key num_classes is read from
+  Builder build;
+};
+
+// timm's entrypoints (models/resnet.py, models/sknet.py), with their model_args.
+Builder resnet(const std::string& name, ResNetOptions options) {
+  return [name, options](std::int64_t num_classes) -> std::shared_ptr<Network> {
+    ResNetOptions o = options;
+    return std::make_shared<ResNet>(o.model_name(name).num_classes(num_classes));
+  };
+}
+
+const std::vector<Entry>& registry() {
+  using B = ResNetBlock;
+  static const std::vector<Entry> entries = [] {
+    const std::vector<std::int64_t> r18{2, 2, 2, 2}, r34{3, 4, 6, 3};
+    // skresnet18/34: sk_kwargs = dict(rd_ratio=1/8, rd_divisor=16, split_input=True)
+    // The 'D' variants: deep stem of width 32, average-pool downsampling.
+    auto deep_d = [](ResNetOptions o) {
+      return o.stem_width(32).stem_type(StemType::deep).avg_down(true);
+    };
+    auto sk = [](ResNetOptions o) {
+      return o.sk_rd_ratio(1.0 / 8.0).sk_rd_divisor(16).sk_split_input(true);
+    };
+    std::vector<std::pair<std::string, ResNetOptions>> configs = {
+        {"resnet18", ResNetOptions(B::basic, r18)},
+        {"resnet50", ResNetOptions(B::bottleneck, r34)},
+        {"seresnet18", ResNetOptions(B::basic, r18).attn_layer(BlockAttention::se)},
+        {"seresnet50", ResNetOptions(B::bottleneck, r34).attn_layer(BlockAttention::se)},
+        {"seresnext26d_32x4d", ResNetOptions(B::bottleneck, r18)
+                                   .cardinality(32)
+                                   .base_width(4)
+                                   .stem_width(32)
+                                   .stem_type(StemType::deep)
+                                   .avg_down(true)
+                                   .attn_layer(BlockAttention::se)},
+        {"ecaresnet26t", ResNetOptions(B::bottleneck, r18)
+                             .stem_width(32)
+                             .stem_type(StemType::deep_tiered)
+                             .avg_down(true)
+                             .attn_layer(BlockAttention::eca)},
+        {"skresnet18", sk(ResNetOptions(B::selective_kernel_basic, r18))},
+        {"skresnet34", sk(ResNetOptions(B::selective_kernel_basic, r34))},
+        // More of the same families.
+        {"resnet34", ResNetOptions(B::basic, r34)},
+        {"resnet26d", deep_d(ResNetOptions(B::bottleneck, r18))},
+        {"resnet50d", deep_d(ResNetOptions(B::bottleneck, r34))},
+        {"resnext50_32x4d", ResNetOptions(B::bottleneck, r34).cardinality(32).base_width(4)},
+        {"seresnet34", ResNetOptions(B::basic, r34).attn_layer(BlockAttention::se)},
+        {"seresnext50_32x4d", ResNetOptions(B::bottleneck, r34)
+                                  .cardinality(32)
+                                  .base_width(4)
+                                  .attn_layer(BlockAttention::se)},
+        {"ecaresnet50d", deep_d(ResNetOptions(B::bottleneck, r34)).attn_layer(BlockAttention::eca)},
+        // skresnet50: sk_kwargs = dict(split_input=True)
+        {"skresnet50", ResNetOptions(B::selective_kernel_bottleneck, r34).sk_split_input(true)},
+        // skresnext50_32x4d: sk_kwargs = dict(rd_ratio=1/16, rd_divisor=32, split_input=False)
+        {"skresnext50_32x4d", ResNetOptions(B::selective_kernel_bottleneck, r34)
+                                  .cardinality(32)
+                                  .base_width(4)
+                                  .sk_rd_ratio(1.0 / 16.0)
+                                  .sk_rd_divisor(32)
+                                  .sk_split_input(false)},
+    };
+    std::vector<Entry> out;
+    for (auto& [name, options] : configs) out.push_back({name, "fc.weight", resnet(name, options)});
+    // models/vision_transformer.py and models/deit.py: patch 16 at 224, mlp_ratio 4.
+    const std::vector<std::pair<std::string, VisionTransformerOptions>> vits = {
+        {"vit_tiny_patch16_224", VisionTransformerOptions(192, 12, 3)},
+        {"vit_small_patch16_224", VisionTransformerOptions(384, 12, 6)},
+        {"deit_tiny_patch16_224", VisionTransformerOptions(192, 12, 3)},
+        {"deit_tiny_distilled_patch16_224", VisionTransformerOptions(192, 12, 3).distilled(true)},
+    };
+    for (const auto& [name, options] : vits) {
+      out.push_back({name, "head.weight",
+                     [name = name, options = options](std::int64_t num_classes) {
+                       VisionTransformerOptions o = options;
+                       return std::shared_ptr<Network>(std::make_shared<VisionTransformer>(
+                           o.model_name(name).num_classes(num_classes)));
+                     }});
+    }
+    return out;
+  }();
+  return entries;
+}
+
+const Entry& find(const std::string& model_name, const char* where) {
+  for (const Entry& e : registry()) {
+    if (e.name == model_name) return e;
+  }
+  std::string names;
+  for (const Entry& e : registry()) names += (names.empty() ? "" : ", ") + e.name;
+  throw ValueError(std::string(where) + ": unknown model_name '" + model_name +
+                   "' (supported: " + names + ")");
+}
+
+}  // namespace
+
+const std::vector<std::string>& supported_models() {
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> out;
+    for (const Entry& e : registry()) out.push_back(e.name);
+    return out;
+  }();
+  return names;
+}
+
+std::shared_ptr<Network> build(const std::string& model_name, std::int64_t num_classes) {
+  const Entry& e = find(model_name, "models::build");
+  CVATTN_CHECK(num_classes >= 1, ValueError, "models::build('", model_name,
+               "'): num_classes must be >= 1, got ", num_classes);
+  return e.build(num_classes);
+}
+
+std::shared_ptr<Network> create(const std::string& model_name, const StateDict& state_dict) {
+  const Entry& e = find(model_name, "models::create");
+  const StateDict::Entry* fc = state_dict.find(e.classifier);
+  CVATTN_CHECK(fc != nullptr, ValueError, "models::create('", model_name,
+               "'): the state_dict has no classifier weight '", e.classifier, "' (", state_dict.size(),
+               " keys); is it a ", model_name, " state_dict?");
+  CVATTN_CHECK(fc->value.rank() == 2 && fc->value.dim(0) >= 1 && !fc->integer, ValueError,
+               "models::create('", model_name, "'): '", e.classifier,
+               "' expected [num_classes, features], got ", cvattn::to_string(fc->value.shape()));
+  std::shared_ptr<Network> net = e.build(fc->value.dim(0));
+  try {
+    net->load_state_dict(state_dict, Strict::yes);
+  } catch (const ValueError& err) {
+    throw ValueError("models::create('" + model_name + "'): " + err.what());
+  }
+  return net;
+}
+
+}  // namespace cvattn::models
