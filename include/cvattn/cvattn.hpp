@@ -49,6 +49,8 @@
 // --- layers ---
 
 // --- containers ---
+#include "cvattn/modules/containers.hpp"
+#include "cvattn/modules/multihead_self_attention.hpp"
 
 // --- gates ---
 

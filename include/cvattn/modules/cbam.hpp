@@ -58,7 +58,7 @@ class CVATTN_EXPORT Cbam final : public UnaryModule {
   // x [N, C, H, W] with H, W >= 1 -> y [N, C, H, W]. ShapeError on any other shape.
   [[nodiscard]] Tensor forward(const Tensor& x) const override;
   // The same output plus maps "channel_attention" [N, C] and "spatial_attention" [N, 1, H, W].
-  [[nodiscard]] Attended forward_with_maps(const Tensor& x) const;
+  [[nodiscard]] Attended forward_with_maps(const Tensor& x) const override;
 
   [[nodiscard]] std::string describe() const override;
   [[nodiscard]] const CbamOptions& options() const noexcept { return options_; }

@@ -62,7 +62,7 @@ class CVATTN_EXPORT DeformConv2d final : public UnaryModule {
   // The output and the maps `offset` [N, 2*deform_groups*kh*kw, Ho, Wo] (displacements (dy, dx)
   // per tap, in the layout of functional::deform_conv2d) and, for DCNv2, `mask`
   // [N, deform_groups*kh*kw, Ho, Wo] (after sigmoid).
-  [[nodiscard]] Attended forward_with_maps(const Tensor& x) const;
+  [[nodiscard]] Attended forward_with_maps(const Tensor& x) const override;
   // "ModulatedDeformConv2dPack(in_channels=64, out_channels=64, kernel_size=(3, 3), ...)"
   [[nodiscard]] std::string describe() const override;
 

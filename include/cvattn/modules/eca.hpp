@@ -60,7 +60,7 @@ class CVATTN_EXPORT Eca final : public UnaryModule {
   // x [N, C, H, W] with H, W >= 1 (C = channels when channels was given) -> y of that shape.
   [[nodiscard]] Tensor forward(const Tensor& x) const override;
   // The same output plus maps "attention" [N, C] (the gate g).
-  [[nodiscard]] Attended forward_with_maps(const Tensor& x) const;
+  [[nodiscard]] Attended forward_with_maps(const Tensor& x) const override;
 
   [[nodiscard]] std::string describe() const override;
   [[nodiscard]] const EcaOptions& options() const noexcept { return options_; }

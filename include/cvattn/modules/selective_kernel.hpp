@@ -89,7 +89,7 @@ class CVATTN_EXPORT SelectiveKernel final : public UnaryModule {
   // Ho = (H + 2*padding - dil*(kernel-1) - 1) / stride + 1 (equal for every path).
   [[nodiscard]] Tensor forward(const Tensor& x) const override;
   // The same output plus map "attention" [N, P, Cout] (softmax over the paths).
-  [[nodiscard]] Attended forward_with_maps(const Tensor& x) const;
+  [[nodiscard]] Attended forward_with_maps(const Tensor& x) const override;
 
   [[nodiscard]] std::string describe() const override;
   [[nodiscard]] const SelectiveKernelOptions& options() const noexcept { return options_; }

@@ -58,7 +58,7 @@ class CVATTN_EXPORT SpatialTransformer final : public UnaryModule {
   [[nodiscard]] Tensor forward(const Tensor& x) const override;
   // The whole forward: the warped image as output, plus maps "theta" [N, 2, 3] and "grid"
   // [N, Ho, Wo, 2].
-  [[nodiscard]] Attended forward_with_maps(const Tensor& x) const;
+  [[nodiscard]] Attended forward_with_maps(const Tensor& x) const override;
   // Only the regressed theta [N, 2, 3].
   [[nodiscard]] Tensor theta(const Tensor& x) const;
 
@@ -106,7 +106,7 @@ class CVATTN_EXPORT StnClassifier final : public UnaryModule {
   // -> log-softmax logits [N, 10].
   [[nodiscard]] Tensor forward(const Tensor& x) const override;
   // Output = logits, maps "theta", "grid", "output" (the warped image) and "logits".
-  [[nodiscard]] Attended forward_with_maps(const Tensor& x) const;
+  [[nodiscard]] Attended forward_with_maps(const Tensor& x) const override;
 
   [[nodiscard]] const std::shared_ptr<SpatialTransformer>& stn() const noexcept { return stn_; }
   [[nodiscard]] std::string describe() const override { return "StnClassifier"; }

@@ -53,7 +53,7 @@ class CVATTN_EXPORT SqueezeExcitation final : public UnaryModule {
   // x [N, C, H, W] with H, W >= 1 -> y [N, C, H, W]. ShapeError on any other shape.
   [[nodiscard]] Tensor forward(const Tensor& x) const override;
   // The same output plus maps "attention" [N, C] (the gate g).
-  [[nodiscard]] Attended forward_with_maps(const Tensor& x) const;
+  [[nodiscard]] Attended forward_with_maps(const Tensor& x) const override;
 
   [[nodiscard]] std::string describe() const override;
   [[nodiscard]] const SqueezeExcitationOptions& options() const noexcept { return options_; }
