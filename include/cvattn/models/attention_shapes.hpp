@@ -53,7 +53,8 @@ class CVATTN_EXPORT AttentionShapesNet final : public UnaryModule {
   // Zero weights (BatchNorms as fresh PyTorch ones); load with load_state_dict.
   AttentionShapesNet();
   // Strict load of the model card's state_dict (every key, no extra one).
-  [[nodiscard]] static std::shared_ptr<AttentionShapesNet> from_state_dict(const StateDict& dict);
+  [[nodiscard]] static std::shared_ptr<AttentionShapesNet> from_state_dict(
+      const StateDict& dict, const std::string& prefix = "");
   // from_state_dict(io::load_safetensors(path)).
   [[nodiscard]] static std::shared_ptr<AttentionShapesNet> load(const std::string& path);
 

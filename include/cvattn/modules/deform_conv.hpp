@@ -47,6 +47,12 @@ struct CVATTN_EXPORT DeformConv2dOptions {
   [[nodiscard]] static DeformConv2dOptions from_state_dict(const StateDict& dict,
                                                            std::int64_t deform_groups = 1,
                                                            const std::string& prefix = "");
+  // The same with the library-wide argument order (dict, prefix, extras...).
+  [[nodiscard]] static DeformConv2dOptions from_state_dict(const StateDict& dict,
+                                                           const std::string& prefix,
+                                                           std::int64_t deform_groups = 1) {
+    return from_state_dict(dict, deform_groups, prefix);
+  }
 };
 
 class CVATTN_EXPORT DeformConv2d final : public UnaryModule {

@@ -33,7 +33,8 @@ class CVATTN_EXPORT EcaOptions {
   // k (and R for use_mlp) read off the weights: use_mlp from conv2.weight's presence, k from
   // conv.weight [1, 1, k] or conv2.weight [1, R, k]. channels stays 0 (C is not in the weights).
   // ValueError naming the key on a missing or malformed tensor.
-  [[nodiscard]] static EcaOptions from_state_dict(const StateDict& dict);
+  [[nodiscard]] static EcaOptions from_state_dict(const StateDict& dict,
+                                                  const std::string& prefix = "");
 
   // The kernel size the module uses (see above). ValueError on invalid options.
   [[nodiscard]] std::int64_t effective_kernel_size() const;

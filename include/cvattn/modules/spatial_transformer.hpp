@@ -50,6 +50,10 @@ class CVATTN_EXPORT SpatialTransformer final : public UnaryModule {
   // key or a shape mismatch.
   [[nodiscard]] static std::shared_ptr<SpatialTransformer> from_state_dict(
       const StateDict& dict, const SpatialTransformerOptions& options = {});
+  // The same with the keys under `prefix` ("stn." in a bigger model).
+  [[nodiscard]] static std::shared_ptr<SpatialTransformer> from_state_dict(
+      const StateDict& dict, const std::string& prefix,
+      const SpatialTransformerOptions& options = {});
   // The localization.* and fc_loc.* entries of dict.
   [[nodiscard]] static StateDict select_keys(const StateDict& dict);
 
@@ -99,6 +103,10 @@ class CVATTN_EXPORT StnClassifier final : public UnaryModule {
   // Loads a whole tutorial Net state_dict (strict: every key present, no unknown key).
   [[nodiscard]] static std::shared_ptr<StnClassifier> from_state_dict(
       const StateDict& dict, const SpatialTransformerOptions& options = {});
+  // The same with the keys under `prefix`.
+  [[nodiscard]] static std::shared_ptr<StnClassifier> from_state_dict(
+      const StateDict& dict, const std::string& prefix,
+      const SpatialTransformerOptions& options = {});
   // True when dict holds any classifier key (conv1.*, conv2.*, fc1.*, fc2.*).
   [[nodiscard]] static bool has_classifier_keys(const StateDict& dict);
 

@@ -29,7 +29,8 @@ class CVATTN_EXPORT SqueezeExcitationOptions {
   // checkpoints of old timm, R = max(8, C // 16), load too), bias from fc1.bias / fc2.bias,
   // norm_layer from bn.*. add_maxpool and gate_layer leave no trace in the weights and keep
   // their defaults. ValueError naming the key when fc1.weight is missing or not [R, C, 1, 1].
-  [[nodiscard]] static SqueezeExcitationOptions from_state_dict(const StateDict& dict);
+  [[nodiscard]] static SqueezeExcitationOptions from_state_dict(const StateDict& dict,
+                                                                const std::string& prefix = "");
 
   // R: rd_channels if non-zero, else make_divisible(channels * rd_ratio, rd_divisor, 0, 0.0).
   // ValueError on invalid options.
