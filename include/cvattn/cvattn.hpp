@@ -65,6 +65,8 @@
 #include "cvattn/modules/normalization.hpp"
 
 // --- containers ---
+#include "cvattn/modules/containers.hpp"
+#include "cvattn/modules/multihead_self_attention.hpp"
 
 // --- gates ---
 #include "cvattn/functional/dynamic_conv.hpp"

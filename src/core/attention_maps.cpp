@@ -5,13 +5,13 @@
 namespace cvattn {
 
 void AttentionMaps::add(const std::string& name, Tensor map) {
-  for (auto& item : items_) {
-    if (item.first == name) {
-      item.second = std::move(map);
-      return;
-    }
-  }
+  CVATTN_CHECK(!contains(name), ValueError, "AttentionMaps::add: a map named '", name,
+               "' is already present");
   items_.emplace_back(name, std::move(map));
+}
+
+void AttentionMaps::merge(const std::string& prefix, const AttentionMaps& child) {
+  for (const auto& [name, map] : child.items_) add(prefix.empty() ? name : prefix + "." + name, map);
 }
 
 bool AttentionMaps::contains(const std::string& name) const {

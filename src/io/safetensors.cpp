@@ -88,11 +88,57 @@ struct Range {
   std::string key;
 };
 
+// The name to suggest for the converted file: in.pt -> in.safetensors.
+std::string converted_name(const std::string& name) {
+  const std::size_t slash = name.find_last_of("/\\");
+  const std::size_t dot = name.find_last_of('.');
+  const bool has_ext = dot != std::string::npos && (slash == std::string::npos || dot > slash);
+  return (has_ext ? name.substr(0, dot) : name) + ".safetensors";
+}
+
+// Files that are often given as weights but are not safetensors get a message that says what
+// they are and how to convert them, instead of a nonsensical header length. Only called when
+// the ninth byte is not the '{' that opens every safetensors header.
+void reject_other_formats(const unsigned char* b, std::size_t size, const std::string& where,
+                          const std::string& name) {
+  const std::string convert = detail::concat(
+      "; convert it with: python3 tools/export_weights.py ", name, " ", converted_name(name));
+  if (size >= 30 && b[0] == 'P' && b[1] == 'K' && b[2] == 3 && b[3] == 4) {
+    const std::size_t name_len = b[26] | (static_cast<std::size_t>(b[27]) << 8);
+    const std::string first(reinterpret_cast<const char*>(b + 30),
+                            std::min(name_len, size - 30));
+    const bool npz = first.size() >= 4 && first.compare(first.size() - 4, 4, ".npy") == 0;
+    if (npz) {
+      throw IoError(detail::concat(where, ": is a NumPy .npz archive, not a .safetensors file",
+                                   convert));
+    }
+    throw IoError(detail::concat(
+        where,
+        ": is a zip archive (first entry '", first,
+        "'): a PyTorch checkpoint saved by torch.save (.pt/.pth, PyTorch >= 1.6) or a "
+        "TorchScript file, not a .safetensors file",
+        convert));
+  }
+  if (size >= 2 && b[0] == 0x80 && b[1] >= 2 && b[1] <= 5) {
+    throw IoError(detail::concat(
+        where, ": is a Python pickle (protocol ", static_cast<int>(b[1]),
+        "): a PyTorch checkpoint in the legacy torch.save format (PyTorch < 1.6 or "
+        "_use_new_zipfile_serialization=False) or a pickled object, not a .safetensors file",
+        convert));
+  }
+  if (size >= 6 && b[0] == 0x93 && std::memcmp(b + 1, "NUMPY", 5) == 0) {
+    throw IoError(detail::concat(where,
+                                 ": is a NumPy .npy array (one unnamed tensor), not a "
+                                 ".safetensors file (a state_dict: names and tensors)"));
+  }
+}
+
 }  // namespace
 
 StateDict parse_safetensors(const void* data, std::size_t size, const std::string& name) {
   const auto* bytes = static_cast<const unsigned char*>(data);
   const std::string where = "read_safetensors: '" + name + "'";
+  if (size < 9 || bytes[8] != '{') reject_other_formats(bytes, size, where, name);
   CVATTN_CHECK(size >= 8, IoError, where, ": ", size,
                "-byte file is too short for the 8-byte header length");
   std::uint64_t header_len = 0;

@@ -17,6 +17,7 @@
 #include "cvattn/modules/activation.hpp"
 #include "cvattn/modules/conv2d.hpp"
 #include "cvattn/modules/pooling.hpp"
+#include "modules/detail/key_scope.hpp"
 
 namespace cvattn {
 
@@ -50,7 +51,12 @@ AttentionShapesNet::AttentionShapesNet() {
   AttentionShapesNet::on_weights_loaded();  // so an unloaded net runs too (all zero)
 }
 
-std::shared_ptr<AttentionShapesNet> AttentionShapesNet::from_state_dict(const StateDict& dict) {
+std::shared_ptr<AttentionShapesNet> AttentionShapesNet::from_state_dict(const StateDict& dict,
+                                                                    const std::string& prefix) {
+  if (!prefix.empty()) {
+    return detail::with_key_scope(dict, prefix,
+                                  [](const StateDict& d) { return from_state_dict(d); });
+  }
   auto net = std::make_shared<AttentionShapesNet>();
   net->load_state_dict(dict);
   return net;

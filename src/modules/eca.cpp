@@ -6,6 +6,7 @@
 #include "cvattn/core/error.hpp"
 #include "modules/detail/channel_gate.hpp"
 #include "modules/detail/channel_kernels.hpp"
+#include "modules/detail/key_scope.hpp"
 #include "modules/detail/reduced_channels.hpp"
 #include "modules/detail/state_dict_shapes.hpp"
 
@@ -14,7 +15,11 @@ namespace {
 constexpr const char* kWhere = "Eca::forward";
 }  // namespace
 
-EcaOptions EcaOptions::from_state_dict(const StateDict& dict) {
+EcaOptions EcaOptions::from_state_dict(const StateDict& dict, const std::string& prefix) {
+  if (!prefix.empty()) {
+    return detail::with_key_scope(dict, prefix,
+                                  [](const StateDict& d) { return from_state_dict(d); });
+  }
   const char* where = "EcaOptions::from_state_dict";
   if (dict.contains("conv2.weight")) {
     const Shape& w2 = detail::require_shape(dict, "conv2.weight", {1, kAny, kAny}, where);

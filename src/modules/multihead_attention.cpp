@@ -8,6 +8,7 @@
 #include "cvattn/core/error.hpp"
 #include "cvattn/functional/linear.hpp"
 #include "functional/detail/sdpa_heads.hpp"
+#include "modules/detail/key_scope.hpp"
 #include "modules/detail/state_dict_shapes.hpp"
 #include "modules/repr.hpp"
 
@@ -45,6 +46,14 @@ Tensor append_rows(const Tensor& x, const Tensor& bias, bool zero) {
 }
 
 }  // namespace
+
+MultiheadAttentionOptions MultiheadAttentionOptions::from_state_dict(const StateDict& dict,
+                                                                     const std::string& prefix,
+                                                                     std::int64_t num_heads) {
+  if (prefix.empty()) return from_state_dict(dict, num_heads);
+  return detail::with_key_scope(
+      dict, prefix, [&](const StateDict& d) { return from_state_dict(d, num_heads); });
+}
 
 MultiheadAttentionOptions MultiheadAttentionOptions::from_state_dict(const StateDict& dict,
                                                                      std::int64_t num_heads) {

@@ -8,6 +8,7 @@
 #include "cvattn/functional/attention.hpp"
 #include "cvattn/functional/linear.hpp"
 #include "modules/detail/channel_kernels.hpp"
+#include "modules/detail/key_scope.hpp"
 #include "modules/detail/reduced_channels.hpp"
 #include "modules/detail/state_dict_shapes.hpp"
 #include "modules/repr.hpp"
@@ -20,7 +21,11 @@ constexpr const char* kWhere = "NonLocalAttn::forward";
 
 }  // namespace
 
-NonLocalAttnOptions NonLocalAttnOptions::from_state_dict(const StateDict& dict) {
+NonLocalAttnOptions NonLocalAttnOptions::from_state_dict(const StateDict& dict, const std::string& prefix) {
+  if (!prefix.empty()) {
+    return detail::with_key_scope(dict, prefix,
+                                  [](const StateDict& d) { return from_state_dict(d); });
+  }
   const char* where = "NonLocalAttnOptions::from_state_dict";
   const Shape& wt = detail::require_conv1x1(dict, "t.weight", where);
   return NonLocalAttnOptions(wt[1]).rd_channels(wt[0]);

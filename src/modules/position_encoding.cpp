@@ -2,12 +2,17 @@
 
 #include "cvattn/core/error.hpp"
 #include "cvattn/functional/position_encoding.hpp"
+#include "modules/detail/key_scope.hpp"
 #include "modules/detail/state_dict_shapes.hpp"
 
 namespace cvattn {
 
 LearnedPositionEncodingOptions LearnedPositionEncodingOptions::from_state_dict(
-    const StateDict& dict) {
+    const StateDict& dict, const std::string& prefix) {
+  if (!prefix.empty()) {
+    return detail::with_key_scope(dict, prefix,
+                                  [](const StateDict& d) { return from_state_dict(d); });
+  }
   const Shape& s = detail::require_shape(dict, "pos_embed", {1, kAny, kAny, kAny},
                                          "LearnedPositionEncodingOptions::from_state_dict");
   return {s[1], s[2], s[3]};

@@ -14,6 +14,7 @@
 #include "cvattn/functional/batch_norm.hpp"
 #include "cvattn/functional/conv.hpp"
 #include "functional/detail/conv_kernels.hpp"
+#include "modules/detail/key_scope.hpp"
 #include "modules/detail/state_dict_shapes.hpp"
 
 namespace cvattn {
@@ -330,6 +331,17 @@ void SelectiveKernelOptions::validate() const {
   (void)paths();
   (void)conv_groups();
   (void)attn_channels();
+}
+
+SelectiveKernelOptions SelectiveKernelOptions::from_state_dict(
+    const StateDict& dict, const std::string& prefix, const std::vector<std::int64_t>& kernel_size,
+    std::int64_t stride, std::int64_t dilation, bool split_input, bool keep_3x3,
+    std::int64_t in_channels) {
+  auto make = [&](const StateDict& d) {
+    return from_state_dict(d, kernel_size, stride, dilation, split_input, keep_3x3, in_channels);
+  };
+  if (prefix.empty()) return make(dict);
+  return detail::with_key_scope(dict, prefix, make);
 }
 
 SelectiveKernelOptions SelectiveKernelOptions::from_state_dict(

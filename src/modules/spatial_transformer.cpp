@@ -7,6 +7,7 @@
 #include "cvattn/functional/activation.hpp"
 #include "cvattn/functional/linear.hpp"
 #include "cvattn/functional/pooling.hpp"
+#include "modules/detail/key_scope.hpp"
 
 namespace cvattn {
 
@@ -65,6 +66,13 @@ StateDict SpatialTransformer::select_keys(const StateDict& dict) {
     }
   }
   return out;
+}
+
+std::shared_ptr<SpatialTransformer> SpatialTransformer::from_state_dict(
+    const StateDict& dict, const std::string& prefix, const SpatialTransformerOptions& options) {
+  if (prefix.empty()) return from_state_dict(dict, options);
+  return detail::with_key_scope(dict, prefix,
+                                [&](const StateDict& d) { return from_state_dict(d, options); });
 }
 
 std::shared_ptr<SpatialTransformer> SpatialTransformer::from_state_dict(
@@ -127,6 +135,13 @@ StnClassifier::StnClassifier(const SpatialTransformerOptions& options)
   conv2_ = register_module("conv2", std::make_shared<Conv2d>(Conv2dOptions(10, 20, 5)));
   fc1_ = register_module("fc1", std::make_shared<Linear>(LinearOptions(320, 50)));
   fc2_ = register_module("fc2", std::make_shared<Linear>(LinearOptions(50, 10)));
+}
+
+std::shared_ptr<StnClassifier> StnClassifier::from_state_dict(
+    const StateDict& dict, const std::string& prefix, const SpatialTransformerOptions& options) {
+  if (prefix.empty()) return from_state_dict(dict, options);
+  return detail::with_key_scope(dict, prefix,
+                                [&](const StateDict& d) { return from_state_dict(d, options); });
 }
 
 std::shared_ptr<StnClassifier> StnClassifier::from_state_dict(

@@ -6,6 +6,7 @@
 #include "cvattn/core/error.hpp"
 #include "modules/detail/channel_gate.hpp"
 #include "modules/detail/channel_kernels.hpp"
+#include "modules/detail/key_scope.hpp"
 #include "modules/detail/reduced_channels.hpp"
 #include "modules/detail/state_dict_shapes.hpp"
 
@@ -14,7 +15,11 @@ namespace {
 constexpr const char* kWhere = "SqueezeExcitation::forward";
 }  // namespace
 
-SqueezeExcitationOptions SqueezeExcitationOptions::from_state_dict(const StateDict& dict) {
+SqueezeExcitationOptions SqueezeExcitationOptions::from_state_dict(const StateDict& dict, const std::string& prefix) {
+  if (!prefix.empty()) {
+    return detail::with_key_scope(dict, prefix,
+                                  [](const StateDict& d) { return from_state_dict(d); });
+  }
   const char* where = "SqueezeExcitationOptions::from_state_dict";
   const Shape& w1 = detail::require_conv1x1(dict, "fc1.weight", where);
   return SqueezeExcitationOptions(w1[1])

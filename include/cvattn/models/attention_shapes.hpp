@@ -53,7 +53,8 @@ class CVATTN_EXPORT AttentionShapesNet final : public UnaryModule {
   // Zero weights (BatchNorms as fresh PyTorch ones); load with load_state_dict.
   AttentionShapesNet();
   // Strict load of the model card's state_dict (every key, no extra one).
-  [[nodiscard]] static std::shared_ptr<AttentionShapesNet> from_state_dict(const StateDict& dict);
+  [[nodiscard]] static std::shared_ptr<AttentionShapesNet> from_state_dict(
+      const StateDict& dict, const std::string& prefix = "");
   // from_state_dict(io::load_safetensors(path)).
   [[nodiscard]] static std::shared_ptr<AttentionShapesNet> load(const std::string& path);
 
@@ -68,7 +69,7 @@ class CVATTN_EXPORT AttentionShapesNet final : public UnaryModule {
   // Output = logits; maps "sk_attention" [N, 2, 24], "sk_path_share" [N, 1, h, w], "offset" [N, 18, h, w] ((dy, dx) per tap,
   // in the 16x16-for-64 feature grid's pixels), "mask" [N, 9, h, w], "channel_attention"
   // [N, 32], "spatial_attention" [N, 1, h, w], "features" [N, 32, h, w], "logits" [N, 4].
-  [[nodiscard]] Attended forward_with_maps(const Tensor& x) const;
+  [[nodiscard]] Attended forward_with_maps(const Tensor& x) const override;
 
   [[nodiscard]] std::string describe() const override { return "AttentionShapesNet"; }
   [[nodiscard]] const DeformConv2d& dcn() const noexcept { return *dcn_; }

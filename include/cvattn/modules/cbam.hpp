@@ -34,7 +34,8 @@ class CVATTN_EXPORT CbamOptions {
   // from channel.fc1.bias / channel.fc2.bias, spatial_kernel_size from spatial.conv.conv.weight
   // [1, 2, k, k]. gate_layer keeps its default. ValueError naming the key when a tensor is
   // missing or malformed.
-  [[nodiscard]] static CbamOptions from_state_dict(const StateDict& dict);
+  [[nodiscard]] static CbamOptions from_state_dict(const StateDict& dict,
+                                                   const std::string& prefix = "");
 
   // R: rd_channels if non-zero, else make_divisible(channels * rd_ratio, rd_divisor, 0, 0.0)
   // (with the default divisor 1: max(1, trunc(C / 16 + 0.5))). ValueError on invalid options.
@@ -58,7 +59,7 @@ class CVATTN_EXPORT Cbam final : public UnaryModule {
   // x [N, C, H, W] with H, W >= 1 -> y [N, C, H, W]. ShapeError on any other shape.
   [[nodiscard]] Tensor forward(const Tensor& x) const override;
   // The same output plus maps "channel_attention" [N, C] and "spatial_attention" [N, 1, H, W].
-  [[nodiscard]] Attended forward_with_maps(const Tensor& x) const;
+  [[nodiscard]] Attended forward_with_maps(const Tensor& x) const override;
 
   [[nodiscard]] std::string describe() const override;
   [[nodiscard]] const CbamOptions& options() const noexcept { return options_; }

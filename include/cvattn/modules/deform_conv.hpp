@@ -47,6 +47,12 @@ struct CVATTN_EXPORT DeformConv2dOptions {
   [[nodiscard]] static DeformConv2dOptions from_state_dict(const StateDict& dict,
                                                            std::int64_t deform_groups = 1,
                                                            const std::string& prefix = "");
+  // The same with the library-wide argument order (dict, prefix, extras...).
+  [[nodiscard]] static DeformConv2dOptions from_state_dict(const StateDict& dict,
+                                                           const std::string& prefix,
+                                                           std::int64_t deform_groups = 1) {
+    return from_state_dict(dict, deform_groups, prefix);
+  }
 };
 
 class CVATTN_EXPORT DeformConv2d final : public UnaryModule {
@@ -62,7 +68,7 @@ class CVATTN_EXPORT DeformConv2d final : public UnaryModule {
   // The output and the maps `offset` [N, 2*deform_groups*kh*kw, Ho, Wo] (displacements (dy, dx)
   // per tap, in the layout of functional::deform_conv2d) and, for DCNv2, `mask`
   // [N, deform_groups*kh*kw, Ho, Wo] (after sigmoid).
-  [[nodiscard]] Attended forward_with_maps(const Tensor& x) const;
+  [[nodiscard]] Attended forward_with_maps(const Tensor& x) const override;
   // "ModulatedDeformConv2dPack(in_channels=64, out_channels=64, kernel_size=(3, 3), ...)"
   [[nodiscard]] std::string describe() const override;
 

@@ -33,7 +33,8 @@ class CVATTN_EXPORT EcaOptions {
   // k (and R for use_mlp) read off the weights: use_mlp from conv2.weight's presence, k from
   // conv.weight [1, 1, k] or conv2.weight [1, R, k]. channels stays 0 (C is not in the weights).
   // ValueError naming the key on a missing or malformed tensor.
-  [[nodiscard]] static EcaOptions from_state_dict(const StateDict& dict);
+  [[nodiscard]] static EcaOptions from_state_dict(const StateDict& dict,
+                                                  const std::string& prefix = "");
 
   // The kernel size the module uses (see above). ValueError on invalid options.
   [[nodiscard]] std::int64_t effective_kernel_size() const;
@@ -60,7 +61,7 @@ class CVATTN_EXPORT Eca final : public UnaryModule {
   // x [N, C, H, W] with H, W >= 1 (C = channels when channels was given) -> y of that shape.
   [[nodiscard]] Tensor forward(const Tensor& x) const override;
   // The same output plus maps "attention" [N, C] (the gate g).
-  [[nodiscard]] Attended forward_with_maps(const Tensor& x) const;
+  [[nodiscard]] Attended forward_with_maps(const Tensor& x) const override;
 
   [[nodiscard]] std::string describe() const override;
   [[nodiscard]] const EcaOptions& options() const noexcept { return options_; }

@@ -37,6 +37,10 @@ class CVATTN_EXPORT MultiheadAttentionOptions {
   // not in a state_dict). ValueError naming the key when a tensor is missing or malformed.
   [[nodiscard]] static MultiheadAttentionOptions from_state_dict(const StateDict& dict,
                                                                  std::int64_t num_heads);
+  // The same from the keys under `prefix` ("encoder.layers.encoder_layer_0.self_attention").
+  [[nodiscard]] static MultiheadAttentionOptions from_state_dict(const StateDict& dict,
+                                                                 const std::string& prefix,
+                                                                 std::int64_t num_heads);
 
   CVATTN_ARG(std::int64_t, embed_dim);
   CVATTN_ARG(std::int64_t, num_heads);

@@ -33,7 +33,8 @@ class CVATTN_EXPORT NonLocalAttnOptions {
 
   // C and R from t.weight [R, C, 1, 1]; use_scale keeps its default (a state_dict cannot
   // tell). ValueError naming the key when a tensor is missing or malformed.
-  [[nodiscard]] static NonLocalAttnOptions from_state_dict(const StateDict& dict);
+  [[nodiscard]] static NonLocalAttnOptions from_state_dict(const StateDict& dict,
+                                                           const std::string& prefix = "");
 
   // R: rd_channels if non-zero, else make_divisible(C * rd_ratio, rd_divisor) (round_limit 0.9,
   // so C = 72 gives 16). ValueError on invalid options.
@@ -55,7 +56,7 @@ class CVATTN_EXPORT NonLocalAttn final : public UnaryModule {
   // x [N, C, H, W] with H, W >= 1 -> y [N, C, H, W]. ShapeError on any other shape.
   [[nodiscard]] Tensor forward(const Tensor& x) const override;
   // The same output plus map "attention" [N, H*W, H*W].
-  [[nodiscard]] Attended forward_with_maps(const Tensor& x) const;
+  [[nodiscard]] Attended forward_with_maps(const Tensor& x) const override;
 
   [[nodiscard]] std::string describe() const override;
   [[nodiscard]] const NonLocalAttnOptions& options() const noexcept { return options_; }

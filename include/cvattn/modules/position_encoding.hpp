@@ -20,7 +20,8 @@ class CVATTN_EXPORT LearnedPositionEncodingOptions {
   LearnedPositionEncodingOptions(std::int64_t channels, std::int64_t height, std::int64_t width)
       : channels_(channels), height_(height), width_(width) {}
   // C, H, W from pos_embed [1, C, H, W]; ValueError when it is missing or of another rank.
-  [[nodiscard]] static LearnedPositionEncodingOptions from_state_dict(const StateDict& dict);
+  [[nodiscard]] static LearnedPositionEncodingOptions from_state_dict(
+      const StateDict& dict, const std::string& prefix = "");
 
   CVATTN_ARG(std::int64_t, channels);
   CVATTN_ARG(std::int64_t, height);

@@ -45,6 +45,12 @@ class CVATTN_EXPORT SelectiveKernelOptions {
       const StateDict& dict, const std::vector<std::int64_t>& kernel_size = {3, 5},
       std::int64_t stride = 1, std::int64_t dilation = 1, bool split_input = true,
       bool keep_3x3 = true, std::int64_t in_channels = 0);
+  // The same from the keys under `prefix` (the library-wide order: dict, prefix, extras...).
+  [[nodiscard]] static SelectiveKernelOptions from_state_dict(
+      const StateDict& dict, const std::string& prefix,
+      const std::vector<std::int64_t>& kernel_size = {3, 5}, std::int64_t stride = 1,
+      std::int64_t dilation = 1, bool split_input = true, bool keep_3x3 = true,
+      std::int64_t in_channels = 0);
 
   // One convolution path after timm's rewriting of kernel_size / dilation.
   struct Path {
@@ -89,7 +95,7 @@ class CVATTN_EXPORT SelectiveKernel final : public UnaryModule {
   // Ho = (H + 2*padding - dil*(kernel-1) - 1) / stride + 1 (equal for every path).
   [[nodiscard]] Tensor forward(const Tensor& x) const override;
   // The same output plus map "attention" [N, P, Cout] (softmax over the paths).
-  [[nodiscard]] Attended forward_with_maps(const Tensor& x) const;
+  [[nodiscard]] Attended forward_with_maps(const Tensor& x) const override;
 
   [[nodiscard]] std::string describe() const override;
   [[nodiscard]] const SelectiveKernelOptions& options() const noexcept { return options_; }

@@ -50,6 +50,10 @@ class CVATTN_EXPORT SpatialTransformer final : public UnaryModule {
   // key or a shape mismatch.
   [[nodiscard]] static std::shared_ptr<SpatialTransformer> from_state_dict(
       const StateDict& dict, const SpatialTransformerOptions& options = {});
+  // The same with the keys under `prefix` ("stn." in a bigger model).
+  [[nodiscard]] static std::shared_ptr<SpatialTransformer> from_state_dict(
+      const StateDict& dict, const std::string& prefix,
+      const SpatialTransformerOptions& options = {});
   // The localization.* and fc_loc.* entries of dict.
   [[nodiscard]] static StateDict select_keys(const StateDict& dict);
 
@@ -58,7 +62,7 @@ class CVATTN_EXPORT SpatialTransformer final : public UnaryModule {
   [[nodiscard]] Tensor forward(const Tensor& x) const override;
   // The whole forward: the warped image as output, plus maps "theta" [N, 2, 3] and "grid"
   // [N, Ho, Wo, 2].
-  [[nodiscard]] Attended forward_with_maps(const Tensor& x) const;
+  [[nodiscard]] Attended forward_with_maps(const Tensor& x) const override;
   // Only the regressed theta [N, 2, 3].
   [[nodiscard]] Tensor theta(const Tensor& x) const;
 
@@ -99,6 +103,10 @@ class CVATTN_EXPORT StnClassifier final : public UnaryModule {
   // Loads a whole tutorial Net state_dict (strict: every key present, no unknown key).
   [[nodiscard]] static std::shared_ptr<StnClassifier> from_state_dict(
       const StateDict& dict, const SpatialTransformerOptions& options = {});
+  // The same with the keys under `prefix`.
+  [[nodiscard]] static std::shared_ptr<StnClassifier> from_state_dict(
+      const StateDict& dict, const std::string& prefix,
+      const SpatialTransformerOptions& options = {});
   // True when dict holds any classifier key (conv1.*, conv2.*, fc1.*, fc2.*).
   [[nodiscard]] static bool has_classifier_keys(const StateDict& dict);
 
@@ -106,7 +114,7 @@ class CVATTN_EXPORT StnClassifier final : public UnaryModule {
   // -> log-softmax logits [N, 10].
   [[nodiscard]] Tensor forward(const Tensor& x) const override;
   // Output = logits, maps "theta", "grid", "output" (the warped image) and "logits".
-  [[nodiscard]] Attended forward_with_maps(const Tensor& x) const;
+  [[nodiscard]] Attended forward_with_maps(const Tensor& x) const override;
 
   [[nodiscard]] const std::shared_ptr<SpatialTransformer>& stn() const noexcept { return stn_; }
   [[nodiscard]] std::string describe() const override { return "StnClassifier"; }

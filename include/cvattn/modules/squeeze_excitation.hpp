@@ -29,7 +29,8 @@ class CVATTN_EXPORT SqueezeExcitationOptions {
   // checkpoints of old timm, R = max(8, C // 16), load too), bias from fc1.bias / fc2.bias,
   // norm_layer from bn.*. add_maxpool and gate_layer leave no trace in the weights and keep
   // their defaults. ValueError naming the key when fc1.weight is missing or not [R, C, 1, 1].
-  [[nodiscard]] static SqueezeExcitationOptions from_state_dict(const StateDict& dict);
+  [[nodiscard]] static SqueezeExcitationOptions from_state_dict(const StateDict& dict,
+                                                                const std::string& prefix = "");
 
   // R: rd_channels if non-zero, else make_divisible(channels * rd_ratio, rd_divisor, 0, 0.0).
   // ValueError on invalid options.
@@ -53,7 +54,7 @@ class CVATTN_EXPORT SqueezeExcitation final : public UnaryModule {
   // x [N, C, H, W] with H, W >= 1 -> y [N, C, H, W]. ShapeError on any other shape.
   [[nodiscard]] Tensor forward(const Tensor& x) const override;
   // The same output plus maps "attention" [N, C] (the gate g).
-  [[nodiscard]] Attended forward_with_maps(const Tensor& x) const;
+  [[nodiscard]] Attended forward_with_maps(const Tensor& x) const override;
 
   [[nodiscard]] std::string describe() const override;
   [[nodiscard]] const SqueezeExcitationOptions& options() const noexcept { return options_; }
