@@ -47,8 +47,8 @@ cv::Mat magnify(const cv::Mat& gray, int scale) {
 int main(int argc, char** argv) {
   const std::string keys =
       std::string("{help h    |                                 | print this help }") +
-      "{input i   | fashion_rts | image files or folders separated by ',' (28x28 gray, white on "
-      "black; relative to --assets unless they exist) }"
+      "{input i   |  | image files or folders separated by ',' (28x28 gray, white on black; "
+      "relative to --assets unless they exist); default: fashion_rts, unless --list is given }"
       "{weights w | weights/stn_fashion.safetensors | trained StnClassifier (relative to --assets "
       "unless it exists) }"
       "{output o  | out/stn_rectify                 | folder for the PNGs }"
@@ -59,7 +59,7 @@ int main(int argc, char** argv) {
       "its sampling grid, the rectified image and the prediction, and prints the accuracy";
   if (const auto done = sample::check_command_line(argc, argv, keys, about)) return *done;
   cv::CommandLineParser parser(argc, argv, keys);
-  const std::string input = parser.get<std::string>("input");
+  std::string input = parser.get<std::string>("input");
   const fs::path weights = sample::find_asset(parser.get<std::string>("weights"));
   const fs::path output = parser.get<std::string>("output");
   const int scale = parser.get<int>("scale");
@@ -69,6 +69,7 @@ int main(int argc, char** argv) {
   try {
     if (scale < 1 || scale > 64) throw cvattn::ValueError("--scale must be in 1..64");
     const bool whole = sample::parse_shard(shard).count == 1;
+    if (input.empty() && list.empty()) input = "fashion_rts";
     const std::vector<fs::path> files = sample::select_inputs(input, list, shard);
     std::map<fs::path, demo::Labels> labels;  // per folder
     const auto net =

@@ -155,10 +155,19 @@ std::optional<int> check_command_line(int argc, const char* const* argv, const s
     if (found->names.front() == "help") help = true;
     if (found->names.front() == "assets" && eq != std::string::npos) {
       assets_override() = arg.substr(eq + 1);
+      if (!fs::is_directory(assets_override())) {
+        std::cerr << program << ": error: --assets: no such folder: " << assets_override() << "\n";
+        return 2;
+      }
     }
   }
   if (help) {
     print_help(options, about);
+    try {
+      std::cout << "\nAssets: " << assets_dir().string() << "\n";
+    } catch (const std::runtime_error& e) {
+      std::cout << "\nAssets: " << e.what() << "\n";
+    }
     return 0;
   }
   return std::nullopt;
@@ -221,7 +230,10 @@ Shard parse_shard(const std::string& text) {
     } catch (const std::exception&) {
       used = 0;
     }
-    if (used != s.size() || s.empty() || s[0] == '-' || s[0] == '+') {
+    const bool digits = !s.empty() && std::all_of(s.begin(), s.end(), [](char ch) {
+      return ch >= '0' && ch <= '9';
+    });
+    if (!digits || used != s.size()) {
       throw std::runtime_error("--shard=" + text + ": expected I/N with 0 <= I < N");
     }
     return v;

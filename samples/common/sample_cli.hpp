@@ -36,9 +36,9 @@ struct Option {
 [[nodiscard]] std::string batch_keys();
 
 // Checks argv against `keys` before cv::CommandLineParser sees it. Returns an exit status when
-// the program should stop now: 0 after printing --help (about + the option list to stdout),
-// 2 after "<program>: error: unknown option '--inptu' (did you mean --input?)" or a bare
-// argument on stderr. std::nullopt: go on. Also records --assets for assets_dir().
+// the program should stop now: 0 after printing --help (about, the option list and
+// "Assets: <the folder in use>" to stdout), 2 after "<program>: error: unknown option '--inptu'
+// (did you mean --input?)", a bare argument or a missing --assets folder on stderr. std::nullopt: go on. Also records --assets for assets_dir().
 [[nodiscard]] std::optional<int> check_command_line(int argc, const char* const* argv,
                                                     const std::string& keys,
                                                     const std::string& about);
