@@ -1,4 +1,4 @@
-// The cvattn command-line tool as a library: the contract is shared/spec/CLI.md.
+// The cvattn command-line tool as a library: the contract is docs/cli.md.
 #include "cli.hpp"
 
 #include <algorithm>
