@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "cvattn/cvattn.hpp"
+#include "sample_cli.hpp"
 
 namespace fs = std::filesystem;
 namespace F = cvattn::functional;
@@ -158,34 +159,30 @@ cv::Mat difference(const cv::Mat& a, const cv::Mat& b) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  const cv::String keys =
-      "{help h    |                   | print this help }"
-      "{image i   | images/chelsea.jpg | template image (relative to --assets unless it exists) }"
+  const std::string keys =
+      std::string("{help h    |                   | print this help }"
+      "{input i   | images/chelsea.jpg | template image (relative to --assets unless it exists) }"
       "{moving m  |                   | image to align to it; empty: the template warped by a "
       "known affine }"
       "{output o  | out/align_images  | folder for the PNGs }"
-      "{assets    | " CVATTN_ASSETS_DIR
-      " | the bundled assets folder }"
+      "{image     |                   | the same as --input (older name) }"
       "{angle     | 6                 | known warp: rotation in degrees about the centre }"
       "{zoom      | 1.05              | known warp: scale }"
       "{shift     | 7,-5              | known warp: translation in pixels (x,y) }"
       "{noise     | 3                 | known warp: Gaussian noise sigma on 0..255 }"
       "{levels    | 3                 | pyramid levels for the gradient descent }"
       "{threads   | 1                 | threads for cvattn and OpenCV (timed runs) }"
-      "{cell      | 0                 | contact-sheet cell width in pixels (0: the template's) }";
-  cv::CommandLineParser parser(argc, argv, keys);
-  parser.about(
+      "{cell      | 0                 | contact-sheet cell width in pixels (0: the template's) }") +
+      sample::assets_key();
+  const std::string about =
       "align_images: affine alignment by Gauss-Newton through grid_sample and its backward, "
-      "compared with cv::findTransformECC");
-  if (parser.has("help")) {
-    parser.printMessage();
-    return 0;
-  }
-  const std::string assets = parser.get<std::string>("assets");
-  auto find_asset = [&](const std::string& p) {
-    return fs::exists(p) ? fs::path(p) : fs::path(assets) / p;
-  };
-  const fs::path image_file = find_asset(parser.get<std::string>("image"));
+      "compared with cv::findTransformECC";
+  if (const auto done = sample::check_command_line(argc, argv, keys, about)) return *done;
+  cv::CommandLineParser parser(argc, argv, keys);
+  const auto find_asset = [](const std::string& p) { return sample::find_asset(p); };
+  const std::string image_alias = parser.get<std::string>("image");
+  const fs::path image_file =
+      find_asset(image_alias.empty() ? parser.get<std::string>("input") : image_alias);
   const std::string moving_name = parser.get<std::string>("moving");
   const fs::path output = parser.get<std::string>("output");
   const double angle = parser.get<double>("angle"), zoom = parser.get<double>("zoom");
@@ -193,10 +190,7 @@ int main(int argc, char** argv) {
   const double noise = parser.get<double>("noise");
   const int levels = parser.get<int>("levels"), threads = parser.get<int>("threads");
   const int cell = parser.get<int>("cell");
-  if (!parser.check()) {
-    parser.printErrors();
-    return 1;
-  }
+  if (!parser.check()) return sample::value_errors(parser, "align_images");
   try {
     if (levels < 1 || levels > 8) throw cvattn::ValueError("--levels must be in 1..8");
     if (threads < 1) throw cvattn::ValueError("--threads must be at least 1");

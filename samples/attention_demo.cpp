@@ -1,10 +1,19 @@
-// attention_demo: the README's first command. For every image, runs the trained attention_shapes
-// network (SelectiveKernel -> DCNv2 -> CBAM, assets/weights/attention_shapes.md) and draws what
-// each attention block did -- the learned, task-driven (top-down) attention -- next to OpenCV's
-// stimulus-driven (bottom-up) saliency of the same image (cv::saliency, spectral residual and
-// fine-grained). Writes one labelled panel per picture, a contact sheet per image and an index
-// sheet; on folders with annotations.json (assets/synthetic) it also prints the accuracy and how
-// often CBAM's spatial-attention peak falls inside the target's box.
+// attention_demo: the README's first command. Two networks:
+//
+//  --model=fashion (default): the Fashion-MNIST CNN with SE, SelectiveKernel and CBAM blocks
+//    (assets/weights/fashion_cnn.md) on the bundled test images (assets/fashion). For every
+//    image it prints the prediction and draws the SE and CBAM channel gates, SK's path choice,
+//    CBAM's spatial gate and the class activation map (CAM) of the predicted class.
+//  --model=shapes: the attention_shapes network (SelectiveKernel -> DCNv2 -> CBAM,
+//    assets/weights/attention_shapes.md), trained on synthetic "find the striped triangle"
+//    images where the right place to attend is known: it draws what each attention block did
+//    -- the learned, task-driven (top-down) attention -- next to OpenCV's stimulus-driven
+//    (bottom-up) saliency (cv::saliency, spectral residual and fine-grained), and on folders with
+//    annotations.json (assets/synthetic) prints how often CBAM's spatial-attention peak falls
+//    inside the target's box.
+//
+// Writes one labelled panel per picture, a contact sheet per image and (unsharded runs) an index
+// sheet, and prints the accuracy over the labelled images.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -19,6 +28,8 @@
 
 #include "cvattn/cvattn.hpp"
 #include "demo_support.hpp"
+#include "fashion_net.hpp"
+#include "sample_cli.hpp"
 
 namespace fs = std::filesystem;
 namespace viz = cvattn::viz;
@@ -202,63 +213,156 @@ struct FolderStats {
   double box_share = 0;
 };
 
+// ---- --model=fashion ---------------------------------------------------------------------------
+
+ImageOutput process_fashion(const cv::Mat& bgr, const demo::FashionCnn& net, int label,
+                            const Settings& s) {
+  ImageOutput out;
+  Verdict& v = out.verdict;
+  const cvattn::Attended r = net.forward_with_maps(demo::FashionCnn::input_from_image(bgr));
+  std::tie(v.prediction, v.confidence) = top_class(r.output);
+  v.annotated = label >= 0;
+  v.correct = label == v.prediction;
+  if (s.stats_only) return out;
+  const auto& classes = demo::fashion_classes();
+  const cv::Mat display = demo::display_image(bgr, s.size);
+  const auto heat = [&](const cv::Mat& map) {
+    return viz::overlay(display, map, viz::OverlayOptions().alpha(s.alpha).colormap(s.colormap));
+  };
+  const cv::Size chart(s.size * 5 / 4, s.size);
+  const auto bars = [&](const cvattn::Tensor& w, const std::string& title) {
+    return viz::bar_chart(w, viz::BarChartOptions().size(chart).y_min(0).y_max(1)
+                                 .colormap(s.colormap).title(title));
+  };
+  char text[160];
+  const std::string& name = classes[static_cast<std::size_t>(v.prediction)];
+  if (label >= 0) {
+    std::snprintf(text, sizeof text, "true %s, predicted %s %.0f%%",
+                  classes[static_cast<std::size_t>(label)].c_str(), name.c_str(),
+                  100 * v.confidence);
+  } else {
+    std::snprintf(text, sizeof text, "predicted %s %.0f%%", name.c_str(), 100 * v.confidence);
+  }
+  auto& panels = out.panels;
+  panels.push_back({"input", text, display});
+  const cvattn::Tensor& cam = r.maps.at("cam");  // [1, 10, 7, 7]
+  panels.push_back({"cam", "CAM of '" + name + "'", heat(cam.plane(0, v.prediction))});
+  panels.push_back({"cbam_spatial", "CBAM spatial gate @7x7",
+                    heat(r.maps.at(cvattn::maps::kSpatialAttention).plane(0, 0))});
+  panels.push_back({"se_channels", "SE channel gate (32, 28x28)", bars(r.maps.at("se"), "SE gate")});
+  const cvattn::Tensor& sk = r.maps.at("sk");  // [1, 2, 64]
+  const std::int64_t c = sk.dim(2);
+  cvattn::Tensor dilated = cvattn::Tensor::empty({c});
+  for (std::int64_t i = 0; i < c; ++i) dilated[i] = sk[c + i];
+  panels.push_back({"sk_paths", "SK path selection (64, 14x14)",
+                    bars(dilated, "SK: weight of the dilation-2 path")});
+  panels.push_back({"cbam_channels", "CBAM channel gate (96, 7x7)",
+                    bars(r.maps.at(cvattn::maps::kChannelAttention), "CBAM channel gate")});
+  return out;
+}
+
+// The label of `file` from labels.json beside it (-1 when there is none).
+int fashion_label(std::map<fs::path, demo::Labels>& cache, const fs::path& file) {
+  const fs::path folder = file.parent_path();
+  if (!cache.count(folder)) cache[folder] = demo::read_labels(folder / "labels.json");
+  const auto& of = cache[folder].of;
+  const auto it = of.find(file.filename().string());
+  return it == of.end() ? -1 : it->second;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   const std::string keys =
-      demo::common_keys("out/attention_demo", 256) +
+      demo::common_keys("out/attention_demo", 256, "",
+                        "assets/fashion (--model=fashion) or assets/images and assets/synthetic "
+                        "(--model=shapes)") +
+      "{model      | fashion | fashion (the Fashion-MNIST CNN) or shapes (attention_shapes) }"
       "{colormap   | turbo | any cv::ColormapTypes name: turbo, jet, inferno, ... }"
       "{alpha      | 0.5   | heat-map opacity in [0, 1] }"
-      "{stats-only |       | no pictures: only accuracy and peak-in-box figures }";
+      "{stats-only |       | no pictures: only predictions, accuracy and peak-in-box figures }";
+  const std::string about =
+      "attention_demo: what the attention blocks of a trained network did, as labelled overlay "
+      "panels and contact sheets, with the prediction for each image";
+  if (const auto done = sample::check_command_line(argc, argv, keys, about)) return *done;
   cv::CommandLineParser parser(argc, argv, keys);
-  parser.about(
-      "attention_demo: learned (top-down) attention of a trained SK + DCNv2 + CBAM network next "
-      "to OpenCV's bottom-up saliency, as labelled overlay panels and contact sheets");
-  if (parser.has("help")) {
-    parser.printMessage();
-    return 0;
-  }
-  std::string input = parser.get<std::string>("input");
   const fs::path output = parser.get<std::string>("output");
   const std::string colormap = parser.get<std::string>("colormap");
+  const std::string model = parser.get<std::string>("model");
   Settings s;
   s.alpha = parser.get<double>("alpha");
   s.size = parser.get<int>("size");
   s.full_res = parser.get<int>("full-res");
   s.stats_only = parser.has("stats-only");
-  const std::string weights = parser.get<std::string>("weights");
-  if (!parser.check()) {
-    parser.printErrors();
-    return 1;
+  if (!parser.check()) return sample::value_errors(parser, "attention_demo");
+  if (model != "fashion" && model != "shapes") {
+    std::cerr << "attention_demo: error: --model must be fashion or shapes, got '" << model
+              << "'\n";
+    return 2;
   }
+  const bool fashion = model == "fashion";
   return demo::run_guarded("attention_demo", [&] {
     s.colormap = viz::parse_colormap(colormap);
     if (!(s.alpha >= 0 && s.alpha <= 1)) throw std::runtime_error("--alpha must be in [0, 1]");
     if (s.size < 32 || s.size > 2048) throw std::runtime_error("--size must be in 32..2048");
-    if (input.empty()) input = demo::bundled_inputs();
-    const std::vector<fs::path> files = demo::list_images(input);
-    const auto net = cvattn::AttentionShapesNet::load(weights);
+    const std::vector<fs::path> files =
+        demo::inputs(parser, fashion ? "fashion" : demo::bundled_inputs());
+    std::string weights = parser.get<std::string>("weights");
+    if (weights.empty()) {
+      weights = fashion ? "weights/fashion_cnn.safetensors" : "weights/attention_shapes.safetensors";
+    }
+    const fs::path weights_file = sample::find_asset(weights);
+    std::shared_ptr<cvattn::AttentionShapesNet> shapes_net;
+    std::shared_ptr<demo::FashionCnn> fashion_net;
+    if (fashion) {
+      fashion_net = demo::FashionCnn::load(weights_file);
+    } else {
+      shapes_net = cvattn::AttentionShapesNet::load(weights_file.string());
+    }
+    const std::vector<std::string>& classes =
+        fashion ? demo::fashion_classes() : shapes::class_names();
 
     std::map<fs::path, std::map<std::string, demo::Annotation>> notes;
+    std::map<fs::path, demo::Labels> labels;
     std::map<fs::path, FolderStats> stats;
     std::vector<viz::Panel> index;
     constexpr std::size_t kIndexMax = 48;
     std::vector<std::string> written;
+    std::vector<std::string> lines;
     {
       demo::Progress progress("attention_demo", files.size());
       for (const auto& file : files) {
         const fs::path folder = file.parent_path();
-        if (!notes.count(folder)) notes[folder] = demo::load_annotations(folder);
-        const auto it = notes[folder].find(file.filename().string());
-        const demo::Annotation* note = it == notes[folder].end() ? nullptr : &it->second;
         const cv::Mat bgr = demo::read_bgr(file);
-        ImageOutput out = process(bgr, *net, note, s);
-        if (out.verdict.annotated) {
+        ImageOutput out;
+        int label = -1;
+        if (fashion) {
+          label = fashion_label(labels, file);
+          out = process_fashion(bgr, *fashion_net, label, s);
+        } else {
+          if (!notes.count(folder)) notes[folder] = demo::load_annotations(folder);
+          const auto it = notes[folder].find(file.filename().string());
+          const demo::Annotation* note = it == notes[folder].end() ? nullptr : &it->second;
+          label = note ? note->label : -1;
+          out = process(bgr, *shapes_net, note, s);
+        }
+        const Verdict& v = out.verdict;
+        char line[256];
+        std::snprintf(line, sizeof line, "%s: predicted %s (p %.2f)%s%s",
+                      file.filename().string().c_str(),
+                      classes[static_cast<std::size_t>(v.prediction)].c_str(), v.confidence,
+                      label < 0 ? ", no label" : ", label ",
+                      label < 0 ? ""
+                                : (classes[static_cast<std::size_t>(label)] +
+                                   (v.correct ? " ok" : " WRONG"))
+                                      .c_str());
+        lines.push_back(line);
+        if (v.annotated) {
           FolderStats& f = stats[folder];
           ++f.images;
-          f.correct += out.verdict.correct;
-          f.inside += out.verdict.peak_inside;
-          f.box_share += out.verdict.box_share;
+          f.correct += v.correct;
+          f.inside += v.peak_inside;
+          f.box_share += v.box_share;
         }
         if (!s.stats_only) {
           const std::string stem = file.stem().string();
@@ -268,32 +372,48 @@ int main(int argc, char** argv) {
             labelled.push_back({p.label, p.image});
           }
           const cv::Mat sheet = viz::contact_sheet(
-              labelled, 4, viz::ContactSheetOptions().cell_size(cv::Size(s.size * 5 / 4, s.size)));
+              labelled, fashion ? 3 : 4,
+              viz::ContactSheetOptions().cell_size(cv::Size(s.size * 5 / 4, s.size)));
           demo::write_png(output / (stem + "_sheet.png"), sheet);
           written.push_back((output / (stem + "_sheet.png")).string());
           if (index.size() < kIndexMax) {
-            std::string label = file.filename().string();
-            if (out.verdict.annotated) {
-              label += out.verdict.correct ? " right" : " WRONG";
-              label += out.verdict.peak_inside ? ", peak in box" : ", peak outside";
+            std::string caption = file.filename().string();
+            if (v.annotated) {
+              caption += v.correct ? " right" : " WRONG";
+              if (!fashion) caption += v.peak_inside ? ", peak in box" : ", peak outside";
             }
-            index.push_back({label, out.panels[1].image});
+            index.push_back({caption, out.panels[1].image});
           }
         }
         progress.step(file.filename().string());
       }
     }
+    for (const std::string& line : lines) std::cout << line << "\n";
     if (!s.stats_only) {
-      demo::write_index(output, index, s.size);
-      std::cout << "wrote " << written.size() << " contact sheets, their panels and "
-                << (output / "index.png").string() << "\n";
+      if (demo::whole_run(parser)) {
+        demo::write_index(output, index, s.size);
+        std::cout << "wrote " << sample::count(written.size(), "contact sheet")
+                  << ", their panels and " << (output / "index.png").string() << "\n";
+      } else {
+        std::cout << "wrote " << sample::count(written.size(), "contact sheet")
+                  << " and their panels (shard " << parser.get<std::string>("shard")
+                  << "; no index.png)\n";
+      }
     }
     for (const auto& [folder, f] : stats) {
+      if (fashion) {
+        std::printf("%s: %s: accuracy %.2f %% (%d)\n", folder.string().c_str(),
+                    sample::count(static_cast<std::size_t>(f.images), "labelled image").c_str(),
+                    100.0 * f.correct / f.images, f.correct);
+        continue;
+      }
       std::printf(
-          "%s: %d annotated images: accuracy %.2f %% (%d), CBAM spatial-attention peak inside "
+          "%s: %s: accuracy %.2f %% (%d), CBAM spatial-attention peak inside "
           "the target box %.2f %% (%d; chance %.1f %%)\n",
-          folder.string().c_str(), f.images, 100.0 * f.correct / f.images, f.correct,
-          100.0 * f.inside / f.images, f.inside, 100.0 * f.box_share / f.images);
+          folder.string().c_str(),
+          sample::count(static_cast<std::size_t>(f.images), "annotated image").c_str(),
+          100.0 * f.correct / f.images, f.correct, 100.0 * f.inside / f.images, f.inside,
+          100.0 * f.box_share / f.images);
     }
     return 0;
   });

@@ -13,6 +13,7 @@
 
 #include "cvattn/cvattn.hpp"
 #include "demo_support.hpp"
+#include "sample_cli.hpp"
 
 namespace fs = std::filesystem;
 namespace viz = cvattn::viz;
@@ -42,31 +43,22 @@ int main(int argc, char** argv) {
       demo::common_keys("out/deform_sampling", 320) +
       "{points p |  | image pixels 'x1,y1;x2,y2;...' whose output cells to draw; default: four "
       "spread cells and CBAM's spatial-attention peak }";
-  cv::CommandLineParser parser(argc, argv, keys);
-  parser.about(
+  const std::string about =
       "deform_sampling: sampling points of the trained DCNv2 layer for chosen output pixels, "
-      "next to a plain convolution's regular grid");
-  if (parser.has("help")) {
-    parser.printMessage();
-    return 0;
-  }
-  std::string input = parser.get<std::string>("input");
+      "next to a plain convolution's regular grid";
+  if (const auto done = sample::check_command_line(argc, argv, keys, about)) return *done;
+  cv::CommandLineParser parser(argc, argv, keys);
   const fs::path output = parser.get<std::string>("output");
   const std::string points = parser.get<std::string>("points");
   const int size = parser.get<int>("size");
   const int full_res = parser.get<int>("full-res");
-  const std::string weights = parser.get<std::string>("weights");
-  if (!parser.check()) {
-    parser.printErrors();
-    return 1;
-  }
+  if (!parser.check()) return sample::value_errors(parser, "deform_sampling");
   return demo::run_guarded("deform_sampling", [&] {
     if (size < 32 || size > 2048) throw std::runtime_error("--size must be in 32..2048");
     const std::vector<cv::Point> pixels =
         points.empty() ? std::vector<cv::Point>() : demo::parse_points(points);
-    if (input.empty()) input = demo::bundled_inputs();
-    const std::vector<fs::path> files = demo::list_images(input);
-    const auto net = cvattn::AttentionShapesNet::load(weights);
+    const std::vector<fs::path> files = demo::inputs(parser, demo::bundled_inputs());
+    const auto net = cvattn::AttentionShapesNet::load(demo::weights(parser).string());
     std::vector<viz::Panel> index;
     demo::Progress progress("deform_sampling", files.size());
     for (const auto& file : files) {
@@ -101,9 +93,14 @@ int main(int argc, char** argv) {
       progress.step(file.filename().string());
     }
     progress.finish();
-    demo::write_index(output, index, size);
-    std::cout << "wrote " << files.size() << " sheets and " << (output / "index.png").string()
-              << "\n";
+    if (demo::whole_run(parser)) {
+      demo::write_index(output, index, size);
+      std::cout << "wrote " << sample::count(files.size(), "sheet") << " and "
+                << (output / "index.png").string() << "\n";
+    } else {
+      std::cout << "wrote " << sample::count(files.size(), "sheet") << " (shard "
+                << parser.get<std::string>("shard") << "; no index.png)\n";
+    }
     return 0;
   });
 }

@@ -13,27 +13,41 @@
 #include <opencv2/imgproc.hpp>
 
 #include "cvattn/viz/viz.hpp"
+#include "sample_cli.hpp"
 
 namespace demo {
 
-fs::path assets_dir() { return CVATTN_ASSETS_DIR; }
+fs::path assets_dir() { return sample::assets_dir(); }
 
-std::string bundled_inputs() {
-  return (assets_dir() / "images").string() + "," + (assets_dir() / "synthetic").string();
-}
+std::string bundled_inputs() { return "images,synthetic"; }
 
-std::string attention_shapes_weights() {
-  return (assets_dir() / "weights/attention_shapes.safetensors").string();
-}
-
-std::string common_keys(const std::string& output, int size) {
+std::string common_keys(const std::string& output, int size, const std::string& weights,
+                        const std::string& default_inputs) {
   return "{help h   |  | print this help }"
-         "{input i  |  | image file or folder, several separated by ','; default: the bundled "
-         "assets/images and assets/synthetic }"
+         "{input i  |  | image files or folders separated by ',' (relative to --assets unless "
+         "they exist); default: the bundled " + default_inputs + " }"
          "{output o | " + output + " | folder for the PNGs }"
          "{size     | " + std::to_string(size) + " | longer side of each panel in pixels }"
          "{full-res | 256 | also run fully convolutionally on photos at this longer side (0: off) }"
-         "{weights  | " + attention_shapes_weights() + " | attention_shapes weights (.safetensors) }";
+         "{weights  | " + weights + " | network weights (.safetensors; relative to --assets "
+         "unless it exists) }" +
+         sample::assets_key() + sample::batch_keys();
+}
+
+std::vector<fs::path> inputs(const cv::CommandLineParser& parser,
+                             const std::string& default_inputs) {
+  std::string input = parser.get<std::string>("input");
+  const std::string list = parser.get<std::string>("list");
+  if (input.empty() && list.empty()) input = default_inputs;
+  return sample::select_inputs(input, list, parser.get<std::string>("shard"));
+}
+
+bool whole_run(const cv::CommandLineParser& parser) {
+  return sample::parse_shard(parser.get<std::string>("shard")).count == 1;
+}
+
+fs::path weights(const cv::CommandLineParser& parser) {
+  return sample::find_asset(parser.get<std::string>("weights"));
 }
 
 std::vector<std::pair<std::string, cv::Mat>> resolutions(const cv::Mat& bgr, int full_res) {
@@ -52,30 +66,7 @@ std::vector<std::pair<std::string, cv::Mat>> resolutions(const cv::Mat& bgr, int
 }
 
 std::vector<fs::path> list_images(const std::string& inputs) {
-  std::vector<fs::path> files;
-  std::stringstream list(inputs);
-  std::string item;
-  while (std::getline(list, item, ',')) {
-    if (item.empty()) continue;
-    const fs::path path(item);
-    if (fs::is_directory(path)) {
-      std::vector<fs::path> found;
-      for (const auto& e : fs::directory_iterator(path)) {
-        // haveImageReader looks at the file's signature, so JSON and text files are skipped.
-        if (e.is_regular_file() && cv::haveImageReader(e.path().string())) {
-          found.push_back(e.path());
-        }
-      }
-      std::sort(found.begin(), found.end());
-      files.insert(files.end(), found.begin(), found.end());
-    } else if (fs::is_regular_file(path)) {
-      files.push_back(path);
-    } else {
-      throw std::runtime_error("no such file or folder: " + item);
-    }
-  }
-  if (files.empty()) throw std::runtime_error("no images found in '" + inputs + "'");
-  return files;
+  return sample::select_inputs(inputs, "", "");
 }
 
 cv::Mat read_bgr(const fs::path& file) {
@@ -113,6 +104,27 @@ std::map<std::string, Annotation> load_annotations(const fs::path& folder) {
                                                        cv::Point(box[2], box[3]))};
   }
   return out;
+}
+
+std::string Labels::name(int k) const {
+  return k >= 0 && static_cast<std::size_t>(k) < classes.size()
+             ? std::to_string(k) + " " + classes[static_cast<std::size_t>(k)]
+             : std::to_string(k);
+}
+
+Labels read_labels(const fs::path& file) {
+  Labels labels;
+  std::ifstream in(file);
+  if (!in) return labels;
+  const nlohmann::json j = nlohmann::json::parse(in);
+  for (const auto& [name, v] : j.items()) {
+    if (name == "classes") {
+      labels.classes = v.get<std::vector<std::string>>();
+    } else {
+      labels.of[name] = v.is_object() ? v.at("label").get<int>() : v.get<int>();
+    }
+  }
+  return labels;
 }
 
 std::vector<cv::Point> parse_points(const std::string& text) {

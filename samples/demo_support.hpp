@@ -16,16 +16,28 @@ namespace demo {
 
 namespace fs = std::filesystem;
 
-// Bundled assets (CVATTN_ASSETS_DIR, set by samples/CMakeLists.txt).
+// Bundled assets (sample::assets_dir(): --assets, the installed share/cvattn, the source tree).
 [[nodiscard]] fs::path assets_dir();
 
-// The default input of the samples: the bundled photos and synthetic images, as one list.
+// The default input of the attention_shapes samples: the bundled photos and synthetic images,
+// as one list relative to the assets folder.
 [[nodiscard]] std::string bundled_inputs();
-// The shipped attention_shapes weights.
-[[nodiscard]] std::string attention_shapes_weights();
 // cv::CommandLineParser keys shared by the attention samples: help, input, output (default
-// `output`), size (default `size`), full-res and weights.
-[[nodiscard]] std::string common_keys(const std::string& output, int size);
+// `output`), size (default `size`), weights (default `weights`), assets, list and shard.
+// `default_inputs` only words the help.
+[[nodiscard]] std::string common_keys(
+    const std::string& output, int size,
+    const std::string& weights = "weights/attention_shapes.safetensors",
+    const std::string& default_inputs = "assets/images and assets/synthetic");
+// The inputs named by --input (default `default_inputs`), --list and --shard
+// (sample::select_inputs).
+[[nodiscard]] std::vector<fs::path> inputs(const cv::CommandLineParser& parser,
+                                           const std::string& default_inputs);
+// Whether this run processes every input (no --shard, or --shard=0/1): only such runs write the
+// pictures that gather all inputs (index.png), so sharded runs write per-input files only.
+[[nodiscard]] bool whole_run(const cv::CommandLineParser& parser);
+// --weights through sample::find_asset.
+[[nodiscard]] fs::path weights(const cv::CommandLineParser& parser);
 // The image `bgr` at the network's 64x64 and, when --full-res allows and the image is larger,
 // at full_res pixels on its longer side (for a fully convolutional run): (label, image) pairs.
 [[nodiscard]] std::vector<std::pair<std::string, cv::Mat>> resolutions(const cv::Mat& bgr,
@@ -51,6 +63,16 @@ struct Annotation {
 };
 // annotations.json next to `image`, keyed by file name; empty when there is none.
 [[nodiscard]] std::map<std::string, Annotation> load_annotations(const fs::path& folder);
+
+// labels.json beside a folder of images: {"file.png": {"label": 3, ...}} or {"file.png": 3},
+// optionally with "classes": ["name of class 0", ...]. Empty when the file does not exist.
+struct Labels {
+  std::map<std::string, int> of;
+  std::vector<std::string> classes;
+  // "3 dress" when the class has a name, else "3".
+  [[nodiscard]] std::string name(int k) const;
+};
+[[nodiscard]] Labels read_labels(const fs::path& file);
 
 // "x1,y1;x2,y2;..." -> points; std::runtime_error on malformed text.
 [[nodiscard]] std::vector<cv::Point> parse_points(const std::string& text);

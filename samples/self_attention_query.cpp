@@ -16,6 +16,7 @@
 
 #include "cvattn/cvattn.hpp"
 #include "demo_support.hpp"
+#include "sample_cli.hpp"
 
 namespace fs = std::filesystem;
 namespace viz = cvattn::viz;
@@ -59,15 +60,11 @@ int main(int argc, char** argv) {
       "{temperature | 0.1   | cosine only: scale = 1/temperature }"
       "{colormap    | turbo | any cv::ColormapTypes name }"
       "{alpha       | 0.55  | heat-map opacity in [0, 1] }";
-  cv::CommandLineParser parser(argc, argv, keys);
-  parser.about(
+  const std::string about =
       "self_attention_query: self-attention maps of chosen query pixels over the trained "
-      "network's features (scaled dot-product attention, q = k = features)");
-  if (parser.has("help")) {
-    parser.printMessage();
-    return 0;
-  }
-  std::string input = parser.get<std::string>("input");
+      "network's features (scaled dot-product attention, q = k = features)";
+  if (const auto done = sample::check_command_line(argc, argv, keys, about)) return *done;
+  cv::CommandLineParser parser(argc, argv, keys);
   const fs::path output = parser.get<std::string>("output");
   const std::string queries = parser.get<std::string>("queries");
   const std::string similarity_word = parser.get<std::string>("similarity");
@@ -76,11 +73,7 @@ int main(int argc, char** argv) {
   const double alpha = parser.get<double>("alpha");
   const int size = parser.get<int>("size");
   const int full_res = parser.get<int>("full-res");
-  const std::string weights = parser.get<std::string>("weights");
-  if (!parser.check()) {
-    parser.printErrors();
-    return 1;
-  }
+  if (!parser.check()) return sample::value_errors(parser, "self_attention_query");
   return demo::run_guarded("self_attention_query", [&] {
     if (size < 32 || size > 2048) throw std::runtime_error("--size must be in 32..2048");
     if (similarity_word != "dot" && similarity_word != "cosine") {
@@ -94,9 +87,8 @@ int main(int argc, char** argv) {
         viz::QueryOverlayOptions().alpha(alpha).colormap(viz::parse_colormap(colormap));
     const std::vector<cv::Point> pixels =
         queries.empty() ? std::vector<cv::Point>() : demo::parse_points(queries);
-    if (input.empty()) input = demo::bundled_inputs();
-    const std::vector<fs::path> files = demo::list_images(input);
-    const auto net = cvattn::AttentionShapesNet::load(weights);
+    const std::vector<fs::path> files = demo::inputs(parser, demo::bundled_inputs());
+    const auto net = cvattn::AttentionShapesNet::load(demo::weights(parser).string());
     std::vector<viz::Panel> index;
     demo::Progress progress("self_attention_query", files.size());
     for (const auto& file : files) {
@@ -136,9 +128,14 @@ int main(int argc, char** argv) {
       progress.step(file.filename().string());
     }
     progress.finish();
-    demo::write_index(output, index, size);
-    std::cout << "wrote " << files.size() << " sheets and " << (output / "index.png").string()
-              << "\n";
+    if (demo::whole_run(parser)) {
+      demo::write_index(output, index, size);
+      std::cout << "wrote " << sample::count(files.size(), "sheet") << " and "
+                << (output / "index.png").string() << "\n";
+    } else {
+      std::cout << "wrote " << sample::count(files.size(), "sheet") << " (shard "
+                << parser.get<std::string>("shard") << "; no index.png)\n";
+    }
     return 0;
   });
 }

@@ -25,6 +25,7 @@
 #include <opencv2/videoio.hpp>
 
 #include "cvattn/cvattn.hpp"
+#include "sample_cli.hpp"
 
 namespace fs = std::filesystem;
 
@@ -63,49 +64,55 @@ class FrameSource {
   std::size_t index_ = 0;
 };
 
+// A printf-style sequence ("digits/distorted_%02d.png") is found through its folder, anything
+// else through sample::find_asset: relative to --assets unless it exists as given.
+std::string sample_input(const std::string& input) {
+  const fs::path p(input);
+  if (input.find('%') != std::string::npos && p.has_parent_path() && !fs::exists(p.parent_path())) {
+    return (sample::find_asset(p.parent_path().string()) / p.filename()).string();
+  }
+  return sample::find_asset(input).string();
+}
+
 int argmax(const float* p, int n) { return int(std::max_element(p, p + n) - p); }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  const cv::String keys =
-      "{help h  |                                             | print this help }"
-      "{input i | " CVATTN_ASSETS_DIR "/digits/distorted_%02d.png | video file, printf-style "
-      "image sequence or folder of images }"
-      "{model   | " CVATTN_ASSETS_DIR "/models/stn_digits.onnx | ONNX spatial-transformer "
-      "classifier: input X [1,1,28,28] gray/255, outputs logprobs, warped, theta }"
-      "{weights | " CVATTN_ASSETS_DIR "/weights/stn_digits.safetensors | the same network's "
-      "state_dict, run as a cvattn StnClassifier }"
+  const std::string keys =
+      std::string("{help h  |                                             | print this help }")+
+      "{input i | digits/distorted_%02d.png | video file, printf-style image sequence or folder "
+      "of images (relative to --assets unless it exists) }"
+      "{model   | models/stn_digits.onnx | ONNX spatial-transformer classifier: input X "
+      "[1,1,28,28] gray/255, outputs logprobs, warped, theta (relative to --assets unless it "
+      "exists) }"
+      "{weights | weights/stn_digits.safetensors | the same network's state_dict, run as a cvattn "
+      "StnClassifier (relative to --assets unless it exists) }"
       "{output o| out/video_pipeline.avi                     | output video (MJPG AVI) }"
       "{fps     | 4                                           | output frame rate }"
       "{panel   | 224                                         | side of each panel in pixels }"
       "{frames  | 0                                           | stop after this many frames "
       "(0: all) }"
       "{threads | 0                                           | threads for cvattn and OpenCV "
-      "(0: their defaults) }";
-  cv::CommandLineParser parser(argc, argv, keys);
-  parser.about(
+      "(0: their defaults) }" +
+      sample::assets_key();
+  const std::string about =
       "video_pipeline: frames -> blobFromImage -> cv::dnn (cvattn custom layers) and a cvattn "
-      "module -> overlays -> cv::VideoWriter, with per-frame timing");
-  if (parser.has("help")) {
-    parser.printMessage();
-    return 0;
-  }
-  const std::string input = parser.get<std::string>("input");
-  const std::string model = parser.get<std::string>("model");
-  const std::string weights = parser.get<std::string>("weights");
+      "module -> overlays -> cv::VideoWriter, with per-frame timing";
+  if (const auto done = sample::check_command_line(argc, argv, keys, about)) return *done;
+  cv::CommandLineParser parser(argc, argv, keys);
+  const std::string input = sample_input(parser.get<std::string>("input"));
+  const std::string model = sample::find_asset(parser.get<std::string>("model")).string();
+  const std::string weights = sample::find_asset(parser.get<std::string>("weights")).string();
   const std::string output = parser.get<std::string>("output");
   const double fps = parser.get<double>("fps");
   const int panel = parser.get<int>("panel");
   const int max_frames = parser.get<int>("frames");
   const int threads = parser.get<int>("threads");
-  if (!parser.check()) {
-    parser.printErrors();
-    return 1;
-  }
+  if (!parser.check()) return sample::value_errors(parser, "video_pipeline");
   if (!(fps > 0) || panel < 28 || max_frames < 0 || threads < 0) {
     std::cerr << "video_pipeline: error: need fps > 0, panel >= 28, frames >= 0, threads >= 0\n";
-    return 1;
+    return 2;
   }
   try {
     if (threads > 0) {

@@ -1,4 +1,4 @@
-// deform_conv2d (MODULES.md §10.1) as a deformable im2col feeding a GEMM.
+// deform_conv2d (docs/modules.md §10.1) as a deformable im2col feeding a GEMM.
 //
 // Layout of the work. A round of images is first copied channels-last ([H*W + 1, Cin] per image,
 // the extra pixel all zeros), so that one bilinear sample of one offset group is four contiguous

@@ -1,4 +1,4 @@
-// grid_sample and grid_sample_backward (MODULES.md §8), reproducing PyTorch's x86-64 CPU kernel
+// grid_sample and grid_sample_backward (docs/modules.md §8), reproducing PyTorch's x86-64 CPU kernel
 // (aten/src/ATen/native/cpu/GridSamplerKernel.cpp) including its float32 coordinate arithmetic
 // and its treatment of NaN, +-inf and huge grid values.
 //

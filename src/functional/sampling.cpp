@@ -1,4 +1,4 @@
-// Sampling grids (MODULES.md §7): affine_grid and its backward with PyTorch's exact float32
+// Sampling grids (docs/modules.md §7): affine_grid and its backward with PyTorch's exact float32
 // arithmetic, plus projective and thin-plate-spline grids on the same base points. grid_sample
 // itself lives in grid_sample.cpp.
 #include "cvattn/functional/sampling.hpp"

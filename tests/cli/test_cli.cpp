@@ -1,4 +1,4 @@
-// End-to-end tests of the cvattn tool against shared/spec/CLI.md.
+// End-to-end tests of the cvattn tool against docs/cli.md.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 

@@ -1,5 +1,5 @@
 // End-to-end tests of `cvattn run scaled_dot_product_attention|position_encoding|mha|nonlocal`
-// (shared/spec/CLI.md) against the PyTorch fixtures in tests/fixtures/{attention,mha,non_local}.
+// (docs/cli.md) against the PyTorch fixtures in tests/fixtures/{attention,mha,non_local}.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -54,7 +54,7 @@ class CliAttention : public test::CliTest {
 TEST_F(CliAttention, SdpaMatchesPyTorch) {
   int ran = 0;
   for (const auto& fx : test::fixtures_in("attention", "sdpa_")) {
-    // The op's attn_mask is additive float (CLI.md); boolean fixtures are the library's.
+    // The op's attn_mask is additive float (docs/cli.md); boolean fixtures are the library's.
     if (fx.params()["mask_type"] != "additive") continue;
     std::string args = "run scaled_dot_product_attention --in query=" + fx.path("query.npy") +
                        " --in key=" + fx.path("key.npy") + " --in value=" + fx.path("value.npy");

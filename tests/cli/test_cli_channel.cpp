@@ -1,4 +1,4 @@
-// End-to-end tests of `cvattn run se|eca|cbam` (shared/spec/CLI.md) against the timm fixtures
+// End-to-end tests of `cvattn run se|eca|cbam` (docs/cli.md) against the timm fixtures
 // in tests/fixtures/channel (the cases whose hyper-parameters are all in the weights).
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

@@ -1,5 +1,5 @@
 // End-to-end tests of `cvattn run deform_conv2d` and `cvattn run deform_conv` against the
-// torchvision / mmcv fixtures of tests/fixtures/deform.py (shared/spec/CLI.md).
+// torchvision / mmcv fixtures of tests/fixtures/deform.py (docs/cli.md).
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 

@@ -1,5 +1,5 @@
 // End-to-end tests of `cvattn run affine_grid|grid_sample|grid_sample_backward|stn`
-// (shared/spec/CLI.md) against the PyTorch fixtures in tests/fixtures/sampling and .../stn.
+// (docs/cli.md) against the PyTorch fixtures in tests/fixtures/sampling and .../stn.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 

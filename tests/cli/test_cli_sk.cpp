@@ -1,4 +1,4 @@
-// End-to-end tests of `cvattn run sk` (CLI.md row `sk`) against the PyTorch fixtures in
+// End-to-end tests of `cvattn run sk` (docs/cli.md row `sk`) against the PyTorch fixtures in
 // tests/fixtures/sk/ (written by tests/fixtures/sk.py).
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

@@ -16,7 +16,7 @@ struct Row {
 };
 
 TEST(MakeDivisible, MatchesTheModulesTable) {
-  // MODULES.md §1.1: SE (C/16, div 8, rl 0), CBAM (C/16, div 1, rl 0), SK (C/16, div 8, rl .9),
+  // docs/modules.md §1.1: SE (C/16, div 8, rl 0), CBAM (C/16, div 1, rl 0), SK (C/16, div 8, rl .9),
   // NonLocal (C/8, div 8, rl .9).
   const Row rows[] = {
       {16, 8, 1, 8, 8},         {32, 8, 2, 8, 8},         {64, 8, 4, 8, 8},

@@ -1,4 +1,4 @@
-// scaled_dot_product_attention (MODULES.md §11, §14), its packed-heads entry, and the
+// scaled_dot_product_attention (docs/modules.md §11, §14), its packed-heads entry, and the
 // spatial <-> token helpers.
 #include "cvattn/functional/attention.hpp"
 
@@ -144,7 +144,7 @@ TEST(ScaledDotProductAttention, PackedHeadsMatchPyTorch) {
   }
 }
 
-// MODULES.md §14 with scale = 1: the 8-d.p. outputs (the spec states them within 1e-6).
+// docs/modules.md §14 with scale = 1: the 8-d.p. outputs (the spec states them within 1e-6).
 TEST(ScaledDotProductAttention, SeedWorkedExample) {
   Tensor q, k, v;
   seed_qkv(q, k, v);
@@ -164,7 +164,7 @@ TEST(ScaledDotProductAttention, SeedWorkedExample) {
   }
 }
 
-// MODULES.md §11: the seed example with the default scale 1/sqrt(3) (4 d.p. in the spec).
+// docs/modules.md §11: the seed example with the default scale 1/sqrt(3) (4 d.p. in the spec).
 TEST(ScaledDotProductAttention, SeedExampleWithDefaultScale) {
   Tensor q, k, v;
   seed_qkv(q, k, v);

@@ -1,4 +1,4 @@
-// deform_conv2d and sampling_positions against torchvision fixtures, the MODULES.md §10.1
+// deform_conv2d and sampling_positions against torchvision fixtures, the docs/modules.md §10.1
 // worked examples, a direct transcription of the §10.1 formula, and their invariants.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -48,7 +48,7 @@ Tensor worked_input() {
   return Tensor::from_vector({1, 1, 3, 3}, {1, 2, 3, 4, 5, 6, 7, 8, 9});
 }
 
-// MODULES.md §10.1 transcribed literally, accumulating in double.
+// docs/modules.md §10.1 transcribed literally, accumulating in double.
 Tensor naive_deform_conv2d(const Tensor& input, const Tensor& offset, const Tensor& weight,
                            const Tensor& bias, const Tensor& mask, Pair2 s, Pair2 p, Pair2 d) {
   const std::int64_t n = input.dim(0), cin = input.dim(1), h = input.dim(2), w = input.dim(3);

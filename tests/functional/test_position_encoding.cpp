@@ -1,4 +1,4 @@
-// DETR sine position encoding (MODULES.md §13), learned tables, Swin relative position bias.
+// DETR sine position encoding (docs/modules.md §13), learned tables, Swin relative position bias.
 #include "cvattn/functional/position_encoding.hpp"
 
 #include <gmock/gmock.h>

@@ -101,7 +101,7 @@ TEST(SamplingFixtures, CoverTheOptionSpace) {
 }
 
 // ----------------------------------------------------------------------------------------------
-// MODULES.md §8.5 worked examples, literally.
+// docs/modules.md §8.5 worked examples, literally.
 
 Tensor example_input() { return Tensor::from_vector({1, 1, 2, 3}, {1, 2, 3, 4, 5, 6}); }
 
@@ -189,7 +189,7 @@ TEST(GridSample, NonFiniteGridFollowsTheX86Kernel) {
 }
 
 // ----------------------------------------------------------------------------------------------
-// MODULES.md §7 worked example and the identity round trip.
+// docs/modules.md §7 worked example and the identity round trip.
 
 TEST(AffineGrid, WorkedExample) {
   const Tensor identity = Tensor::from_vector({1, 2, 3}, {1, 0, 0, 0, 1, 0});

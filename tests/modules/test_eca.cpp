@@ -80,7 +80,7 @@ TEST(Eca, MatchesTimm) {
 }
 
 TEST(Eca, KernelSizeFromChannels) {
-  // MODULES.md §1.1 ECA column and §3 ranges (gamma 2, beta 1).
+  // docs/modules.md §1.1 ECA column and §3 ranges (gamma 2, beta 1).
   const std::pair<std::int64_t, std::int64_t> table[] = {
       {16, 3},  {32, 3},  {64, 3},   {72, 3},   {96, 3},    {127, 3},   {128, 5},  {192, 5},
       {200, 5}, {256, 5}, {320, 5},  {512, 5},  {1024, 5},  {2047, 5},  {2048, 7}, {32767, 7},
@@ -97,7 +97,7 @@ TEST(Eca, KernelSizeFromChannels) {
 }
 
 TEST(Eca, WorkedExample) {
-  // MODULES.md §3: s = [1, 2, 3, 4], weight [0.5, 1, -1] -> u = [-1, -0.5, 0, 5.5].
+  // docs/modules.md §3: s = [1, 2, 3, 4], weight [0.5, 1, -1] -> u = [-1, -0.5, 0, 5.5].
   Eca eca(EcaOptions().kernel_size(3));
   StateDict d;
   d.set("conv.weight", Tensor::from_vector({1, 1, 3}, {0.5f, 1.0f, -1.0f}));

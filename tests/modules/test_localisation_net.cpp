@@ -1,4 +1,4 @@
-// LocalisationNet (MODULES.md §9) against torch nets of other layouts than the tutorial's
+// LocalisationNet (docs/modules.md §9) against torch nets of other layouts than the tutorial's
 // (tests/fixtures/stn_parts.py) and the tutorial's own (tests/fixtures/stn.py).
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

@@ -1,4 +1,4 @@
-// MultiheadAttention against torch.nn.MultiheadAttention(batch_first=True) (MODULES.md §12),
+// MultiheadAttention against torch.nn.MultiheadAttention(batch_first=True) (docs/modules.md §12),
 // fixtures from tests/fixtures/mha.py.
 #include "cvattn/modules/multihead_attention.hpp"
 

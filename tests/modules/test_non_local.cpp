@@ -1,4 +1,4 @@
-// NonLocalAttn against timm's block (MODULES.md §6), fixtures from tests/fixtures/non_local.py.
+// NonLocalAttn against timm's block (docs/modules.md §6), fixtures from tests/fixtures/non_local.py.
 #include "cvattn/modules/non_local.hpp"
 
 #include <gmock/gmock.h>

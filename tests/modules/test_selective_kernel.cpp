@@ -132,13 +132,13 @@ TEST(SelectiveKernel, DerivedConfigurationFollowsTimm) {
   EXPECT_EQ(paths[1].kernel_size, 5);
   EXPECT_EQ(paths[1].dilation, 1);
   EXPECT_EQ(paths[1].padding, 2);
-  // Padding ((stride - 1) + dilation * (k - 1)) // 2 (MODULES.md §1.2).
+  // Padding ((stride - 1) + dilation * (k - 1)) // 2 (docs/modules.md §1.2).
   paths = SelectiveKernelOptions(8).stride(2).dilation(2).paths();
   EXPECT_EQ(paths[0].dilation, 2);
   EXPECT_EQ(paths[0].padding, 2);  // (1 + 4) // 2
   EXPECT_EQ(paths[1].dilation, 4);
   EXPECT_EQ(paths[1].padding, 4);  // (1 + 8) // 2
-  // Attention width: the SK column of MODULES.md §1.1.
+  // Attention width: the SK column of docs/modules.md §1.1.
   for (const auto& [c, a] : std::vector<std::pair<std::int64_t, std::int64_t>>{
            {16, 8}, {64, 8}, {128, 8}, {192, 16}, {256, 16}, {320, 24}, {512, 32}, {2048, 128}}) {
     EXPECT_EQ(SelectiveKernelOptions(c).attn_channels(), a) << c;

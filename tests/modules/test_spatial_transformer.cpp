@@ -1,4 +1,4 @@
-// SpatialTransformer / StnClassifier (MODULES.md §9) against the PyTorch tutorial Net
+// SpatialTransformer / StnClassifier (docs/modules.md §9) against the PyTorch tutorial Net
 // (tests/fixtures/stn.py).
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

@@ -1,12 +1,15 @@
 // The attention samples run on the bundled assets (their defaults) into a scratch folder and
 // write every promised PNG, of the expected size and not blank; their numbers on the bundled
-// synthetic images match PyTorch's (assets/synthetic/annotations.json); --help and bad options
-// behave. One ctest entry per sample (sample_attention_demo, ...) filters this suite.
+// Fashion-MNIST and synthetic images match PyTorch's (assets/fashion/labels.json,
+// assets/synthetic/annotations.json); --help and bad options behave. One ctest entry per sample (sample_attention_demo, ...) filters this suite.
+#include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <string>
 #include <vector>
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include "support/samples.hpp"
 
@@ -28,7 +31,7 @@ std::vector<std::string> synthetic_stems() {
 // ---- attention_demo -----------------------------------------------------------------------
 
 TEST_F(SampleTest, AttentionDemoWritesPanelsSheetsAndIndex) {
-  const SampleRun r = run("attention_demo", out_arg());
+  const SampleRun r = run("attention_demo", "--model=shapes " + out_arg());
   ASSERT_EQ(r.exit_code, 0) << r.err;
   // 10 panels for photos (with the fully convolutional gate), 9 for the 64x64 images, 4 columns
   // of 320x256 cells with 24-pixel labels: 3 rows either way.
@@ -54,10 +57,53 @@ TEST_F(SampleTest, AttentionDemoWritesPanelsSheetsAndIndex) {
             std::string::npos)
       << r.out;
   EXPECT_NE(r.err.find("20/20"), std::string::npos) << "progress bar: " << r.err;
+  // One prediction line per image.
+  EXPECT_NE(r.out.find("chelsea.jpg: predicted stripes_"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(", no label"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("shape_00.png: predicted stripes_"), std::string::npos) << r.out;
+}
+
+// The default: the Fashion-MNIST CNN on the bundled test images, with PyTorch's predictions
+// (assets/fashion/labels.json), a CAM, CBAM's spatial gate and the three gates' bar charts.
+TEST_F(SampleTest, AttentionDemoFashionByDefault) {
+  const SampleRun r = run("attention_demo", out_arg());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::ifstream in(std::string(CVATTN_ASSETS_DIR) + "/fashion/labels.json");
+  const nlohmann::json labels = nlohmann::json::parse(in);
+  const auto& classes = labels.at("classes");
+  int right = 0, images = 0;
+  for (const auto& [name, entry] : labels.items()) {
+    if (name == "classes") continue;
+    ++images;
+    const std::string stem = name.substr(0, name.size() - 4);
+    const int label = entry.at("label").get<int>();
+    const int pred = entry.at("fashion_cnn_prediction").get<int>();
+    right += label == pred;
+    const std::string line = name + ": predicted " + classes.at(pred).get<std::string>() + " (p ";
+    const auto at = r.out.find(line);
+    ASSERT_NE(at, std::string::npos) << line << "\n" << r.out;
+    const std::string verdict = ", label " + classes.at(label).get<std::string>() +
+                                (label == pred ? " ok" : " WRONG");
+    EXPECT_EQ(r.out.substr(r.out.find(')', at) + 1, verdict.size()), verdict) << name;
+    for (const char* panel : {"input", "cam", "cbam_spatial"}) {
+      expect_picture(out() / stem / (std::string(panel) + ".png"), {256, 256});
+    }
+    for (const char* chart : {"se_channels", "sk_paths", "cbam_channels"}) {
+      expect_picture(out() / stem / (std::string(chart) + ".png"), {320, 256});
+    }
+    expect_picture(out() / (stem + "_sheet.png"), {3 * 320, 2 * (256 + 24)});
+  }
+  EXPECT_EQ(images, 30);
+  expect_picture(out() / "index.png");
+  char figure[96];
+  std::snprintf(figure, sizeof figure, "30 labelled images: accuracy %.2f %% (%d)",
+                100.0 * right / 30, right);
+  EXPECT_NE(r.out.find(figure), std::string::npos) << figure << "\n" << r.out;
+  EXPECT_NE(r.out.find("wrote 30 contact sheets, "), std::string::npos) << r.out;
 }
 
 TEST_F(SampleTest, AttentionDemoStatsOnlyOnOneFolderWritesNothing) {
-  const SampleRun r = run("attention_demo", out_arg() + " --stats-only --input='" +
+  const SampleRun r = run("attention_demo", out_arg() + " --model=shapes --stats-only --input='" +
                                           std::string(CVATTN_ASSETS_DIR) + "/synthetic'");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("accuracy 100.00 %"), std::string::npos) << r.out;
@@ -70,7 +116,8 @@ TEST_F(SampleTest, AttentionDemoOptions) {
   for (const char* key : {"--input", "--output", "--colormap", "--alpha", "--stats-only"}) {
     EXPECT_NE(help.out.find(key), std::string::npos) << key;
   }
-  const std::string one = "--input='" + std::string(CVATTN_ASSETS_DIR) + "/synthetic/shape_03.png'";
+  const std::string one =
+      "--model=shapes --input='" + std::string(CVATTN_ASSETS_DIR) + "/synthetic/shape_03.png'";
   const SampleRun jet = run("attention_demo", out_arg() + " " + one + " --colormap=jet --alpha=0.3");
   ASSERT_EQ(jet.exit_code, 0) << jet.err;
   expect_picture(out() / "shape_03_sheet.png", {1280, 840});

@@ -1,5 +1,5 @@
 #pragma once
-// Running the cvattn binary from end-to-end tests (shared/spec/CLI.md): a GoogleTest fixture
+// Running the cvattn binary from end-to-end tests (docs/cli.md): a GoogleTest fixture
 // with a private scratch folder, run(args) capturing exit status, stdout and stderr, and the
 // contract's check for input errors (exit 2, one stderr line "cvattn: error: ...", no stdout).
 // run(args) needs CVATTN_TOOL; run_program(binary, args) runs any program (the samples).

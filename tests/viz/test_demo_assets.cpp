@@ -1,6 +1,6 @@
 // The trained demo assets (tools/train/ -> assets/): files load with cvattn's readers, carry the
 // keys and shapes their model cards promise, and the STN check pair is reproduced from the
-// weights by a naive float64 re-implementation of the tutorial network (MODULES.md section 9),
+// weights by a naive float64 re-implementation of the tutorial network (docs/modules.md section 9),
 // independent of cvattn's kernels.
 #include <cmath>
 #include <filesystem>

@@ -420,7 +420,7 @@ TEST(BarChart, RejectsBadInput) {
 
 // ---- draw_grid_outline ------------------------------------------------------------------------
 
-// affine_grid of the identity theta (MODULES.md 7): x_w = (2w + 1)/W - 1 without align_corners,
+// affine_grid of the identity theta (docs/modules.md 7): x_w = (2w + 1)/W - 1 without align_corners,
 // -1 + 2w/(W-1) with it.
 Tensor identity_grid(int n, int h, int w, bool align_corners) {
   Tensor g = Tensor::empty({n, h, w, 2});
@@ -589,7 +589,7 @@ TEST(DrawSamplingPoints, RejectsBadInput) {
 }
 
 TEST(DeformSamplingPositions, FollowsTheTorchvisionLayout) {
-  // MODULES.md 10.1 worked example: 3x3 kernel, padding 1, output (1, 1); channel 0 (tap 0 dy)
+  // docs/modules.md 10.1 worked example: 3x3 kernel, padding 1, output (1, 1); channel 0 (tap 0 dy)
   // = +0.5 and channel 9 (tap 4 dx) = +1.
   Tensor offset = Tensor::zeros({1, 18, 3, 3});
   offset[(0 * 3 + 1) * 3 + 1] = 0.5f;

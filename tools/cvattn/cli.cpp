@@ -1,4 +1,4 @@
-// The cvattn command-line tool as a library: the contract is shared/spec/CLI.md.
+// The cvattn command-line tool as a library: the contract is docs/cli.md.
 #include "cli.hpp"
 
 #include <algorithm>
@@ -24,6 +24,7 @@
 #include "cvattn/io/npy.hpp"
 #include "cvattn/io/safetensors.hpp"
 #include "cvattn/version.hpp"
+#include "batch.hpp"
 
 namespace cvattn::cli {
 namespace {
@@ -32,6 +33,9 @@ constexpr const char* kUsage =
     "usage: cvattn run OP [--in NAME=FILE.npy]... [--weights FILE.safetensors]\n"
     "                     [--set KEY=VALUE]... [--out NAME=FILE.npy]...\n"
     "                     [--repeat R] [--threads T]\n"
+    "       cvattn run OP --list FILE [--shard I/N] [--in NAME=FILE.npy]... [--weights W]\n"
+    "                     [--set KEY=VALUE]... --out NAME=DIR/{}.npy...   (batch: one job per\n"
+    "                     line of FILE, {} = the stem of the job's first input; docs/batch.md)\n"
     "       cvattn list          one line per op: name, inputs, outputs, settings\n"
     "       cvattn info          version, OpenCV/Eigen versions, OpenMP threads, SIMD level\n"
     "       cvattn --help | cvattn run --help | cvattn run OP --help\n";
@@ -209,6 +213,14 @@ RunPlan parse_run(const std::vector<std::string>& args, bool& help) {
     } else if (flag == "--threads") {
       // More threads than this makes OpenMP abort or crash while creating them.
       plan.threads = positive(value, "--threads", kMaxThreads);
+    } else if (flag == "--list") {  // batch mode, batch.hpp
+      if (!plan.list_file.empty()) throw UsageError("--list given twice");
+      if (value.empty()) throw UsageError("--list needs a file");
+      plan.list_file = value;
+    } else if (flag == "--shard") {
+      if (!plan.shard.empty()) throw UsageError("--shard given twice");
+      (void)parse_shard(value);
+      plan.shard = value;
     } else {
       throw UsageError("unknown option '" + flag + "' (see cvattn run " + op.name + " --help)");
     }
@@ -226,8 +238,11 @@ RunPlan parse_run(const std::vector<std::string>& args, bool& help) {
                        (names.empty() ? "none" : names) + ")");
     }
   }
+  if (!plan.shard.empty() && plan.list_file.empty()) {
+    throw UsageError("--shard needs --list FILE");
+  }
   for (const auto& s : op.inputs) {
-    if (!s.optional && !plan.in_files.count(s.name)) {
+    if (plan.list_file.empty() && !s.optional && !plan.in_files.count(s.name)) {
       throw UsageError("op '" + op.name + "' needs --in " + s.name + "=FILE.npy " + s.shape);
     }
   }
@@ -262,6 +277,10 @@ Command print(std::string text) {
 }
 
 int execute(const RunPlan& plan, std::ostream& out) {
+  if (!plan.list_file.empty()) {  // batch mode: the jobs of this shard, one after the other
+    for (const RunPlan& job : expand_batch(plan, read_real_file)) execute(job, out);
+    return 0;
+  }
   const OpSpec& op = *plan.op;
   if (plan.threads > 0) set_num_threads(static_cast<int>(plan.threads));
   const Invocation inv = load_invocation(plan, read_real_file);

@@ -29,6 +29,8 @@ struct RunPlan {
   std::int64_t repeat = 0;                       // 0: no timing
   std::int64_t threads = 0;                      // 0: OpenMP's default
   std::optional<Settings> settings;              // always set by parse_command for a run
+  std::string list_file;                         // batch mode (batch.hpp): one job per line
+  std::string shard;                             // batch mode: "I/N", empty: every job
 };
 
 // A parsed command line: either text for stdout (help, list, info, --version) or a run.

@@ -1,4 +1,4 @@
-// The cvattn command-line tool: the contract is shared/spec/CLI.md; the work is in cli.cpp.
+// The cvattn command-line tool: the contract is docs/cli.md; the work is in cli.cpp.
 #include <iostream>
 #include <string>
 #include <vector>

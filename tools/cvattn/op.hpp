@@ -1,5 +1,5 @@
 #pragma once
-// What one `cvattn run OP` operation declares (its inputs, settings and outputs, as CLI.md
+// What one `cvattn run OP` operation declares (its inputs, settings and outputs, as docs/cli.md
 // tabulates them) and how it runs. Each op lives in ops/<op>.cpp; registry.cpp lists them.
 #include <functional>
 #include <map>

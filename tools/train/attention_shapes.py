@@ -227,7 +227,7 @@ class ModulatedDeformConv2dPack(nn.Module):
 
 def deform_conv2d_by_grid_sample(x, offset, weight, bias, padding, mask):
     """torchvision.ops.deform_conv2d (stride 1, dilation 1, one offset group) rebuilt from
-    grid_sample, whose CPU backward is far faster than torchvision's; MODULES.md 10.1: the
+    grid_sample, whose CPU backward is far faster than torchvision's; docs/modules.md 10.1: the
     bilinear rule is grid_sample's zeros padding with align_corners=True in pixel units. Used for
     training only; inference and every exported number use torchvision's op."""
     b, c, h, w = x.shape

@@ -33,7 +33,7 @@ TEST_REPEATS = 3
 
 
 class Net(nn.Module):
-    """The tutorial's Net, verbatim in structure and parameter names (MODULES.md section 9)."""
+    """The tutorial's Net, verbatim in structure and parameter names (docs/modules.md section 9)."""
 
     def __init__(self, use_stn=True):
         super().__init__()

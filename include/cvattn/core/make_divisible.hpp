@@ -1,6 +1,6 @@
 #pragma once
 // make_divisible: timm's rule (layers/helpers.py) for the reduced width of an attention
-// bottleneck, e.g. SEModule's R = make_divisible(C / 16, 8, 0, 0.0). MODULES.md §1.1.
+// bottleneck, e.g. SEModule's R = make_divisible(C / 16, 8, 0, 0.0). docs/modules.md §1.1.
 #include <cmath>
 #include <cstdint>
 

@@ -1,6 +1,6 @@
 #pragma once
 // Scaled dot-product attention (PyTorch `torch.nn.functional.scaled_dot_product_attention`,
-// MODULES.md §11) and the spatial <-> token helpers used around it.
+// docs/modules.md §11) and the spatial <-> token helpers used around it.
 //
 //   P   = softmax(Q K^T * scale + mask)      over the key axis
 //   out = P V
@@ -54,7 +54,7 @@ struct AttentionResult {
     const Tensor& query, const Tensor& key, const Tensor& value, const Tensor& attn_mask = {},
     const SdpaOptions& options = {});
 
-// The per-head entry MultiheadAttention uses (MODULES.md §12 steps 3-7) without copying heads
+// The per-head entry MultiheadAttention uses (docs/modules.md §12 steps 3-7) without copying heads
 // out: the H heads are column blocks of the packed projections, head h of query being
 // query[b, :, h*E:(h+1)*E].
 //   query [B, L, H*E], key [B, S, H*E], value [B, S, H*Ev]  (E = query.dim(-1) / num_heads)
@@ -68,7 +68,7 @@ struct AttentionResult {
     const Tensor& query, const Tensor& key, const Tensor& value, std::int64_t num_heads,
     const Tensor& attn_mask = {}, const SdpaOptions& options = {});
 
-// x [N, C, H, W] -> tokens [N, H*W, C] (token index h*W + w, MODULES.md §0.1).
+// x [N, C, H, W] -> tokens [N, H*W, C] (token index h*W + w, docs/modules.md §0.1).
 [[nodiscard]] CVATTN_EXPORT Tensor flatten_spatial(const Tensor& x);
 // tokens [N, H*W, C] -> [N, C, H, W]; ShapeError when the middle dim is not H*W.
 [[nodiscard]] CVATTN_EXPORT Tensor unflatten_spatial(const Tensor& tokens, std::int64_t height,

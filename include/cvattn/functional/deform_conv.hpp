@@ -1,6 +1,6 @@
 #pragma once
 // Deformable convolution: torchvision.ops.deform_conv2d (DCNv1 without a mask, DCNv2 with one)
-// on NCHW float32 tensors (MODULES.md §10.1), and the sampling positions it reads.
+// on NCHW float32 tensors (docs/modules.md §10.1), and the sampling positions it reads.
 #include <cstdint>
 #include <vector>
 

@@ -1,5 +1,5 @@
 #pragma once
-// Position encodings for 2-D feature maps: DETR's fixed sine encoding (MODULES.md §13), a
+// Position encodings for 2-D feature maps: DETR's fixed sine encoding (docs/modules.md §13), a
 // learned absolute table, and Swin's relative position bias.
 #include <cstdint>
 #include <optional>

@@ -1,5 +1,5 @@
 #pragma once
-// Cbam: timm's CbamModule (layers/cbam.py), MODULES.md §4: channel attention, then spatial
+// Cbam: timm's CbamModule (layers/cbam.py), docs/modules.md §4: channel attention, then spatial
 // attention computed from the channel-refined tensor.
 //
 //   channel:  g = gate(MLP(mean_hw x) + MLP(max_hw x)),  MLP = fc2(ReLU(fc1(.))) shared

@@ -1,6 +1,6 @@
 #pragma once
 // DeformConv2d: mmcv's DeformConv2dPack (DCNv1) and ModulatedDeformConv2dPack (DCNv2), a
-// deformable convolution with its own offset-predicting conv `conv_offset` (MODULES.md §10.2,
+// deformable convolution with its own offset-predicting conv `conv_offset` (docs/modules.md §10.2,
 // §10.3). state_dict keys, exactly mmcv's:
 //   weight [out, in/groups, kh, kw]
 //   bias [out]                               (DCNv2 only, optional; DCNv1 never has one)

@@ -1,5 +1,5 @@
 #pragma once
-// Eca: timm's EcaModule (layers/eca.py), Efficient Channel Attention, MODULES.md §3.
+// Eca: timm's EcaModule (layers/eca.py), Efficient Channel Attention, docs/modules.md §3.
 //
 //   s = mean_hw(x)                            viewed as a 1-channel signal of length C
 //   g = gate(conv1d(s))                       k taps, zero padding (k-1)/2, no bias

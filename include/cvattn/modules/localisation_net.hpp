@@ -34,7 +34,7 @@ class CVATTN_EXPORT LocalisationNet final : public UnaryModule {
   LocalisationNet(std::shared_ptr<Sequential> features, std::shared_ptr<Sequential> regressor,
                   const LocalisationNetOptions& options = {});
 
-  // The tutorial's layers (MODULES.md §9): localization = Conv2d(1,8,7), MaxPool2d(2), ReLU,
+  // The tutorial's layers (docs/modules.md §9): localization = Conv2d(1,8,7), MaxPool2d(2), ReLU,
   // Conv2d(8,10,5), MaxPool2d(2), ReLU; fc_loc = Linear(90,32), ReLU, Linear(32,6); identity
   // initialised (the other weights are zero).
   [[nodiscard]] static std::shared_ptr<LocalisationNet> tutorial();

@@ -1,5 +1,5 @@
 #pragma once
-// MultiheadAttention: torch.nn.MultiheadAttention(batch_first=True), MODULES.md §12.
+// MultiheadAttention: torch.nn.MultiheadAttention(batch_first=True), docs/modules.md §12.
 //
 //   Q = query Wq^T + bq,  K = key Wk^T + bk,  V = value Wv^T + bv          [B, L|S, E]
 //   head h = feature columns [h*d, (h+1)*d), d = E / num_heads

@@ -1,5 +1,5 @@
 #pragma once
-// NonLocalAttn: timm's non-local block (layers/non_local_attn.py), MODULES.md §6. Embedded-
+// NonLocalAttn: timm's non-local block (layers/non_local_attn.py), docs/modules.md §6. Embedded-
 // Gaussian self-attention over all H*W positions with a residual connection:
 //
 //   T, P, G = conv_t(x), conv_p(x), conv_g(x)      1x1 convs with bias, [N, R, H, W]

@@ -1,5 +1,5 @@
 #pragma once
-// SelectiveKernel: timm's SelectiveKernel (layers/selective_kernel.py, SKNet), MODULES.md §5.
+// SelectiveKernel: timm's SelectiveKernel (layers/selective_kernel.py, SKNet), docs/modules.md §5.
 //
 //   x_p = split_input ? x[:, p*Cin_p : (p+1)*Cin_p] : x        p = 0..P-1
 //   f_p = ReLU(BN_p(conv_p(x_p)))                              [N, Cout, Ho, Wo]

@@ -1,5 +1,5 @@
 #pragma once
-// Spatial transformer network (Jaderberg et al., 2015; MODULES.md §9): a LocalisationNet regresses
+// Spatial transformer network (Jaderberg et al., 2015; docs/modules.md §9): a LocalisationNet regresses
 // an affine theta from the image, an AffineGridGenerator maps the output lattice through it and a
 // BilinearSampler resamples the input there. By default the localisation net is the official
 // PyTorch tutorial's; any other LocalisationNet can be given. StnClassifier is the tutorial's whole

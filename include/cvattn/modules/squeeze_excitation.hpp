@@ -1,5 +1,5 @@
 #pragma once
-// SqueezeExcitation: timm's SEModule (layers/squeeze_excite.py), MODULES.md §2.
+// SqueezeExcitation: timm's SEModule (layers/squeeze_excite.py), docs/modules.md §2.
 //
 //   s = mean_hw(x)                  (add_maxpool: 0.5 * mean + 0.5 * max)
 //   g = gate(fc2(ReLU(bn(fc1(s)))))  fc1: C -> R, fc2: R -> C (1x1 convs), bn optional

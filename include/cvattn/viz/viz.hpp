@@ -129,7 +129,7 @@ struct CVATTN_EXPORT DeformSamplingOptions {
   CVATTN_ARG(std::int64_t, offset_group) = 0;  // which offset group's taps
 };
 // The absolute sampling positions (y, x) [P, K, 2] of output pixels `outputs` (x = column,
-// y = row) from a deformable conv's offset map [N, 2*G*K, Ho, Wo] (MODULES.md 10.1 layout):
+// y = row) from a deformable conv's offset map [N, 2*G*K, Ho, Wo] (docs/modules.md 10.1 layout):
 // p = (oy*sh - ph + i*dh + dy, ox*sw - pw + j*dw + dx). Feed it to draw_sampling_points together
 // with the output pixels' own positions (oy*sh - ph + dh*(kh-1)/2, same for x).
 [[nodiscard]] CVATTN_EXPORT Tensor deform_sampling_positions(

@@ -1,4 +1,4 @@
-// scaled_dot_product_attention and position_encoding (MODULES.md §11, §13): functional ops.
+// scaled_dot_product_attention and position_encoding (docs/modules.md §11, §13): functional ops.
 #include "cvattn/functional/attention.hpp"
 #include "cvattn/functional/position_encoding.hpp"
 #include "ops/ops.hpp"

@@ -1,4 +1,4 @@
-// affine_grid, grid_sample and grid_sample_backward (MODULES.md §7-8) over the functional kernels;
+// affine_grid, grid_sample and grid_sample_backward (docs/modules.md §7-8) over the functional kernels;
 // 5-D input / 3-D theta run the volumetric forms (functional/sampling3d.hpp).
 #include "cvattn/functional/sampling.hpp"
 #include "ops/ops.hpp"
