@@ -253,10 +253,15 @@ AttentionResult generalized_attention(const Tensor& x, const GeneralizedAttentio
     mmap(eb, lq, sk).noalias() = cmap(qrow, lq, e) * kh;
   });
   // Position terms (1, 3) and the spatial range, row by row.
-  detail::parallel_chunks(s.n * heads * lq, [&](std::int64_t begin, std::int64_t end) {
-    std::vector<float> gq(static_cast<std::size_t>(e));
-    std::vector<float> ex(static_cast<std::size_t>(wk)), ey(static_cast<std::size_t>(hk));
-    for (std::int64_t row = begin; row < end; ++row) {
+  // Per-thread scratch, allocated before the parallel region (which must not throw).
+  const std::int64_t rows = s.n * heads * lq, width = e + wk + hk;
+  const std::int64_t threads = std::max<std::int64_t>(1, std::min<std::int64_t>(detail::max_threads(), rows));
+  Tensor scratch = Tensor::empty({threads, width});
+  detail::parallel_for(threads, [&](std::int64_t th) {
+    float* gq = scratch.data() + th * width;
+    float* ex = gq + e;
+    float* ey = ex + wk;
+    for (std::int64_t row = rows * th / threads; row < rows * (th + 1) / threads; ++row) {
       const std::int64_t i = row % lq, head = (row / lq) % heads, n = row / (lq * heads);
       const std::int64_t yi = i / wq, xi = i % wq;
       float* er = ep + row * sk;
@@ -266,7 +271,7 @@ AttentionResult generalized_attention(const Tensor& x, const GeneralizedAttentio
         const float* qy = nullptr;  // ... and the vertical ones
         if (t[1] && t[3]) {
           for (std::int64_t c = 0; c < e; ++c) gq[c] = qi[c] + gb[head * e + c];
-          qx = qy = gq.data();
+          qx = qy = gq;
         } else if (t[1]) {
           qx = qi;
           // mmcv's '0100' branch: the query at (h = xi, w = yi) meets row yi's embeddings.

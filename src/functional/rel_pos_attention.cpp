@@ -1,5 +1,6 @@
 #include "cvattn/functional/rel_pos_attention.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -303,11 +304,17 @@ Tensor lambda_rel_pos_attention(const Tensor& q, const Tensor& k, const Tensor& 
   const float* vp = v.data();
   const float* qp = q.data();
   float* op = out.data();
-  detail::parallel_chunks(d.n * m, [&](std::int64_t begin, std::int64_t end) {
+  // Per-thread scratch, allocated before the parallel region (which must not throw).
+  const std::int64_t rows = d.n * m;
+  const std::int64_t threads = std::max<std::int64_t>(1, std::min<std::int64_t>(detail::max_threads(), rows));
+  Tensor scratch = Tensor::empty({threads, m * d.k + d.v * d.k});
+  detail::parallel_for(threads, [&](std::int64_t t) {
     using detail::attn::cmap;
-    detail::attn::RowMat emb(m, d.k);  // rows n: pos_emb at (y_n - y_m, x_n - x_m)
-    detail::attn::RowMat lam(d.v, d.k);
-    for (std::int64_t bm = begin; bm < end; ++bm) {
+    using detail::attn::mmap;
+    float* base = scratch.data() + t * (m * d.k + d.v * d.k);
+    auto emb = mmap(base, m, d.k);  // rows n: pos_emb at (y_n - y_m, x_n - x_m)
+    auto lam = mmap(base + m * d.k, d.v, d.k);
+    for (std::int64_t bm = rows * t / threads; bm < rows * (t + 1) / threads; ++bm) {
       const std::int64_t b = bm / m, i = bm % m, ym = i / d.w, xm = i % d.w;
       for (std::int64_t n = 0; n < m; ++n) {
         const std::int64_t yn = n / d.w, xn = n % d.w;
