@@ -168,7 +168,7 @@ TEST_F(DnnOnnx, MalformedAttributesAreRefusedNamingTheNode) {
 // a suite nobody here wrote, through cv::dnn + cvattn.
 
 TEST_F(DnnOnnx, OnnxBackendNodeTestsPass) {
-  const auto cases = test::fixtures_in("onnx_node");
+  const auto cases = test::fixtures_in("onnx_node", "test_");
   ASSERT_EQ(cases.size(), 26u);
   int grid_sample = 0, volumetric = 0, affine = 0, deform = 0, ties = 0;
   for (const Fixture& fx : cases) {
@@ -206,6 +206,27 @@ TEST_F(DnnOnnx, OnnxBackendNodeTestsPass) {
   EXPECT_EQ(volumetric, 4);
   EXPECT_EQ(affine, 4);  // 2-D and 3-D, both align_corners, `size` made constant
   EXPECT_EQ(deform, 4);
+}
+
+// Bicubic with border padding, where ONNX's reference op (run by onnx_node.py) clamps the sample
+// point before the taps and PyTorch clamps each tap: cvattn gives PyTorch's values.
+TEST_F(DnnOnnx, BicubicBorderFollowsPyTorchNotTheOnnxReference) {
+  const auto cases = test::fixtures_in("onnx_node", "reference_bicubic_border_");
+  ASSERT_EQ(cases.size(), 2u);
+  for (const Fixture& fx : cases) {
+    SCOPED_TRACE(fx.name());
+    cv::dnn::Net net = cv::dnn::readNetFromONNX(fx.path("model.onnx"));
+    const Tensor y =
+        run(net, {{"X", fx.tensor("X")}, {"Grid", fx.tensor("Grid")}}, {"Y"}).at("Y");
+    EXPECT_TENSOR_NEAR(y, fx.tensor("Y"), test::Tolerance{});
+    const Tensor onnx = fx.tensor("Y_onnx");
+    int differ = 0;
+    for (std::int64_t i = 0; i < y.numel(); ++i) {
+      differ += std::abs(y[i] - onnx[i]) > 1e-4f + 1e-4f * std::abs(onnx[i]);
+    }
+    EXPECT_EQ(differ, fx.params().at("onnx_differs_from_torch").get<int>());
+    EXPECT_GT(differ, 0);
+  }
 }
 
 // ---------------------------------------------------------------------------------------------
