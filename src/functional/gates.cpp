@@ -287,6 +287,44 @@ Tensor upsample_nearest(const Tensor& x, Pair2 size) {
   return y;
 }
 
+Tensor scale_nearest(const Tensor& x, const Tensor& g) {
+  constexpr const char* kWhere = "scale_nearest";
+  check_rank(x, 4, "x", kWhere);
+  check_rank(g, 4, "g", kWhere);
+  const Tensor::Nchw s = x.nchw("x");
+  const Tensor::Nchw t = g.nchw("g");
+  CVATTN_CHECK(t.n == s.n && t.c == s.c && t.h >= 1 && t.w >= 1, ShapeError, kWhere,
+               ": tensor 'g' expected [", s.n, ", ", s.c, ", h, w] with h, w >= 1 (from 'x' ",
+               to_string(x.shape()), "), got ", to_string(g.shape()));
+  Tensor y = Tensor::empty(x.shape());
+  // The same source indices as upsample_nearest.
+  const float sh = static_cast<float>(t.h) / static_cast<float>(s.h);
+  const float sw = static_cast<float>(t.w) / static_cast<float>(s.w);
+  std::vector<std::int64_t> col(static_cast<std::size_t>(s.w));
+  for (std::int64_t ox = 0; ox < s.w; ++ox) {
+    col[static_cast<std::size_t>(ox)] = std::min(
+        static_cast<std::int64_t>(std::floor(static_cast<float>(ox) * sw)), t.w - 1);
+  }
+  const float* xp = x.data();
+  const float* gp = g.data();
+  float* yp = y.data();
+  const std::int64_t hw = s.h * s.w;
+  for_planes(s.n * s.c, hw, [&](std::int64_t p) {
+    const float* in = xp + p * hw;
+    const float* gate = gp + p * t.h * t.w;
+    float* out = yp + p * hw;
+    for (std::int64_t oy = 0; oy < s.h; ++oy) {
+      const std::int64_t iy =
+          std::min(static_cast<std::int64_t>(std::floor(static_cast<float>(oy) * sh)), t.h - 1);
+      const float* grow = gate + iy * t.w;
+      for (std::int64_t ox = 0; ox < s.w; ++ox) {
+        out[oy * s.w + ox] = in[oy * s.w + ox] * grow[col[static_cast<std::size_t>(ox)]];
+      }
+    }
+  });
+  return y;
+}
+
 std::pair<Tensor, Tensor> attention_pool(const Tensor& x, const Tensor& weight,
                                          const Tensor& bias) {
   constexpr const char* kWhere = "attention_pool";

@@ -151,10 +151,12 @@ Attended GatherExcite::run(const Tensor& x, bool keep_maps) const {
   if (g.dim(2) == 1 && g.dim(3) == 1) {
     out.output = F::scale_channels(x, g);
     if (keep_maps) out.maps.add(maps::kAttention, F::upsample_nearest(g, Pair2(s.h, s.w)));
-  } else {
+  } else if (keep_maps) {
     const Tensor up = F::upsample_nearest(g, Pair2(s.h, s.w));          // [N, C, H, W]
     out.output = F::multiply(x, up);
-    if (keep_maps) out.maps.add(maps::kAttention, up);
+    out.maps.add(maps::kAttention, up);
+  } else {
+    out.output = F::scale_nearest(x, g);  // the same products, the gate never upsampled
   }
   return out;
 }

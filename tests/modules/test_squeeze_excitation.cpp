@@ -218,8 +218,8 @@ TEST(SqueezeExcitation, RejectsInvalidOptions) {
               ThrowsMessage<ValueError>(HasSubstr("divisor must be in [1, 2^30], got 0")));
   EXPECT_THAT([] { SqueezeExcitation se(SqueezeExcitationOptions(64).rd_channels(-2)); },
               ThrowsMessage<ValueError>(HasSubstr("rd_channels must be >= 0")));
-  EXPECT_THAT([] { (void)parse_gate_layer("tanh"); },
-              ThrowsMessage<ValueError>(HasSubstr("unknown gate_layer 'tanh'")));
+  EXPECT_THAT([] { (void)parse_gate_layer("swish"); },
+              ThrowsMessage<ValueError>(HasSubstr("unknown gate_layer 'swish'")));
   EXPECT_THAT([] { (void)parse_norm_layer("layer_norm"); },
               ThrowsMessage<ValueError>(HasSubstr("unknown norm_layer 'layer_norm'")));
 }

@@ -51,6 +51,10 @@ namespace cvattn::functional {
 // (min(floor(oy * (h / H)), h - 1), ...) with the scale computed in float, as PyTorch does.
 [[nodiscard]] CVATTN_EXPORT Tensor upsample_nearest(const Tensor& x, Pair2 size);
 
+// y = x * upsample_nearest(g, (H, W)) for x [N, C, H, W], g [N, C, h, w], without storing the
+// upsampled gate (GatherExcite's output when no map is asked for).
+[[nodiscard]] CVATTN_EXPORT Tensor scale_nearest(const Tensor& x, const Tensor& g);
+
 // GlobalContext's attention pooling: logits[n, p] = sum_c weight[c] x[n, c, p] + bias,
 // a = softmax over the H*W positions p, context[n, c] = sum_p x[n, c, p] a[n, p].
 // x [N, C, H, W], weight [1, C, 1, 1], bias [1] -> (context [N, C], a [N, 1, H, W]).
