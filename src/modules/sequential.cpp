@@ -13,8 +13,9 @@ Sequential::Sequential(std::initializer_list<Named> modules) {
 }
 
 void Sequential::append(const std::string& name, std::shared_ptr<UnaryModule> module) {
-  CVATTN_CHECK(module != nullptr, ValueError, "Sequential: module ", layers_.size(), " ('", name,
-               "') is null");
+  const std::string index = std::to_string(layers_.size());
+  CVATTN_CHECK(module != nullptr, ValueError, "Sequential: module ", index, " is null",
+               name == index ? "" : " (named '" + name + "')");
   register_module(name, module);
   layers_.emplace_back(name, std::move(module));
 }

@@ -17,6 +17,7 @@
 // After loading, every BatchNorm is folded into the conv before it, so a path runs as one
 // conv with bias followed by ReLU.
 #include <cstdint>
+#include <initializer_list>
 #include <string>
 #include <vector>
 
@@ -45,6 +46,14 @@ class CVATTN_EXPORT SelectiveKernelOptions {
       const StateDict& dict, const std::vector<std::int64_t>& kernel_size = {3, 5},
       std::int64_t stride = 1, std::int64_t dilation = 1, bool split_input = true,
       bool keep_3x3 = true, std::int64_t in_channels = 0);
+  // Keeps `from_state_dict(dict, {3, 5})` unambiguous next to the prefix overload below.
+  [[nodiscard]] static SelectiveKernelOptions from_state_dict(
+      const StateDict& dict, std::initializer_list<std::int64_t> kernel_size,
+      std::int64_t stride = 1, std::int64_t dilation = 1, bool split_input = true,
+      bool keep_3x3 = true, std::int64_t in_channels = 0) {
+    return from_state_dict(dict, std::vector<std::int64_t>(kernel_size), stride, dilation,
+                           split_input, keep_3x3, in_channels);
+  }
   // The same from the keys under `prefix` (the library-wide order: dict, prefix, extras...).
   [[nodiscard]] static SelectiveKernelOptions from_state_dict(
       const StateDict& dict, const std::string& prefix,
