@@ -120,16 +120,18 @@ Tensor attention_rollout(const std::vector<Tensor>& attentions,
   const HeadFusion fusion = options.head_fusion();
 
   Tensor out = Tensor::empty({n, grid.h, grid.w});
-  // Scratch per sample, allocated before the parallel region: R, A, the product, the order.
-  std::vector<double> scratch(static_cast<std::size_t>(n * 3 * tt));
+  // Only row 0 of R = Â_L ... Â_1 is needed: r = e_0^T Â_L ... Â_1, a vector-matrix product
+  // per block taken from the last block back (T^2 per block instead of T^3).
+  // Scratch per sample, allocated before the parallel region: A, r, r's next value, the order.
+  std::vector<double> scratch(static_cast<std::size_t>(n * (tt + 2 * t)));
   std::vector<std::int64_t> order(static_cast<std::size_t>(discard > 0 ? n * tt : 0));
   cvattn::detail::parallel_for(n, [&](std::int64_t s) {
-    double* r = scratch.data() + s * 3 * tt;
-    double* a = r + tt;
-    double* p = a + tt;
-    for (std::int64_t i = 0; i < tt; ++i) r[i] = 0.0;
-    for (std::int64_t i = 0; i < t; ++i) r[i * t + i] = 1.0;
-    for (const Tensor& att : attentions) {
+    double* a = scratch.data() + s * (tt + 2 * t);
+    double* r = a + tt;
+    double* p = r + t;
+    for (std::int64_t j = 0; j < t; ++j) r[j] = j == 0 ? 1.0 : 0.0;
+    for (auto it = attentions.rbegin(); it != attentions.rend(); ++it) {
+      const Tensor& att = *it;
       const std::int64_t heads = att.dim(1);
       const float* src = att.data() + s * heads * tt;
       for (std::int64_t i = 0; i < tt; ++i) {
@@ -162,8 +164,9 @@ Tensor attention_rollout(const std::vector<Tensor>& attentions,
         for (std::int64_t j = 0; j < t; ++j) row[j] /= sum;
       }
       using Mat = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
-      Eigen::Map<Mat>(p, t, t).noalias() =
-          Eigen::Map<const Mat>(a, t, t) * Eigen::Map<const Mat>(r, t, t);  // P = Â R
+      using Row = Eigen::Matrix<double, 1, Eigen::Dynamic>;
+      Eigen::Map<Row>(p, t).noalias() =
+          Eigen::Map<const Row>(r, t) * Eigen::Map<const Mat>(a, t, t);  // r <- r Â_l
       std::swap(r, p);
     }
     double peak = 0.0;

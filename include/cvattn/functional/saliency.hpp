@@ -42,6 +42,7 @@ struct AttentionRolloutOptions {
 //   discard: the floor(r * T * T) smallest entries of A_l (per sample; ties: lower flat index
 //            first) are chosen and all of them except the [0, 0] entry set to 0
 //   Â_l = 0.5 * A_l + 0.5 * I, each row divided by its sum;     R = Â_L ... Â_1
+// (only row 0 of R is formed, as e_0^T Â_L ... Â_1: T^2 work per block)
 //   rollout[n] = R[n, 0, P:] as [gh, gw], divided by its maximum
 // Computed in double. ShapeError on inconsistent shapes, ValueError on bad options.
 [[nodiscard]] CVATTN_EXPORT Tensor attention_rollout(const std::vector<Tensor>& attentions,
