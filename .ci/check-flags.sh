@@ -19,7 +19,7 @@ for preset in flags-v4 flags-v2; do
   # uninitialised read: it must fail.
   cmd=$(ninja -C "build/$preset" -t commands cvattn | grep -m1 'functional/activation.cpp')
   probe="build/$preset/uninit_probe.cpp"
-  printf 'int probe(int c) { int v; if (c > 1) return 0; return v + c; }\n' > "$probe"
+  printf 'int probe(int c) { int v; return v + c; }\n' > "$probe"
   cmd=${cmd//-MD -MT */-o /dev/null -c $PWD/$probe}
   if (cd "build/$preset" && eval "$cmd") 2>/dev/null; then
     echo "check-flags: $preset: an uninitialised read compiled without error" >&2

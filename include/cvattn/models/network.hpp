@@ -23,7 +23,7 @@ inline constexpr const char* kCam = "cam";
 class CVATTN_EXPORT MappedModule : public UnaryModule {
  public:
   [[nodiscard]] Tensor forward(const Tensor& x) const override { return run(x, false).output; }
-  [[nodiscard]] virtual Attended forward_with_maps(const Tensor& x) const { return run(x, true); }
+  [[nodiscard]] Attended forward_with_maps(const Tensor& x) const override { return run(x, true); }
 
  protected:
   [[nodiscard]] virtual Attended run(const Tensor& x, bool keep_maps) const = 0;
@@ -57,7 +57,7 @@ class CVATTN_EXPORT Network : public UnaryModule {
   // x [N, 3, H, W] -> logits [N, num_classes].
   [[nodiscard]] Tensor forward(const Tensor& x) const override;
   // Logits plus every attention map by module path.
-  [[nodiscard]] Attended forward_with_maps(const Tensor& x) const;
+  [[nodiscard]] Attended forward_with_maps(const Tensor& x) const override;
   // Everything at once; keep_maps = false skips the maps (logits and features stay).
   [[nodiscard]] virtual NetworkOutput run(const Tensor& x, bool keep_maps = true) const = 0;
 

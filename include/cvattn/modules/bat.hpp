@@ -60,7 +60,7 @@ class CVATTN_EXPORT BatNonLocalAttn final : public UnaryModule {
   // x [N, C, H, W], H and W multiples of block_size -> [N, C, H, W].
   [[nodiscard]] Tensor forward(const Tensor& x) const override;
   // The same output plus maps "attention_p", "attention_q" [N, groups, b, b].
-  [[nodiscard]] Attended forward_with_maps(const Tensor& x) const;
+  [[nodiscard]] Attended forward_with_maps(const Tensor& x) const override;
 
   [[nodiscard]] std::string describe() const override;
   [[nodiscard]] const BatNonLocalAttnOptions& options() const noexcept { return options_; }

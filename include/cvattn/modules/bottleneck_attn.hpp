@@ -61,7 +61,7 @@ class CVATTN_EXPORT BottleneckAttn final : public UnaryModule {
   // x [N, dim, H, W] with (H, W) == feat_size -> [N, dim_out, H/stride, W/stride].
   [[nodiscard]] Tensor forward(const Tensor& x) const override;
   // The same output plus map "attention" [N, heads, H*W, H*W].
-  [[nodiscard]] Attended forward_with_maps(const Tensor& x) const;
+  [[nodiscard]] Attended forward_with_maps(const Tensor& x) const override;
 
   [[nodiscard]] std::string describe() const override;
   [[nodiscard]] const BottleneckAttnOptions& options() const noexcept { return options_; }

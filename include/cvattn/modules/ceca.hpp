@@ -51,7 +51,7 @@ class CVATTN_EXPORT Ceca final : public UnaryModule {
   // x [N, C, H, W], H, W >= 1, (k - 1) / 2 <= C -> y of that shape.
   [[nodiscard]] Tensor forward(const Tensor& x) const override;
   // The same output plus map "attention" [N, C].
-  [[nodiscard]] Attended forward_with_maps(const Tensor& x) const;
+  [[nodiscard]] Attended forward_with_maps(const Tensor& x) const override;
 
   [[nodiscard]] std::string describe() const override;
   [[nodiscard]] const CecaOptions& options() const noexcept { return options_; }

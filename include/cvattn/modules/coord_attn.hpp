@@ -60,7 +60,7 @@ class CVATTN_EXPORT CoordAttn final : public UnaryModule {
   // x [N, C, H, W], H, W >= 1 -> y of that shape.
   [[nodiscard]] Tensor forward(const Tensor& x) const override;
   // The same output plus maps "attention_h" [N, C, H] and "attention_w" [N, C, W].
-  [[nodiscard]] Attended forward_with_maps(const Tensor& x) const;
+  [[nodiscard]] Attended forward_with_maps(const Tensor& x) const override;
 
   [[nodiscard]] std::string describe() const override;
   [[nodiscard]] const CoordAttnOptions& options() const noexcept { return options_; }

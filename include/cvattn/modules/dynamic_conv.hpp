@@ -54,7 +54,7 @@ class CVATTN_EXPORT DynamicConv2d final : public UnaryModule {
   // x [N, Ci, H, W] (H, W >= 1) -> y [N, Co, Ho, Wo].
   [[nodiscard]] Tensor forward(const Tensor& x) const override;
   // The same output plus map "attention" [N, K] (pi).
-  [[nodiscard]] Attended forward_with_maps(const Tensor& x) const;
+  [[nodiscard]] Attended forward_with_maps(const Tensor& x) const override;
 
   [[nodiscard]] std::string describe() const override;
   [[nodiscard]] const DynamicConv2dOptions& options() const noexcept { return options_; }

@@ -44,7 +44,7 @@ class CVATTN_EXPORT EffectiveSqueezeExcitation final : public UnaryModule {
   // x [N, C, H, W] with H, W >= 1 -> y of that shape. ShapeError on any other shape.
   [[nodiscard]] Tensor forward(const Tensor& x) const override;
   // The same output plus map "attention" [N, C] (the gate g).
-  [[nodiscard]] Attended forward_with_maps(const Tensor& x) const;
+  [[nodiscard]] Attended forward_with_maps(const Tensor& x) const override;
 
   [[nodiscard]] std::string describe() const override;
   [[nodiscard]] const EffectiveSqueezeExcitationOptions& options() const noexcept {

@@ -69,7 +69,7 @@ class CVATTN_EXPORT GatherExcite final : public UnaryModule {
   // x [N, C, H, W], H, W >= 1 -> y of that shape.
   [[nodiscard]] Tensor forward(const Tensor& x) const override;
   // The same output plus map "attention" [N, C, H, W] (the gate applied to the input).
-  [[nodiscard]] Attended forward_with_maps(const Tensor& x) const;
+  [[nodiscard]] Attended forward_with_maps(const Tensor& x) const override;
 
   [[nodiscard]] std::string describe() const override;
   [[nodiscard]] const GatherExciteOptions& options() const noexcept { return options_; }

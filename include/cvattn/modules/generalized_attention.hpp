@@ -63,7 +63,7 @@ class CVATTN_EXPORT GeneralizedAttention final : public UnaryModule {
   [[nodiscard]] Tensor forward(const Tensor& x) const override;
   // The same output plus map "attention" [N, heads, Hq*Wq, Hkv*Wkv] ([N, heads, 1, Hkv*Wkv]
   // for '0010').
-  [[nodiscard]] Attended forward_with_maps(const Tensor& x) const;
+  [[nodiscard]] Attended forward_with_maps(const Tensor& x) const override;
 
   [[nodiscard]] std::string describe() const override;
   [[nodiscard]] const GeneralizedAttentionOptions& options() const noexcept { return options_; }

@@ -52,7 +52,7 @@ class CVATTN_EXPORT GlobalContext final : public UnaryModule {
   [[nodiscard]] Tensor forward(const Tensor& x) const override;
   // The same output plus maps "attention" [N, 1, H, W] (use_attn) and "channel_attention"
   // [N, C] (fuse_scale).
-  [[nodiscard]] Attended forward_with_maps(const Tensor& x) const;
+  [[nodiscard]] Attended forward_with_maps(const Tensor& x) const override;
 
   [[nodiscard]] std::string describe() const override;
   [[nodiscard]] const GlobalContextOptions& options() const noexcept { return options_; }

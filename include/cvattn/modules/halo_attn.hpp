@@ -66,7 +66,7 @@ class CVATTN_EXPORT HaloAttn final : public UnaryModule {
   // x [N, dim, H, W], H and W multiples of block_size -> [N, dim_out, H/stride, W/stride].
   [[nodiscard]] Tensor forward(const Tensor& x) const override;
   // The same output plus map "attention" [N, heads, num_blocks, bq^2, win^2].
-  [[nodiscard]] Attended forward_with_maps(const Tensor& x) const;
+  [[nodiscard]] Attended forward_with_maps(const Tensor& x) const override;
 
   [[nodiscard]] std::string describe() const override;
   [[nodiscard]] const HaloAttnOptions& options() const noexcept { return options_; }

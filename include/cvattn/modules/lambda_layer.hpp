@@ -64,7 +64,7 @@ class CVATTN_EXPORT LambdaLayer final : public UnaryModule {
   // x [N, dim, H, W] ((H, W) == feat_size when r == 0) -> [N, dim, H/stride, W/stride].
   [[nodiscard]] Tensor forward(const Tensor& x) const override;
   // The same output; no maps.
-  [[nodiscard]] Attended forward_with_maps(const Tensor& x) const;
+  [[nodiscard]] Attended forward_with_maps(const Tensor& x) const override;
 
   [[nodiscard]] std::string describe() const override;
   [[nodiscard]] const LambdaLayerOptions& options() const noexcept { return options_; }

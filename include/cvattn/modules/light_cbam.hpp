@@ -59,7 +59,7 @@ class CVATTN_EXPORT LightCbam final : public UnaryModule {
   // x [N, C, H, W], H, W >= 1 -> y of that shape.
   [[nodiscard]] Tensor forward(const Tensor& x) const override;
   // The same output plus maps "channel_attention" [N, C] and "spatial_attention" [N, 1, H, W].
-  [[nodiscard]] Attended forward_with_maps(const Tensor& x) const;
+  [[nodiscard]] Attended forward_with_maps(const Tensor& x) const override;
 
   [[nodiscard]] std::string describe() const override;
   [[nodiscard]] const LightCbamOptions& options() const noexcept { return options_; }

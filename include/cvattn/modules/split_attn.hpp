@@ -77,7 +77,7 @@ class CVATTN_EXPORT SplitAttn final : public UnaryModule {
   // x [N, C_in, H, W] -> y [N, C_out, Ho, Wo].
   [[nodiscard]] Tensor forward(const Tensor& x) const override;
   // The same output plus map "attention" [N, radix, C_out].
-  [[nodiscard]] Attended forward_with_maps(const Tensor& x) const;
+  [[nodiscard]] Attended forward_with_maps(const Tensor& x) const override;
 
   [[nodiscard]] std::string describe() const override;
   [[nodiscard]] const SplitAttnOptions& options() const noexcept { return options_; }
