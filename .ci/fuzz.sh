@@ -11,7 +11,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${FUZZ_SECONDS:-60}
-read -r -a targets <<< "${FUZZ_TARGETS:-fuzz_npy fuzz_safetensors fuzz_state_dict fuzz_cli_args}"
+read -r -a targets <<< "${FUZZ_TARGETS:-fuzz_npy fuzz_safetensors fuzz_state_dict fuzz_cli_args fuzz_dnn_layers}"
 
 # Debian's clang-14 with its compiler-rt (libFuzzer and the sanitizer runtimes).
 missing=()
