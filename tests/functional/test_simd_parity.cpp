@@ -10,6 +10,9 @@
 
 #include "cvattn/core/error.hpp"
 #include "cvattn/core/simd.hpp"
+#include "cvattn/functional/channel_attention.hpp"
+#include "cvattn/functional/conv.hpp"
+#include "cvattn/functional/selective_kernel.hpp"
 #include "functional/detail/channel_kernels.hpp"
 #include "functional/detail/conv_kernels.hpp"
 #include "functional/detail/gemm.hpp"
@@ -222,6 +225,119 @@ TEST(SimdParity, PolyphaseRows) {
         EXPECT_TRUE(std::equal(back.begin() + 1, back.end(), src.begin() + 1));
       }
     }
+  });
+}
+
+Tensor random_tensor(const Shape& shape, std::uint64_t seed, float lo, float hi) {
+  Tensor t = Tensor::empty(shape);
+  test::Random rng(seed);
+  for (std::int64_t i = 0; i < t.numel(); ++i) t.data()[i] = rng.uniform(lo, hi);
+  return t;
+}
+
+void expect_close(const Tensor& got, const Tensor& want, const char* what) {
+  ASSERT_EQ(got.shape(), want.shape()) << what;
+  for (std::int64_t i = 0; i < got.numel(); ++i) {
+    ASSERT_NEAR(got.data()[i], want.data()[i], 1e-5 + 1e-5 * std::fabs(want.data()[i]))
+        << what << " at " << i;
+  }
+}
+
+// The whole functions built on the kernels above, N > 1 and C not a multiple of 16, on every
+// target against the lowest one (EMU128 in a portable build).
+TEST(SimdParity, FusedFunctionsAcrossTargets) {
+  const std::int64_t n = 3, c = 19, h = 7, w = 11, r = 5;
+  const Tensor x = random_tensor({n, c, h, w}, 1, -2.0f, 2.0f);
+  functional::SqueezeExcitationWeights se;
+  se.fc1_weight = random_tensor({r, c, 1, 1}, 2, -0.5f, 0.5f);
+  se.fc1_bias = random_tensor({r}, 3, -0.1f, 0.1f);
+  se.fc2_weight = random_tensor({c, r, 1, 1}, 4, -0.5f, 0.5f);
+  se.bn_weight = random_tensor({r}, 5, 0.5f, 1.5f);
+  se.bn_bias = random_tensor({r}, 6, -0.1f, 0.1f);
+  se.bn_mean = random_tensor({r}, 7, -0.1f, 0.1f);
+  se.bn_var = random_tensor({r}, 8, 0.5f, 1.5f);
+  functional::EcaWeights eca;
+  eca.conv_weight = random_tensor({1, 1, 5}, 9, -0.5f, 0.5f);
+  functional::CbamWeights cb;
+  cb.fc1_weight = se.fc1_weight;
+  cb.fc2_weight = se.fc2_weight;
+  cb.fc2_bias = random_tensor({c}, 10, -0.1f, 0.1f);
+  cb.spatial_weight = random_tensor({1, 2, 7, 7}, 11, -0.2f, 0.2f);
+  cb.bn_weight = random_tensor({1}, 12, 0.5f, 1.5f);
+  cb.bn_bias = random_tensor({1}, 13, -0.1f, 0.1f);
+  cb.bn_mean = random_tensor({1}, 14, -0.1f, 0.1f);
+  cb.bn_var = random_tensor({1}, 15, 0.5f, 1.5f);
+  const std::vector<Tensor> paths = {random_tensor({n, c, h, w}, 16, -1.0f, 1.0f),
+                                     random_tensor({n, c, h, w}, 17, -1.0f, 1.0f),
+                                     random_tensor({n, c, h, w}, 18, -1.0f, 1.0f)};
+  const Tensor reduce_w = random_tensor({r, c}, 19, -0.5f, 0.5f);
+  const Tensor reduce_b = random_tensor({r}, 20, -0.1f, 0.1f);
+  const Tensor select_w = random_tensor({3 * c, r}, 21, -0.5f, 0.5f);
+  // A dilated 3x3 conv that takes conv2d's polyphase path (stride 1, dilation = padding = 2).
+  const Tensor cx = random_tensor({2, 9, 21, 23}, 22, -1.0f, 1.0f);
+  const Tensor cw = random_tensor({10, 9, 3, 3}, 23, -0.3f, 0.3f);
+  const auto conv_opts = functional::Conv2dOptions().padding(2).dilation(2);
+
+  struct Outputs {
+    Tensor se, se_gate, eca, cbam, cbam_spatial, sk, sk_attention, conv;
+  };
+  auto run = [&] {
+    Outputs o;
+    auto a = functional::squeeze_excitation(x, se, /*add_maxpool=*/true);
+    o.se = a.output;
+    o.se_gate = a.gate;
+    o.eca = functional::efficient_channel_attention(x, eca, GateLayer::hard_sigmoid).output;
+    auto b = functional::cbam(x, cb);
+    o.cbam = b.output;
+    o.cbam_spatial = b.spatial_gate;
+    auto k = functional::selective_kernel_attention(paths, reduce_w, reduce_b, select_w);
+    o.sk = k.output;
+    o.sk_attention = k.attention;
+    o.conv = functional::conv2d(cx, cw, {}, conv_opts);
+    return o;
+  };
+  const auto targets = simd::supported_targets();
+  simd::set_max_target(targets.back());
+  const Outputs want = run();
+  // The polyphase conv against the dilated conv in plain loops (double sums).
+  {
+    const std::int64_t cn = 2, ci = 9, co = 10, ch = 21, cwid = 23;
+    Tensor direct = Tensor::empty({cn, co, ch, cwid});
+    for (std::int64_t b = 0; b < cn; ++b) {
+      for (std::int64_t o = 0; o < co; ++o) {
+        for (std::int64_t i = 0; i < ch; ++i) {
+          for (std::int64_t j = 0; j < cwid; ++j) {
+            double acc = 0.0;
+            for (std::int64_t q = 0; q < ci; ++q) {
+              for (std::int64_t u = 0; u < 3; ++u) {
+                for (std::int64_t v = 0; v < 3; ++v) {
+                  const std::int64_t iy = i + 2 * u - 2, ix = j + 2 * v - 2;
+                  if (iy < 0 || iy >= ch || ix < 0 || ix >= cwid) continue;
+                  acc += static_cast<double>(cw.data()[((o * ci + q) * 3 + u) * 3 + v]) *
+                         cx.data()[((b * ci + q) * ch + iy) * cwid + ix];
+                }
+              }
+            }
+            direct.data()[((b * co + o) * ch + i) * cwid + j] = static_cast<float>(acc);
+          }
+        }
+      }
+    }
+    for (std::int64_t i = 0; i < direct.numel(); ++i) {
+      ASSERT_NEAR(want.conv.data()[i], direct.data()[i], 1e-4 + 1e-4 * std::fabs(direct.data()[i]))
+          << "conv2d polyphase at " << i;
+    }
+  }
+  for_each_simd_target([&] {
+    const Outputs got = run();
+    expect_close(got.se, want.se, "squeeze_excitation");
+    expect_close(got.se_gate, want.se_gate, "squeeze_excitation gate");
+    expect_close(got.eca, want.eca, "efficient_channel_attention");
+    expect_close(got.cbam, want.cbam, "cbam");
+    expect_close(got.cbam_spatial, want.cbam_spatial, "cbam spatial gate");
+    expect_close(got.sk, want.sk, "selective_kernel_attention");
+    expect_close(got.sk_attention, want.sk_attention, "selective_kernel_attention weights");
+    expect_close(got.conv, want.conv, "conv2d dilated");
   });
 }
 
