@@ -8,7 +8,6 @@
 #include "core/parallel_for.hpp"
 #include "cvattn/core/error.hpp"
 #include "functional/detail/broadcast.hpp"
-#include "functional/detail/sdpa_heads.hpp"
 #include "functional/detail/sdpa_kernel.hpp"
 #include "functional/detail/transpose.hpp"
 
@@ -208,6 +207,15 @@ AttentionResult scaled_dot_product_attention_heads(const Tensor& query, const Te
   return sdpa_heads(query, key, value, num_heads, attn_mask, options, false);
 }
 
+AttentionResult scaled_dot_product_attention_heads_averaged(const Tensor& query,
+                                                            const Tensor& key,
+                                                            const Tensor& value,
+                                                            std::int64_t num_heads,
+                                                            const Tensor& attn_mask,
+                                                            const SdpaOptions& options) {
+  return sdpa_heads(query, key, value, num_heads, attn_mask, options, true);
+}
+
 namespace {
 
 // dst [cols, rows] = src [rows, cols]^T for each of n matrices.
@@ -244,11 +252,5 @@ Tensor unflatten_spatial(const Tensor& tokens, std::int64_t height, std::int64_t
 }
 
 }  // namespace functional
-
-functional::AttentionResult detail::scaled_dot_product_attention_heads_averaged(
-    const Tensor& query, const Tensor& key, const Tensor& value, std::int64_t num_heads,
-    const Tensor& attn_mask, const functional::SdpaOptions& options) {
-  return functional::sdpa_heads(query, key, value, num_heads, attn_mask, options, true);
-}
 
 }  // namespace cvattn

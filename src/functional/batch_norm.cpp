@@ -5,6 +5,7 @@
 
 #include "core/parallel_for.hpp"
 #include "cvattn/core/error.hpp"
+#include "functional/detail/bn_affine.hpp"
 
 namespace cvattn::functional {
 namespace {
@@ -23,39 +24,63 @@ void scale_shift(const Tensor& mean, const Tensor& var, const Tensor& weight, co
   b.resize(static_cast<std::size_t>(channels));
   const float e = static_cast<float>(eps);
   for (std::int64_t c = 0; c < channels; ++c) {
-    const float invstd = 1.0f / std::sqrt(var[c] + e);
-    const float w = weight.defined() ? weight[c] : 1.0f;
-    const float bv = bias.defined() ? bias[c] : 0.0f;
-    const auto i = static_cast<std::size_t>(c);
-    a[i] = invstd * w;
-    b[i] = bv - mean[c] * a[i];
+    const cvattn::detail::BnAffine f =
+        cvattn::detail::bn_affine(weight.defined() ? weight[c] : 1.0f,
+                                  bias.defined() ? bias[c] : 0.0f, mean[c], var[c], e);
+    a[static_cast<std::size_t>(c)] = f.alpha;
+    b[static_cast<std::size_t>(c)] = f.beta;
   }
 }
 
 }  // namespace
 
-Tensor batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& running_var,
-                  const Tensor& weight, const Tensor& bias, double eps) {
-  constexpr const char* kWhere = "batch_norm";
-  check_defined(x, "input", kWhere);
-  CVATTN_CHECK(x.rank() >= 2, ShapeError, kWhere,
+namespace {
+
+// y = x * a + b per channel, plus residual when defined (validated by the caller).
+Tensor batch_norm_impl(const Tensor& x, const Tensor& residual, const Tensor& running_mean,
+                       const Tensor& running_var, const Tensor& weight, const Tensor& bias,
+                       double eps, const char* where) {
+  check_defined(x, "input", where);
+  CVATTN_CHECK(x.rank() >= 2, ShapeError, where,
                ": tensor 'input' expected [N, C, ...] (rank >= 2), got ", to_string(x.shape()));
+  if (residual.defined()) check_shape(residual, x.shape(), "residual", where);
   const std::int64_t channels = x.dim(1);
   std::vector<float> a, b;
-  scale_shift(running_mean, running_var, weight, bias, eps, channels, kWhere, a, b);
+  scale_shift(running_mean, running_var, weight, bias, eps, channels, where, a, b);
   Tensor y = Tensor::empty(x.shape());
   if (y.numel() == 0) return y;
   const std::int64_t inner = x.numel() / (x.dim(0) * channels);
   const float* src = x.data();
+  const float* res = residual.defined() ? residual.data() : nullptr;
   float* dst = y.data();
   cvattn::detail::parallel_for(x.dim(0) * channels, [&](std::int64_t plane) {
     const auto c = static_cast<std::size_t>(plane % channels);
     const float scale = a[c], shift = b[c];
     const float* in = src + plane * inner;
     float* out = dst + plane * inner;
-    for (std::int64_t i = 0; i < inner; ++i) out[i] = in[i] * scale + shift;
+    if (res == nullptr) {
+      for (std::int64_t i = 0; i < inner; ++i) out[i] = in[i] * scale + shift;
+    } else {
+      const float* r = res + plane * inner;
+      for (std::int64_t i = 0; i < inner; ++i) out[i] = (in[i] * scale + shift) + r[i];
+    }
   });
   return y;
+}
+
+}  // namespace
+
+Tensor batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& running_var,
+                  const Tensor& weight, const Tensor& bias, double eps) {
+  return batch_norm_impl(x, {}, running_mean, running_var, weight, bias, eps, "batch_norm");
+}
+
+Tensor batch_norm_add(const Tensor& x, const Tensor& residual, const Tensor& running_mean,
+                      const Tensor& running_var, const Tensor& weight, const Tensor& bias,
+                      double eps) {
+  check_defined(residual, "residual", "batch_norm_add");
+  return batch_norm_impl(x, residual, running_mean, running_var, weight, bias, eps,
+                         "batch_norm_add");
 }
 
 std::pair<Tensor, Tensor> fold_batch_norm(const Tensor& conv_weight, const Tensor& conv_bias,

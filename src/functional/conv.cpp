@@ -38,8 +38,8 @@ constexpr std::int64_t kMinChunk = 64;
 // Winograd pays for its input/output transforms per channel and for its weight transform per
 // channel pair; measured on AVX2 it wins from 8 channels per group and about 24 tiles of 2x2
 // outputs per image (10x10 outputs), and loses at 7x7 outputs with 512 channels.
-constexpr std::int64_t kWinogradMinChannels = 8;
-constexpr std::int64_t kWinogradMinTiles = 24;
+using detail::kWinogradMinChannels;
+using detail::kWinogradMinTiles;
 
 // 1x1, stride 1, no padding: each group's output is weight_g [Cout_g, Cin_g] times the input
 // planes [Cin_g, H*W] themselves.
@@ -278,6 +278,8 @@ void conv2d_into(const Tensor& input, const Tensor& weight, const Tensor& bias,
     conv_pointwise(g, input.data(), weight.data(), b, out);
   } else if (g.cin_g == 1) {
     conv_depthwise(g, input.data(), weight.data(), b, out);
+  } else if (g.n > 0 && detail::use_polyphase(g)) {
+    detail::conv_polyphase(g, input, weight, bias, out);
   } else if (g.kh == 3 && g.kw == 3 && g.sh == 1 && g.sw == 1 && g.dh == 1 && g.dw == 1 &&
              g.cin_g >= kWinogradMinChannels && g.cout_g >= kWinogradMinChannels &&
              ceil_div(g.ho, 2) * ceil_div(g.wo, 2) >= kWinogradMinTiles) {

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "cvattn/core/error.hpp"
+#include "functional/detail/reduce.hpp"
 #include "functional/detail/tasks.hpp"
 #include "functional/detail/window.hpp"
 
@@ -231,42 +232,14 @@ void fold(float* __restrict acc, const float* __restrict x, std::int64_t n) {
   }
 }
 
-// Mean (or NaN-propagating maximum) of n contiguous floats, folded 64 lanes at a time (a single
-// accumulator would be a serial dependency chain); the lanes are combined in double.
+// Mean (or NaN-propagating maximum, torch.amax) of n >= 1 contiguous floats: the plane
+// reductions every global pool and channel gate shares (functional/detail/reduce.hpp).
 template <bool kMax>
 float reduce_plane(const float* x, std::int64_t n) {
-  constexpr std::int64_t kLanes = 64;
-  if (n < kLanes) {
-    float m = x[0];
-    double sum = x[0];
-    for (std::int64_t i = 1; i < n; ++i) {
-      m = max_nan(m, x[i]);
-      sum += x[i];
-    }
-    return kMax ? m : static_cast<float>(sum / static_cast<double>(n));
-  }
-  float lanes[kLanes];
-  std::copy(x, x + kLanes, lanes);
-  const std::int64_t full = n / kLanes * kLanes;
-  for (std::int64_t i = kLanes; i < full; i += kLanes) {
-    for (std::int64_t l = 0; l < kLanes; ++l) {
-      if constexpr (kMax) {
-        lanes[l] = max_nan(lanes[l], x[i + l]);
-      } else {
-        lanes[l] += x[i + l];
-      }
-    }
-  }
   if constexpr (kMax) {
-    float m = lanes[0];
-    for (std::int64_t l = 1; l < kLanes; ++l) m = max_nan(m, lanes[l]);
-    for (std::int64_t i = full; i < n; ++i) m = max_nan(m, x[i]);
-    return m;
+    return cvattn::detail::plane_mean_max(x, n).max;
   } else {
-    double sum = 0.0;
-    for (std::int64_t l = 0; l < kLanes; ++l) sum += lanes[l];
-    for (std::int64_t i = full; i < n; ++i) sum += x[i];
-    return static_cast<float>(sum / static_cast<double>(n));
+    return cvattn::detail::plane_mean(x, n);
   }
 }
 

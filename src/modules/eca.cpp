@@ -4,14 +4,15 @@
 #include <sstream>
 
 #include "cvattn/core/error.hpp"
+#include "cvattn/functional/channel_attention.hpp"
 #include "modules/detail/channel_gate.hpp"
-#include "modules/detail/channel_kernels.hpp"
 #include "modules/detail/key_scope.hpp"
 #include "modules/detail/reduced_channels.hpp"
 #include "modules/detail/state_dict_shapes.hpp"
 
 namespace cvattn {
 namespace {
+namespace F = cvattn::functional;
 constexpr const char* kWhere = "Eca::forward";
 }  // namespace
 
@@ -97,64 +98,17 @@ Attended Eca::forward_with_maps(const Tensor& x) const { return run(x, true); }
 
 Attended Eca::run(const Tensor& x, bool keep_maps) const {
   const std::int64_t want = options_.channels() == 0 ? kAny : options_.channels();
-  const Tensor::Nchw s = detail::gate_input(x, want, kWhere, "the gate averages over them");
-  const std::int64_t channels = s.c;
-  const std::int64_t hw = s.h * s.w;
-  const std::int64_t k = k_;
-  const std::int64_t pad = (k - 1) / 2;
-  const std::int64_t rd = rd_;
-
-  Tensor y = Tensor::empty(x.shape());
-  Tensor gate = Tensor::empty({s.n, channels});
-  Tensor pooled = Tensor::empty({s.n, channels});
-
-  const float* xp = x.data();
-  float* yp = y.data();
-  float* gp = gate.data();
-  const bool use_mlp = options_.use_mlp();
-  const float* w = use_mlp ? conv2_weight_.data() : conv_weight_.data();  // [rd or 1, k]
-  const float* w1 = use_mlp ? conv_weight_.data() : nullptr;
-  const float* b1 = use_mlp ? conv_bias_.data() : nullptr;
-  const float b2 = use_mlp ? conv2_bias_[0] : 0.0f;
-  const GateLayer gate_layer = options_.gate_layer();
-
-  auto pool = [&](std::int64_t n, std::int64_t c0, std::int64_t c1) {
-    for (std::int64_t c = c0; c < c1; ++c) {
-      pooled[n * channels + c] =
-          detail::plane_mean(xp + (n * channels + c) * hw, hw);
-    }
-  };
-  auto excite = [&](std::int64_t n) {
-    const float* v = pooled.data() + n * channels;
-    float* g = gp + n * channels;
-    for (std::int64_t c = 0; c < channels; ++c) {
-      // Taps t with c + t - pad inside [0, C); the rest read the zero padding.
-      const std::int64_t t0 = pad - c > 0 ? pad - c : 0;
-      const std::int64_t t1 = channels + pad - c < k ? channels + pad - c : k;
-      double acc = b2;
-      if (!use_mlp) {
-        for (std::int64_t t = t0; t < t1; ++t) {
-          acc += static_cast<double>(w[t]) * v[c + t - pad];
-        }
-      } else {
-        // conv (1 -> R, k=1) and ReLU recomputed per tap: cheaper than a [R, C] scratch.
-        for (std::int64_t r = 0; r < rd; ++r) {
-          const float* wr = w + r * k;
-          for (std::int64_t t = t0; t < t1; ++t) {
-            float h = w1[r] * v[c + t - pad] + b1[r];
-            h = h > 0.0f ? h : (h == h ? 0.0f : h);  // ReLU keeps NaN, as torch does
-            acc += static_cast<double>(wr[t]) * h;
-          }
-        }
-      }
-      g[c] = static_cast<float>(acc);
-    }
-    detail::apply_gate(gate_layer, g, channels);
-  };
-  detail::pool_excite_scale(xp, yp, gp, s.n, channels, hw, pool, excite);
-
-  Attended result{y, {}};
-  if (keep_maps) result.maps.add(maps::kAttention, gate);
+  detail::gate_input(x, want, kWhere, "the gate averages over them");
+  F::EcaWeights w;
+  w.conv_weight = conv_weight_;
+  if (options_.use_mlp()) {
+    w.conv_bias = conv_bias_;
+    w.conv2_weight = conv2_weight_;
+    w.conv2_bias = conv2_bias_;
+  }
+  F::ChannelGated r = F::efficient_channel_attention(x, w, options_.gate_layer());
+  Attended result{r.output, {}};
+  if (keep_maps) result.maps.add(maps::kAttention, r.gate);
   return result;
 }
 

@@ -4,10 +4,9 @@
 #include <limits>
 #include <sstream>
 
-#include "core/parallel_for.hpp"
 #include "cvattn/core/error.hpp"
+#include "cvattn/functional/attention.hpp"
 #include "cvattn/functional/linear.hpp"
-#include "functional/detail/sdpa_heads.hpp"
 #include "modules/detail/key_scope.hpp"
 #include "modules/detail/state_dict_shapes.hpp"
 #include "modules/repr.hpp"
@@ -214,7 +213,7 @@ F::AttentionResult MultiheadAttention::forward(const Tensor& query, const Tensor
   } else {
     // The kernel averages the heads' weights as it makes them (no [B, H, L, S] round trip).
     F::AttentionResult heads =
-        detail::scaled_dot_product_attention_heads_averaged(q, k, v, H, mask, opts);
+        F::scaled_dot_product_attention_heads_averaged(q, k, v, H, mask, opts);
     heads_out = heads.output;
     result.attn_weights = heads.attn_weights;  // [B, L, S]
   }

@@ -3,11 +3,10 @@
 #include <cmath>
 #include <sstream>
 
-#include "core/parallel_for.hpp"
 #include "cvattn/core/error.hpp"
 #include "cvattn/functional/attention.hpp"
+#include "cvattn/functional/batch_norm.hpp"
 #include "cvattn/functional/linear.hpp"
-#include "modules/detail/channel_kernels.hpp"
 #include "modules/detail/key_scope.hpp"
 #include "modules/detail/reduced_channels.hpp"
 #include "modules/detail/state_dict_shapes.hpp"
@@ -89,20 +88,7 @@ Attended NonLocalAttn::run(const Tensor& x, bool keep_maps) const {
       F::linear(a.output, z_weight_.reshape({c, r}), z_bias_), s.h, s.w);  // [N, C, H, W]
 
   // y = BN(z) + x, BN as PyTorch's CPU kernel evaluates it (z * alpha + beta).
-  Tensor y = Tensor::empty(x.shape());
-  const std::int64_t hw = s.h * s.w;
-  const float* zp = z.data();
-  const float* xp = x.data();
-  float* yp = y.data();
-  detail::parallel_for(s.n * c, [&](std::int64_t nc) {
-    const std::int64_t ch = nc % c;
-    const detail::BnAffine bn =
-        detail::fold_batch_norm(bn_weight_[ch], bn_bias_[ch], bn_mean_[ch], bn_var_[ch]);
-    const float* zr = zp + nc * hw;
-    const float* xr = xp + nc * hw;
-    float* yr = yp + nc * hw;
-    for (std::int64_t i = 0; i < hw; ++i) yr[i] = (zr[i] * bn.alpha + bn.beta) + xr[i];
-  });
+  const Tensor y = F::batch_norm_add(z, x, bn_mean_, bn_var_, bn_weight_, bn_bias_);
   Attended result{y, {}};
   if (keep_maps) result.maps.add(maps::kAttention, a.attn_weights);
   return result;

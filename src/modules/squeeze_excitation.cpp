@@ -1,17 +1,17 @@
 #include "cvattn/modules/squeeze_excitation.hpp"
 
 #include <sstream>
-#include <vector>
 
 #include "cvattn/core/error.hpp"
+#include "cvattn/functional/channel_attention.hpp"
 #include "modules/detail/channel_gate.hpp"
-#include "modules/detail/channel_kernels.hpp"
 #include "modules/detail/key_scope.hpp"
 #include "modules/detail/reduced_channels.hpp"
 #include "modules/detail/state_dict_shapes.hpp"
 
 namespace cvattn {
 namespace {
+namespace F = cvattn::functional;
 constexpr const char* kWhere = "SqueezeExcitation::forward";
 }  // namespace
 
@@ -70,69 +70,24 @@ Tensor SqueezeExcitation::forward(const Tensor& x) const { return run(x, false).
 Attended SqueezeExcitation::forward_with_maps(const Tensor& x) const { return run(x, true); }
 
 Attended SqueezeExcitation::run(const Tensor& x, bool keep_maps) const {
-  const std::int64_t channels = options_.channels();
-  const Tensor::Nchw s = detail::gate_input(x, channels, kWhere, "the gate averages over them");
-  const std::int64_t hw = s.h * s.w;
-  const std::int64_t rd = rd_;
-
-  // Everything is allocated before the parallel regions, which must not throw; scratch goes
-  // through Tensor so the allocation cap applies to it too.
-  Tensor y = Tensor::empty(x.shape());
-  Tensor gate = Tensor::empty({s.n, channels});
-  Tensor pooled = Tensor::empty({s.n, channels});
-  Tensor hidden = Tensor::empty({s.n, rd});
-  std::vector<detail::BnAffine> bn;
-  if (options_.norm_layer() == NormLayer::batch_norm) {
-    for (std::int64_t r = 0; r < rd; ++r) {
-      bn.push_back(detail::fold_batch_norm(bn_weight_[r], bn_bias_[r], bn_mean_[r], bn_var_[r]));
-    }
+  detail::gate_input(x, options_.channels(), kWhere, "the gate averages over them");
+  F::SqueezeExcitationWeights w;
+  w.fc1_weight = fc1_weight_;
+  w.fc2_weight = fc2_weight_;
+  if (options_.bias()) {
+    w.fc1_bias = fc1_bias_;
+    w.fc2_bias = fc2_bias_;
   }
-
-  const float* xp = x.data();
-  float* yp = y.data();
-  float* gp = gate.data();
-  const float* w1 = fc1_weight_.data();
-  const float* w2 = fc2_weight_.data();
-  const float* b1 = options_.bias() ? fc1_bias_.data() : nullptr;
-  const float* b2 = options_.bias() ? fc2_bias_.data() : nullptr;
-  const bool add_maxpool = options_.add_maxpool();
-  const GateLayer gate_layer = options_.gate_layer();
-
-  auto pool = [&](std::int64_t n, std::int64_t c0, std::int64_t c1) {
-    for (std::int64_t c = c0; c < c1; ++c) {
-      const float* plane = xp + (n * channels + c) * hw;
-      float& out = pooled[n * channels + c];
-      if (add_maxpool) {
-        const detail::PlaneStats st = detail::plane_mean_max(plane, hw);
-        out = 0.5f * st.mean + 0.5f * st.max;
-      } else {
-        out = detail::plane_mean(plane, hw);
-      }
-    }
-  };
-  auto excite = [&](std::int64_t n) {
-    const float* v = pooled.data() + n * channels;
-    float* z = hidden.data() + n * rd;
-    for (std::int64_t r = 0; r < rd; ++r) {
-      double acc = detail::dot(w1 + r * channels, v, channels);
-      if (b1 != nullptr) acc += b1[r];
-      float zr = static_cast<float>(acc);
-      if (!bn.empty()) zr = zr * bn[r].alpha +
-                            bn[r].beta;
-      z[r] = zr > 0.0f ? zr : (zr == zr ? 0.0f : zr);  // ReLU, NaN kept as torch does
-    }
-    float* g = gp + n * channels;
-    for (std::int64_t c = 0; c < channels; ++c) {
-      double acc = detail::dot(w2 + c * rd, z, rd);
-      if (b2 != nullptr) acc += b2[c];
-      g[c] = static_cast<float>(acc);
-    }
-    detail::apply_gate(gate_layer, g, channels);
-  };
-  detail::pool_excite_scale(xp, yp, gp, s.n, channels, hw, pool, excite);
-
-  Attended result{y, {}};
-  if (keep_maps) result.maps.add(maps::kAttention, gate);
+  if (options_.norm_layer() == NormLayer::batch_norm) {
+    w.bn_weight = bn_weight_;
+    w.bn_bias = bn_bias_;
+    w.bn_mean = bn_mean_;
+    w.bn_var = bn_var_;
+  }
+  F::ChannelGated r =
+      F::squeeze_excitation(x, w, options_.add_maxpool(), options_.gate_layer());
+  Attended result{r.output, {}};
+  if (keep_maps) result.maps.add(maps::kAttention, r.gate);
   return result;
 }
 

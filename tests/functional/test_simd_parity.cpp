@@ -1,5 +1,6 @@
 // Every runtime-dispatched kernel against its reference twin (src/functional/reference/), on
 // every SIMD target this build and CPU support, over random sizes that hit the loop tails.
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -9,9 +10,18 @@
 
 #include "cvattn/core/error.hpp"
 #include "cvattn/core/simd.hpp"
+#include "cvattn/functional/channel_attention.hpp"
+#include "cvattn/functional/conv.hpp"
+#include "cvattn/functional/selective_kernel.hpp"
+#include "functional/detail/channel_kernels.hpp"
+#include "functional/detail/conv_kernels.hpp"
 #include "functional/detail/gemm.hpp"
 #include "functional/detail/reduce.hpp"
+#include "functional/detail/selective_kernel.hpp"
+#include "functional/reference/channel_kernels.hpp"
+#include "functional/reference/conv_dilated.hpp"
 #include "functional/reference/reduce.hpp"
+#include "functional/reference/selective_kernel.hpp"
 #include "support/random.hpp"
 #include "support/simd_targets.hpp"
 
@@ -72,6 +82,262 @@ TEST(SimdParity, PlaneMeanMaxNonFinite) {
       EXPECT_EQ(inf.max, std::numeric_limits<float>::infinity());
       EXPECT_EQ(inf.mean, std::numeric_limits<float>::infinity());
     }
+  });
+}
+
+// --- simd: channel-attention, selective-kernel and dilated-conv kernels ---
+
+// Random sizes with odd values and values that are not multiples of the vector widths.
+std::int64_t random_size(test::Random& rng, std::int64_t lo, std::int64_t hi) {
+  return lo + static_cast<std::int64_t>(rng.next() % static_cast<std::uint64_t>(hi - lo + 1));
+}
+
+TEST(SimdParity, ScalePlanes) {
+  // Plain and streaming stores; an offset of one float makes x, s and y unaligned.
+  const std::int64_t sizes[] = {1, 3, 7, 15, 17, 31, 33, 63, 65, 127, 784, 1001, 3137};
+  for_each_simd_target([&] {
+    for (const std::int64_t n : sizes) {
+      for (const bool stream : {false, true}) {
+        SCOPED_TRACE("n = " + std::to_string(n) + (stream ? " streaming" : ""));
+        const auto x = random_vector(n + 1, static_cast<std::uint64_t>(n), -3.0f, 3.0f);
+        const auto s = random_vector(n + 1, static_cast<std::uint64_t>(n) + 99, 0.0f, 1.0f);
+        std::vector<float> got(static_cast<std::size_t>(n + 1)), want = got;
+        detail::scale_plane(x.data() + 1, got.data() + 1, 0.37f, n, stream);
+        if (stream) detail::store_fence();
+        reference::scale_plane(x.data() + 1, want.data() + 1, 0.37f, n);
+        EXPECT_EQ(got, want);
+        detail::scale_plane2(x.data() + 1, got.data() + 1, -1.25f, s.data() + 1, n, stream);
+        if (stream) detail::store_fence();
+        reference::scale_plane2(x.data() + 1, want.data() + 1, -1.25f, s.data() + 1, n);
+        EXPECT_EQ(got, want);
+      }
+    }
+  });
+}
+
+TEST(SimdParity, ChannelMeanMaxScaled) {
+  test::Random rng(17);
+  struct Case {
+    std::int64_t channels, hw, p0, p1;
+  };
+  std::vector<Case> cases = {{1, 5, 0, 5}, {4, 9, 0, 9}, {5, 33, 3, 30}, {30, 97, 0, 97}};
+  for (int i = 0; i < 8; ++i) {
+    const std::int64_t c = random_size(rng, 1, 45), hw = random_size(rng, 1, 300);
+    const std::int64_t p0 = random_size(rng, 0, hw - 1), p1 = random_size(rng, p0 + 1, hw);
+    cases.push_back({c, hw, p0, p1});
+  }
+  for_each_simd_target([&] {
+    for (const auto& k : cases) {
+      SCOPED_TRACE("C = " + std::to_string(k.channels) + ", hw = " + std::to_string(k.hw) +
+                   ", pixels [" + std::to_string(k.p0) + ", " + std::to_string(k.p1) + ")");
+      auto x = random_vector(k.channels * k.hw, static_cast<std::uint64_t>(k.hw), -2.0f, 2.0f);
+      const auto g = random_vector(k.channels, static_cast<std::uint64_t>(k.channels), 0.0f, 1.0f);
+      if (k.hw > 20) x[static_cast<std::size_t>((k.channels - 1) * k.hw + k.p0)] = NAN;
+      const std::size_t len = static_cast<std::size_t>(k.p1 - k.p0);
+      std::vector<float> mean(len), max(len), rmean(len), rmax(len);
+      detail::channel_mean_max_scaled(x.data(), g.data(), k.channels, k.hw, k.p0, k.p1,
+                                      mean.data(), max.data());
+      reference::channel_mean_max_scaled(x.data(), g.data(), k.channels, k.hw, k.p0, k.p1,
+                                         rmean.data(), rmax.data());
+      for (std::size_t p = 0; p < len; ++p) {
+        if (std::isnan(rmean[p])) {
+          EXPECT_TRUE(std::isnan(mean[p])) << "at " << p;
+          EXPECT_TRUE(std::isnan(max[p])) << "at " << p;
+          continue;
+        }
+        // The same adds in the same (channel) order: bit-identical.
+        EXPECT_EQ(mean[p], rmean[p]) << "at " << p;
+        EXPECT_EQ(max[p], rmax[p]) << "at " << p;
+      }
+    }
+  });
+}
+
+TEST(SimdParity, SpatialConv) {
+  test::Random rng(23);
+  for_each_simd_target([&] {
+    for (int i = 0; i < 8; ++i) {
+      const std::int64_t k = 2 * random_size(rng, 0, 3) + 1;  // 1, 3, 5, 7
+      const std::int64_t h = random_size(rng, 1, 19), w = random_size(rng, 1, 37);
+      SCOPED_TRACE("k = " + std::to_string(k) + ", " + std::to_string(h) + "x" + std::to_string(w));
+      const auto in = random_vector(2 * h * w, static_cast<std::uint64_t>(i), -1.0f, 1.0f);
+      const auto wt = random_vector(2 * k * k, static_cast<std::uint64_t>(i) + 5, -0.5f, 0.5f);
+      std::vector<float> padded(static_cast<std::size_t>(2 * (h + k - 1) * (w + k - 1)));
+      detail::pad_planes(in.data(), k, h, w, padded.data());
+      std::vector<float> got(static_cast<std::size_t>(h * w)), want = got;
+      const std::int64_t row0 = h / 3;
+      detail::spatial_conv(padded.data(), wt.data(), k, h, w, row0, h, got.data());
+      reference::spatial_conv(padded.data(), wt.data(), k, h, w, row0, h, want.data());
+      for (std::int64_t j = row0 * w; j < h * w; ++j) {
+        const auto u = static_cast<std::size_t>(j);
+        ASSERT_NEAR(got[u], want[u], 1e-5 + 1e-5 * std::fabs(want[u])) << "at " << j;
+      }
+    }
+  });
+}
+
+TEST(SimdParity, ReluPathSum) {
+  test::Random rng(29);
+  for_each_simd_target([&] {
+    for (int i = 0; i < 10; ++i) {
+      const std::int64_t paths = random_size(rng, 1, 4);
+      const std::int64_t hw = i == 0 ? 5003 : random_size(rng, 1, 900);
+      const std::int64_t offset = random_size(rng, 0, 3);
+      SCOPED_TRACE(std::to_string(paths) + " paths, hw = " + std::to_string(hw));
+      std::vector<std::vector<float>> f;
+      std::vector<const float*> fp;
+      for (std::int64_t p = 0; p < paths; ++p) {
+        f.push_back(random_vector(hw + offset, static_cast<std::uint64_t>(10 * i + p), -1.0f, 2.0f));
+      }
+      for (const auto& v : f) fp.push_back(v.data());
+      const double got = detail::relu_path_sum(fp.data(), offset, paths, hw);
+      const double want = reference::relu_path_sum(fp.data(), offset, paths, hw);
+      EXPECT_NEAR(got, want, 1e-5 + 1e-6 * std::fabs(want));
+      f[0][static_cast<std::size_t>(offset + hw / 2)] = NAN;
+      fp[0] = f[0].data();
+      EXPECT_TRUE(std::isnan(detail::relu_path_sum(fp.data(), offset, paths, hw)));
+    }
+  });
+}
+
+TEST(SimdParity, PolyphaseRows) {
+  test::Random rng(31);
+  for_each_simd_target([&] {
+    for (const std::int64_t d : {2, 3, 4, 5, 16}) {
+      for (int i = 0; i < 3; ++i) {
+        const std::int64_t full = random_size(rng, 0, 61);
+        SCOPED_TRACE("d = " + std::to_string(d) + ", full = " + std::to_string(full));
+        const auto src = random_vector(full * d + 1, static_cast<std::uint64_t>(d + i), -1, 1);
+        std::vector<std::vector<float>> got(static_cast<std::size_t>(d)), want;
+        for (auto& v : got) v.assign(static_cast<std::size_t>(full + 1), 0.0f);
+        want = got;
+        std::vector<float*> gp, wp;
+        for (auto& v : got) gp.push_back(v.data());
+        for (auto& v : want) wp.push_back(v.data());
+        functional::detail::deinterleave_row(src.data() + 1, gp.data(), d, full);
+        reference::deinterleave_row(src.data() + 1, wp.data(), d, full);
+        EXPECT_EQ(got, want);
+        std::vector<float> back(static_cast<std::size_t>(full * d + 1), 0.0f), rback = back;
+        std::vector<const float*> cp(gp.begin(), gp.end());
+        functional::detail::interleave_row(cp.data(), back.data() + 1, d, full);
+        reference::interleave_row(cp.data(), rback.data() + 1, d, full);
+        EXPECT_EQ(back, rback);
+        EXPECT_TRUE(std::equal(back.begin() + 1, back.end(), src.begin() + 1));
+      }
+    }
+  });
+}
+
+Tensor random_tensor(const Shape& shape, std::uint64_t seed, float lo, float hi) {
+  Tensor t = Tensor::empty(shape);
+  test::Random rng(seed);
+  for (std::int64_t i = 0; i < t.numel(); ++i) t.data()[i] = rng.uniform(lo, hi);
+  return t;
+}
+
+void expect_close(const Tensor& got, const Tensor& want, const char* what) {
+  ASSERT_EQ(got.shape(), want.shape()) << what;
+  for (std::int64_t i = 0; i < got.numel(); ++i) {
+    ASSERT_NEAR(got.data()[i], want.data()[i], 1e-5 + 1e-5 * std::fabs(want.data()[i]))
+        << what << " at " << i;
+  }
+}
+
+// The whole functions built on the kernels above, N > 1 and C not a multiple of 16, on every
+// target against the lowest one (EMU128 in a portable build).
+TEST(SimdParity, FusedFunctionsAcrossTargets) {
+  const std::int64_t n = 3, c = 19, h = 7, w = 11, r = 5;
+  const Tensor x = random_tensor({n, c, h, w}, 1, -2.0f, 2.0f);
+  functional::SqueezeExcitationWeights se;
+  se.fc1_weight = random_tensor({r, c, 1, 1}, 2, -0.5f, 0.5f);
+  se.fc1_bias = random_tensor({r}, 3, -0.1f, 0.1f);
+  se.fc2_weight = random_tensor({c, r, 1, 1}, 4, -0.5f, 0.5f);
+  se.bn_weight = random_tensor({r}, 5, 0.5f, 1.5f);
+  se.bn_bias = random_tensor({r}, 6, -0.1f, 0.1f);
+  se.bn_mean = random_tensor({r}, 7, -0.1f, 0.1f);
+  se.bn_var = random_tensor({r}, 8, 0.5f, 1.5f);
+  functional::EcaWeights eca;
+  eca.conv_weight = random_tensor({1, 1, 5}, 9, -0.5f, 0.5f);
+  functional::CbamWeights cb;
+  cb.fc1_weight = se.fc1_weight;
+  cb.fc2_weight = se.fc2_weight;
+  cb.fc2_bias = random_tensor({c}, 10, -0.1f, 0.1f);
+  cb.spatial_weight = random_tensor({1, 2, 7, 7}, 11, -0.2f, 0.2f);
+  cb.bn_weight = random_tensor({1}, 12, 0.5f, 1.5f);
+  cb.bn_bias = random_tensor({1}, 13, -0.1f, 0.1f);
+  cb.bn_mean = random_tensor({1}, 14, -0.1f, 0.1f);
+  cb.bn_var = random_tensor({1}, 15, 0.5f, 1.5f);
+  const std::vector<Tensor> paths = {random_tensor({n, c, h, w}, 16, -1.0f, 1.0f),
+                                     random_tensor({n, c, h, w}, 17, -1.0f, 1.0f),
+                                     random_tensor({n, c, h, w}, 18, -1.0f, 1.0f)};
+  const Tensor reduce_w = random_tensor({r, c}, 19, -0.5f, 0.5f);
+  const Tensor reduce_b = random_tensor({r}, 20, -0.1f, 0.1f);
+  const Tensor select_w = random_tensor({3 * c, r}, 21, -0.5f, 0.5f);
+  // A dilated 3x3 conv that takes conv2d's polyphase path (stride 1, dilation = padding = 2).
+  const Tensor cx = random_tensor({2, 9, 21, 23}, 22, -1.0f, 1.0f);
+  const Tensor cw = random_tensor({10, 9, 3, 3}, 23, -0.3f, 0.3f);
+  const auto conv_opts = functional::Conv2dOptions().padding(2).dilation(2);
+
+  struct Outputs {
+    Tensor se, se_gate, eca, cbam, cbam_spatial, sk, sk_attention, conv;
+  };
+  auto run = [&] {
+    Outputs o;
+    auto a = functional::squeeze_excitation(x, se, /*add_maxpool=*/true);
+    o.se = a.output;
+    o.se_gate = a.gate;
+    o.eca = functional::efficient_channel_attention(x, eca, GateLayer::hard_sigmoid).output;
+    auto b = functional::cbam(x, cb);
+    o.cbam = b.output;
+    o.cbam_spatial = b.spatial_gate;
+    auto k = functional::selective_kernel_attention(paths, reduce_w, reduce_b, select_w);
+    o.sk = k.output;
+    o.sk_attention = k.attention;
+    o.conv = functional::conv2d(cx, cw, {}, conv_opts);
+    return o;
+  };
+  const auto targets = simd::supported_targets();
+  simd::set_max_target(targets.back());
+  const Outputs want = run();
+  // The polyphase conv against the dilated conv in plain loops (double sums).
+  {
+    const std::int64_t cn = 2, ci = 9, co = 10, ch = 21, cwid = 23;
+    Tensor direct = Tensor::empty({cn, co, ch, cwid});
+    for (std::int64_t b = 0; b < cn; ++b) {
+      for (std::int64_t o = 0; o < co; ++o) {
+        for (std::int64_t i = 0; i < ch; ++i) {
+          for (std::int64_t j = 0; j < cwid; ++j) {
+            double acc = 0.0;
+            for (std::int64_t q = 0; q < ci; ++q) {
+              for (std::int64_t u = 0; u < 3; ++u) {
+                for (std::int64_t v = 0; v < 3; ++v) {
+                  const std::int64_t iy = i + 2 * u - 2, ix = j + 2 * v - 2;
+                  if (iy < 0 || iy >= ch || ix < 0 || ix >= cwid) continue;
+                  acc += static_cast<double>(cw.data()[((o * ci + q) * 3 + u) * 3 + v]) *
+                         cx.data()[((b * ci + q) * ch + iy) * cwid + ix];
+                }
+              }
+            }
+            direct.data()[((b * co + o) * ch + i) * cwid + j] = static_cast<float>(acc);
+          }
+        }
+      }
+    }
+    for (std::int64_t i = 0; i < direct.numel(); ++i) {
+      ASSERT_NEAR(want.conv.data()[i], direct.data()[i], 1e-4 + 1e-4 * std::fabs(direct.data()[i]))
+          << "conv2d polyphase at " << i;
+    }
+  }
+  for_each_simd_target([&] {
+    const Outputs got = run();
+    expect_close(got.se, want.se, "squeeze_excitation");
+    expect_close(got.se_gate, want.se_gate, "squeeze_excitation gate");
+    expect_close(got.eca, want.eca, "efficient_channel_attention");
+    expect_close(got.cbam, want.cbam, "cbam");
+    expect_close(got.cbam_spatial, want.cbam_spatial, "cbam spatial gate");
+    expect_close(got.sk, want.sk, "selective_kernel_attention");
+    expect_close(got.sk_attention, want.sk_attention, "selective_kernel_attention weights");
+    expect_close(got.conv, want.conv, "conv2d dilated");
   });
 }
 

@@ -68,6 +68,14 @@ struct AttentionResult {
     const Tensor& query, const Tensor& key, const Tensor& value, std::int64_t num_heads,
     const Tensor& attn_mask = {}, const SdpaOptions& options = {});
 
+// As scaled_dot_product_attention_heads, but attn_weights is [B, L, S], the mean over the heads
+// (PyTorch: weights.sum(dim=1) / num_heads, MultiheadAttention's average_attn_weights), made
+// whatever options.need_weights() says; the kernel accumulates it row by row without writing
+// and re-reading [B, H, L, S] maps.
+[[nodiscard]] CVATTN_EXPORT AttentionResult scaled_dot_product_attention_heads_averaged(
+    const Tensor& query, const Tensor& key, const Tensor& value, std::int64_t num_heads,
+    const Tensor& attn_mask = {}, const SdpaOptions& options = {});
+
 // x [N, C, H, W] -> tokens [N, H*W, C] (token index h*W + w, docs/modules.md §0.1).
 [[nodiscard]] CVATTN_EXPORT Tensor flatten_spatial(const Tensor& x);
 // tokens [N, H*W, C] -> [N, C, H, W]; ShapeError when the middle dim is not H*W.

@@ -14,6 +14,13 @@ namespace cvattn::functional {
                                               const Tensor& running_var, const Tensor& weight,
                                               const Tensor& bias, double eps = 1e-5);
 
+// batch_norm(x, ...) + residual in one pass (residual has x's shape), each element rounded as
+// the two PyTorch ops would: y = (x * a + b) + residual. NonLocal's output.
+[[nodiscard]] CVATTN_EXPORT Tensor batch_norm_add(const Tensor& x, const Tensor& residual,
+                                                  const Tensor& running_mean,
+                                                  const Tensor& running_var, const Tensor& weight,
+                                                  const Tensor& bias, double eps = 1e-5);
+
 // Folds BatchNorm(conv(x)) into one conv: for output channel o with a = the BN scale above,
 // weight'[o] = weight[o] * a[o] and bias'[o] = (conv_bias[o] - mean[o]) * a[o] + bn_bias[o].
 // conv_weight is [C, ...] (a conv's [C, Cin/g, kh, kw] or a linear's [C, in]); conv_bias,

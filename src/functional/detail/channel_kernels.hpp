@@ -1,35 +1,28 @@
 #pragma once
-// Fused kernels shared by the channel-attention modules (SqueezeExcitation, Eca, Cbam).
+// Fused kernels of the channel-attention functions (functional/channel_attention.cpp: SE, ECA,
+// CBAM). Private to cvattn.
 //
-// These modules are memory bound: the floor is one read of x to pool it and one read of x plus
+// These functions are memory bound: the floor is one read of x to pool it and one read of x plus
 // one write of y to scale it. The kernels work on one sample at a time so the second read of a
 // sample hits the cache, and for_samples() keeps whole samples on one thread when there are
-// enough of them. Nothing here throws: callers validate and allocate first.
-#include <algorithm>
+// enough of them. Nothing here throws: callers validate and allocate first. The SIMD bodies
+// (scale_plane, scale_plane2, channel_mean_max_scaled, spatial_conv) are dispatched at run time
+// (channel_kernels-inl.h); their reference twins are in functional/reference/channel_kernels.hpp.
 #include <cmath>
 #include <cstdint>
-#include <limits>
 
 #include "core/parallel_for.hpp"
 #include "cvattn/modules/layer_kinds.hpp"
+#include "functional/detail/reduce.hpp"
 
 namespace cvattn::detail {
 
-struct PlaneStats {
-  float mean;
-  float max;
-};
-
-// Mean (sum / n, as PyTorch's mean) of n contiguous floats, accumulated in float lanes per
-// block and in double across blocks.
-[[nodiscard]] float plane_mean(const float* p, std::int64_t n);
-// Mean and NaN-propagating max of n contiguous floats in one pass.
-[[nodiscard]] PlaneStats plane_mean_max(const float* p, std::int64_t n);
-
-// Outputs at least this large are written with streaming (non-temporal) stores: they cannot
-// stay in cache anyway, and streaming saves the read-for-ownership of every output line, which
-// is a third of the memory traffic of a pool-and-scale module.
-inline constexpr std::int64_t kStreamingBytes = std::int64_t{4} << 20;
+// Outputs larger than this are written with streaming (non-temporal) stores: they cannot stay
+// in the last-level cache anyway, and streaming saves the read-for-ownership of every output
+// line. Smaller outputs use plain stores (a later reader finds them in cache). The last-level
+// cache size of cpu0 (/sys/devices/system/cpu/cpu0/cache/index3/size, read once; 32 MiB when
+// unknown).
+[[nodiscard]] std::int64_t streaming_store_bytes();
 
 // y[i] = x[i] * g for i < n; stream: non-temporal stores (call store_fence() before the end of
 // the parallel task).
@@ -41,7 +34,7 @@ void store_fence();
 
 // CBAM's spatial-attention input for pixels [p0, p1) of one sample x [C, hw], computed from
 // the channel-refined values v = x[c, p] * g[c] without storing them: mean[p - p0] = mean_c v,
-// max[p - p0] = max_c v (NaN propagates, as torch.amax).
+// max[p - p0] = max_c v (NaN propagates, as torch.amax). The sum runs in channel order.
 void channel_mean_max_scaled(const float* x, const float* g, std::int64_t channels,
                              std::int64_t hw, std::int64_t p0, std::int64_t p1, float* mean,
                              float* max);
@@ -51,19 +44,6 @@ void apply_gate(GateLayer gate, float* u, std::int64_t n);
 
 // sum_i a[i] * b[i] accumulated in double.
 [[nodiscard]] double dot(const float* a, const float* b, std::int64_t n);
-
-// Inference BatchNorm as PyTorch's CPU kernel folds it: alpha = weight / sqrt(var + eps),
-// beta = bias - mean * alpha, in float32; y = x * alpha + beta.
-struct BnAffine {
-  float alpha;
-  float beta;
-};
-[[nodiscard]] inline BnAffine fold_batch_norm(float weight, float bias, float mean, float var,
-                                              float eps = 1e-5f) {
-  const float invstd = 1.0f / std::sqrt(var + eps);
-  const float alpha = invstd * weight;
-  return {alpha, bias - mean * alpha};
-}
 
 // CBAM's spatial conv, 2 -> 1 channels, k x k taps, no bias, in two steps: pad_planes copies
 // in [2, h, w] into padded [2, h + k - 1, w + k - 1] with a zero border of (k-1)/2; spatial_conv
@@ -90,6 +70,46 @@ void for_samples(std::int64_t n, std::int64_t numel, Whole&& whole, Intra&& intr
   const std::int64_t full = (n / threads) * threads;
   parallel_chunks(full, whole);
   for (std::int64_t i = full; i < n; ++i) intra(i);
+}
+
+// For x [n, channels, hw]: pool(i, c0, c1) pools channels [c0, c1) of sample i, excite(i) turns
+// sample i's pooled values into gate[i, :], then y[i, c, :] = x[i, c, :] * gate[i, c]. Neither
+// callable may throw (allocate and validate first).
+template <class Pool, class Excite>
+void pool_excite_scale(const float* x, float* y, const float* gate, std::int64_t n,
+                       std::int64_t channels, std::int64_t hw, Pool&& pool, Excite&& excite) {
+  const std::int64_t numel = n * channels * hw;
+  const bool stream = numel * std::int64_t{sizeof(float)} > streaming_store_bytes();
+  auto scale = [&](std::int64_t i, std::int64_t c0, std::int64_t c1) {
+    for (std::int64_t c = c0; c < c1; ++c) {
+      const std::int64_t off = (i * channels + c) * hw;
+      scale_plane(x + off, y + off, gate[i * channels + c], hw, stream);
+    }
+  };
+  for_samples(
+      n, numel,
+      [&](std::int64_t begin, std::int64_t end) {
+        // Software pipeline over the thread's samples: scaling sample i (writes) and pooling
+        // sample i + 1 (reads) share one sweep, so reads and writes overlap as in a memcpy
+        // instead of alternating.
+        pool(begin, 0, channels);
+        for (std::int64_t i = begin; i < end; ++i) {
+          excite(i);
+          for (std::int64_t c = 0; c < channels; ++c) {
+            scale(i, c, c + 1);
+            if (i + 1 < end) pool(i + 1, c, c + 1);
+          }
+        }
+        if (stream) store_fence();
+      },
+      [&](std::int64_t i) {
+        parallel_chunks(channels, [&](std::int64_t b, std::int64_t e) { pool(i, b, e); });
+        excite(i);
+        parallel_chunks(channels, [&](std::int64_t b, std::int64_t e) {
+          scale(i, b, e);
+          if (stream) store_fence();
+        });
+      });
 }
 
 }  // namespace cvattn::detail

@@ -1,0 +1,120 @@
+// Runtime dispatch of the channel-attention kernels (channel_kernels.hpp); the SIMD bodies are in
+// channel_kernels-inl.h.
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "functional/detail/channel_kernels-inl.h"
+#include <hwy/foreach_target.h>  // IWYU pragma: keep
+
+#include <hwy/highway.h>
+
+#include "functional/detail/channel_kernels-inl.h"
+
+#if HWY_ONCE
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <fstream>
+#include <string>
+
+#include <hwy/cache_control.h>
+
+#include "core/dispatch.hpp"
+#include "functional/detail/channel_kernels.hpp"
+
+namespace cvattn::detail {
+namespace {
+
+// "32768K" / "32M" / "1048576" in bytes; 0 when unreadable.
+std::int64_t read_cache_size(const char* path) {
+  std::ifstream in(path);
+  std::string text;
+  if (!(in >> text) || text.empty()) return 0;
+  std::int64_t value = 0;
+  std::size_t i = 0;
+  for (; i < text.size() && text[i] >= '0' && text[i] <= '9' && value < (std::int64_t{1} << 40);
+       ++i) {
+    value = value * 10 + (text[i] - '0');
+  }
+  if (i == text.size()) return value;
+  if (text[i] == 'K') return value << 10;
+  if (text[i] == 'M') return value << 20;
+  if (text[i] == 'G') return value << 30;
+  return 0;
+}
+
+}  // namespace
+
+std::int64_t streaming_store_bytes() {
+  static const std::int64_t bytes = [] {
+    const std::int64_t llc = read_cache_size("/sys/devices/system/cpu/cpu0/cache/index3/size");
+    return llc > 0 ? llc : std::int64_t{32} << 20;
+  }();
+  return bytes;
+}
+
+HWY_EXPORT(ScalePlane);
+HWY_EXPORT(ScalePlane2);
+HWY_EXPORT(ChannelMeanMaxScaled);
+HWY_EXPORT(SpatialConv);
+
+void scale_plane(const float* x, float* y, float g, std::int64_t n, bool stream) {
+  CVATTN_DISPATCH(ScalePlane)(x, y, g, n, stream);
+}
+
+void scale_plane2(const float* x, float* y, float g, const float* s, std::int64_t n, bool stream) {
+  CVATTN_DISPATCH(ScalePlane2)(x, y, g, s, n, stream);
+}
+
+void store_fence() { hwy::FlushStream(); }
+
+void channel_mean_max_scaled(const float* x, const float* g, std::int64_t channels,
+                             std::int64_t hw, std::int64_t p0, std::int64_t p1, float* mean,
+                             float* max) {
+  CVATTN_DISPATCH(ChannelMeanMaxScaled)(x, g, channels, hw, p0, p1, mean, max);
+}
+
+void spatial_conv(const float* padded, const float* weight, std::int64_t k, std::int64_t h,
+                  std::int64_t w, std::int64_t row0, std::int64_t row1, float* out) {
+  CVATTN_DISPATCH(SpatialConv)(padded, weight, k, h, w, row0, row1, out);
+}
+
+void apply_gate(GateLayer gate, float* u, std::int64_t n) {
+  if (gate == GateLayer::sigmoid) {
+    for (std::int64_t i = 0; i < n; ++i) u[i] = 1.0f / (1.0f + std::exp(-u[i]));
+  } else if (gate == GateLayer::tanh) {
+    for (std::int64_t i = 0; i < n; ++i) u[i] = std::tanh(u[i]);
+  } else {
+    // std::max/min keep a NaN first argument, so NaN propagates like torch's Hardsigmoid.
+    for (std::int64_t i = 0; i < n; ++i) {
+      u[i] = std::min(std::max(u[i] + 3.0f, 0.0f), 6.0f) / 6.0f;
+    }
+  }
+}
+
+double dot(const float* a, const float* b, std::int64_t n) {
+  // Four independent chains: the MLPs are short, so latency, not throughput, bounds them.
+  double s0 = 0.0, s1 = 0.0, s2 = 0.0, s3 = 0.0;
+  std::int64_t i = 0;
+  for (; i + 4 <= n; i += 4) {
+    s0 += static_cast<double>(a[i]) * b[i];
+    s1 += static_cast<double>(a[i + 1]) * b[i + 1];
+    s2 += static_cast<double>(a[i + 2]) * b[i + 2];
+    s3 += static_cast<double>(a[i + 3]) * b[i + 3];
+  }
+  for (; i < n; ++i) s0 += static_cast<double>(a[i]) * b[i];
+  return (s0 + s1) + (s2 + s3);
+}
+
+void pad_planes(const float* in, std::int64_t k, std::int64_t h, std::int64_t w, float* padded) {
+  const std::int64_t pad = (k - 1) / 2;
+  const std::int64_t hp = h + 2 * pad, wp = w + 2 * pad;
+  std::fill(padded, padded + 2 * hp * wp, 0.0f);
+  for (std::int64_t ci = 0; ci < 2; ++ci) {
+    for (std::int64_t y = 0; y < h; ++y) {
+      std::copy(in + (ci * h + y) * w, in + (ci * h + y + 1) * w,
+                padded + (ci * hp + y + pad) * wp + pad);
+    }
+  }
+}
+
+}  // namespace cvattn::detail
+#endif  // HWY_ONCE
