@@ -9,15 +9,20 @@ cd "$(dirname "$0")/.."
 for preset in flags-v4 flags-v2; do
   log="build/$preset.log"
   cmake --preset "$preset" >/dev/null
-  cmake --build --preset "$preset" 2>&1 | tee "$log" | grep -E 'warning:|error:' || true
-  if grep -E '^[^/ ][^:]*:[0-9]+:[0-9]+: warning:|^/work[^:]*:[0-9]+:[0-9]+: warning:' "$log" \
-     | grep -v '^/usr/' | grep -q .; then
-    echo "check-flags: $preset: a warning in our own sources (see $log)" >&2
+  if ! cmake --build --preset "$preset" > "$log" 2>&1; then
+    grep -E 'error|FAILED' "$log" | head -20 >&2
+    echo "check-flags: $preset: the library does not build (see $log)" >&2
+    exit 1
+  fi
+  ours=$(grep -E '^[^ ]*:[0-9]+:[0-9]+: warning:' "$log" | grep -v '^/usr/' || true)
+  if [ -n "$ours" ]; then
+    echo "check-flags: $preset: warnings in our own sources:" >&2
+    echo "$ours" >&2
     exit 1
   fi
   # The library's compile command for one source, applied to a file with a definite
   # uninitialised read: it must fail.
-  cmd=$(ninja -C "build/$preset" -t commands cvattn | grep -m1 'functional/activation.cpp')
+  cmd=$(ninja -C "build/$preset" -t commands cvattn | awk '!f && /functional\/activation\.cpp/ { print; f = 1 }')
   probe="build/$preset/uninit_probe.cpp"
   printf 'int probe(int c) { int v; return v + c; }\n' > "$probe"
   cmd=${cmd//-MD -MT */-o /dev/null -c $PWD/$probe}
