@@ -21,7 +21,7 @@ import train_common as tc
 from fashion_models import FashionCnn
 
 SEED = 20261201
-EPOCHS = int(os.environ.get("TRAIN_EPOCHS", "8"))  # override only for smoke runs
+EPOCHS = int(os.environ.get("TRAIN_EPOCHS", "4"))  # override only for smoke runs
 BATCH = 128
 
 
