@@ -24,7 +24,7 @@ import train_common as tc
 
 SEED = 20261203
 TEST_SEED = 20261204
-EPOCHS = int(os.environ.get("TRAIN_EPOCHS", "2"))  # override only for smoke runs
+EPOCHS = int(os.environ.get("TRAIN_EPOCHS", "6"))  # override only for smoke runs
 BATCH = 64
 
 
