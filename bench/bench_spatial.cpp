@@ -1,7 +1,7 @@
 // Spatial self-attention (issue 19) on the shape the issue names, [2, 256, 16, 16]: timm's
 // BottleneckAttn (4 heads, full 256x256 attention), HaloAttn (8 heads, blocks 8, halo 3),
 // LambdaLayer (r = 9 and relative embeddings), mmcv's GeneralizedAttention ('1111', kv_stride
-// 2, and '1000'), BatNonLocalAttn on [2, 256, 14, 14] (block 7), and the MODULES.md §19
+// 2, and '1000'), BatNonLocalAttn on [2, 256, 14, 14] (block 7), and the docs/modules.md §19
 // mechanisms on [8, 64, 96] queries and keys. Arg = threads (cvattn::set_num_threads).
 #include <benchmark/benchmark.h>
 

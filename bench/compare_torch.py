@@ -64,7 +64,7 @@ def mild_theta(n):
 
 
 class NonLocalAttn(nn.Module):
-    """timm layers/non_local_attn.py NonLocalAttn (MODULES.md §6), plain torch."""
+    """timm layers/non_local_attn.py NonLocalAttn (docs/modules.md §6), plain torch."""
 
     def __init__(self, c, rd=None):
         super().__init__()

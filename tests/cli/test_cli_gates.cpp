@@ -1,5 +1,5 @@
 // End-to-end tests of `cvattn run ese|ceca|ge|gc|lcbam|coord_attn|splat|dynamic_conv|cond_conv`
-// (shared/spec/CLI.md, second round) against the timm fixtures in tests/fixtures/gates.
+// (docs/cli.md, second round) against the timm fixtures in tests/fixtures/gates.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 

@@ -1,5 +1,5 @@
 // End-to-end tests of `cvattn run layer_norm|group_norm|gelu|silu|hardswish|hardsigmoid|mish|
-// interpolate` (shared/spec/CLI.md, second round) against the PyTorch fixtures in
+// interpolate` (docs/cli.md, second round) against the PyTorch fixtures in
 // tests/fixtures/layers.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

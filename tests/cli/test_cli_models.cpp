@@ -1,4 +1,4 @@
-// End-to-end tests of `cvattn run timm_model` (CLI.md "Whole networks") against timm's outputs
+// End-to-end tests of `cvattn run timm_model` (docs/cli.md "Whole networks") against timm's outputs
 // in tests/fixtures/models/ (tests/fixtures/models.py). The weights are generated from each
 // case's seed (tests/support/model_weights.hpp) and written as a .safetensors file, as a user's
 // exported state_dict would be.

@@ -1,4 +1,4 @@
-// `cvattn run grid_sample|grid_sample_backward|affine_grid` on volumetric data (CLI.md, second
+// `cvattn run grid_sample|grid_sample_backward|affine_grid` on volumetric data (docs/cli.md, second
 // round: 5-D input with [N,Do,Ho,Wo,3] grids, [N,3,4] theta with size N,C,D,H,W) against the
 // PyTorch fixtures of tests/fixtures/sampling3d.
 #include <gtest/gtest.h>

@@ -1,5 +1,5 @@
 // End-to-end tests of `cvattn run bottleneck_attn|halo_attn|lambda|bat|generalized_attention`
-// (shared/spec/CLI.md, second round) against tests/fixtures/spatial (timm's own source and the
+// (docs/cli.md, second round) against tests/fixtures/spatial (timm's own source and the
 // mmcv re-creation in tests/fixtures/spatial.py).
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -76,7 +76,7 @@ TEST_F(CliSpatial, HaloAttnMatchesTimm) {
                        set("scale_pos_embed", test::bool_arg(p.value("scale_pos_embed", false))),
                    true);
   }
-  // avg_down, the one setting CLI.md's row does not list, is accepted as an added key.
+  // avg_down, the one setting docs/cli.md's row does not list, is accepted as an added key.
   const auto fx = test::fixture("spatial/halo_n1_c8_8x8_b4_h2_stride2_avgdown");
   expect_matches("halo_attn", fx,
                  set("block_size", "4") + set("halo_size", "2") + set("stride", "2") +

@@ -1,5 +1,5 @@
 // timm's ViT / DeiT networks (issue 20) against timm's own forward (tests/fixtures/models.py):
-// logits, features, attention maps by module path and attention rollout (MODULES.md §18), with
+// logits, features, attention maps by module path and attention rollout (docs/modules.md §18), with
 // weights regenerated bit for bit from the case's seed.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

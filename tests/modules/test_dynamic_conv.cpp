@@ -1,4 +1,4 @@
-// Dynamic convolution (MODULES.md §17, fixtures from its equations in torch) and timm's
+// Dynamic convolution (docs/modules.md §17, fixtures from its equations in torch) and timm's
 // CondConv2d with CondConvResidual's routing (fixtures from timm's own classes).
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

@@ -108,7 +108,7 @@ inline GeneratedWeights generated_state_dict(const Module& model, std::uint64_t 
   return out;
 }
 
-// CLI.md's bar for whole networks: |y - ref| <= 1e-4 * (1 + max|ref|).
+// docs/cli.md's bar for whole networks: |y - ref| <= 1e-4 * (1 + max|ref|).
 inline Tolerance network_tolerance(const Tensor& ref) {
   float peak = 0.0f;
   for (std::int64_t i = 0; i < ref.numel(); ++i) peak = std::max(peak, std::abs(ref[i]));

@@ -1,6 +1,6 @@
 #pragma once
 // Convolution with per-sample kernels mixed from K experts: dynamic convolution (Chen et al.,
-// CVPR 2020; MODULES.md §17) and timm's CondConv2d, plus the two routings that mix them
+// CVPR 2020; docs/modules.md §17) and timm's CondConv2d, plus the two routings that mix them
 // (docs/gates.md).
 #include "cvattn/core/tensor.hpp"
 #include "cvattn/export.hpp"

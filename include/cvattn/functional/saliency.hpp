@@ -1,5 +1,5 @@
 #pragma once
-// Seeing a whole network (MODULES.md §18): class activation maps for global-pool + linear
+// Seeing a whole network (docs/modules.md §18): class activation maps for global-pool + linear
 // heads and attention rollout for ViT-family networks.
 #include <cstdint>
 #include <string>
@@ -36,7 +36,7 @@ struct AttentionRolloutOptions {
   CVATTN_ARG(double, discard_ratio) = 0.0;  // in [0, 1)
 };
 
-// Attention rollout (Abnar & Zuidema 2020; MODULES.md §18) of the softmax attention of every
+// Attention rollout (Abnar & Zuidema 2020; docs/modules.md §18) of the softmax attention of every
 // block, first block first, each [N, heads, T, T]:
 //   A_l = fuse_heads(attention_l)                               [N, T, T]
 //   discard: the floor(r * T * T) smallest entries of A_l (per sample; ties: lower flat index

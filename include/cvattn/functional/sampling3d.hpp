@@ -8,7 +8,7 @@
 // functional::affine_grid makes 3-D grids for a 5-entry size {N, C, D, H, W} with theta [N, 3, 4].
 // Bicubic is 2-D only (as in PyTorch): ValueError naming it.
 //
-// Where the 3-D kernel differs from the 2-D one (MODULES.md §8, which follows PyTorch's
+// Where the 3-D kernel differs from the 2-D one (docs/modules.md §8, which follows PyTorch's
 // vectorised 2-D kernel):
 //   nearest rounds half away from zero (std::round; pixel coordinate -0.5 is outside), the 2-D
 //     kernel half to even (PyTorch >= 2.1 and ONNX round half to even in 3-D too);

@@ -1,5 +1,5 @@
 #pragma once
-// The classic mechanisms of MODULES.md §19, on the score family of score.hpp (any Score:
+// The classic mechanisms of docs/modules.md §19, on the score family of score.hpp (any Score:
 // dot, scaled_dot, general, additive, cosine; scores [B, L, S] from attention_scores):
 //
 //   thresholded attention   w = softmax(scores); entries < tau -> 0; renormalised; a row with

@@ -14,7 +14,7 @@
 
 namespace cvattn::models {
 
-// Name of the features output (CLI.md "Whole networks").
+// Name of the features output (docs/cli.md "Whole networks").
 inline constexpr const char* kFeatures = "features";
 inline constexpr const char* kCam = "cam";
 
@@ -63,14 +63,14 @@ class CVATTN_EXPORT Network : public UnaryModule {
 
   // True when the head is global average pooling + one linear layer (what a CAM needs).
   [[nodiscard]] virtual bool has_class_activation_map() const { return false; }
-  // MODULES.md §18 on the output of run(): [N, h, w], for class_index or, when negative, each
+  // docs/modules.md §18 on the output of run(): [N, h, w], for class_index or, when negative, each
   // sample's predicted class. ValueError for networks without such a head.
   [[nodiscard]] virtual Tensor class_activation_map(const NetworkOutput& out,
                                                     std::int64_t class_index = -1) const;
 
   // True for ViT-family networks (attention rollout over their blocks).
   [[nodiscard]] virtual bool has_rollout() const { return false; }
-  // MODULES.md §18 on the maps of run(x, true): [N, gh, gw]. ValueError for other networks.
+  // docs/modules.md §18 on the maps of run(x, true): [N, gh, gw]. ValueError for other networks.
   [[nodiscard]] virtual Tensor rollout(
       const NetworkOutput& out, functional::HeadFusion head_fusion = functional::HeadFusion::mean,
       double discard_ratio = 0.0) const;

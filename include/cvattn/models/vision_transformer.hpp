@@ -12,7 +12,7 @@
 //
 // As timm.create_model's default (strict_img_size, no dynamic_img_size), only the configured
 // image size is accepted. Maps: "blocks.<i>.attn.attention" [N, heads, T, T]; attention
-// rollout over all blocks (MODULES.md §18).
+// rollout over all blocks (docs/modules.md §18).
 #include <cstdint>
 #include <memory>
 #include <string>

@@ -1,6 +1,6 @@
 #pragma once
 // DynamicConv2d: dynamic convolution (Chen et al., CVPR 2020, "Dynamic Convolution: Attention
-// over Convolution Kernels"; MODULES.md §17), in the layout of the widely used public port's
+// over Convolution Kernels"; docs/modules.md §17), in the layout of the widely used public port's
 // Dynamic_conv2d (docs/gates.md):
 //
 //   pi[n] = softmax(fc2(ReLU(fc1(mean_hw x[n]))) / temperature)     [N, K], map "attention"

@@ -7,7 +7,7 @@
 
 namespace cvattn::cli::ops {
 
-// Dynamic convolution (MODULES.md §17). K, channels, kernel size, hidden width, bias and
+// Dynamic convolution (docs/modules.md §17). K, channels, kernel size, hidden width, bias and
 // groups come from the weights (a --set groups that differs is an error); stride, padding,
 // dilation and temperature from --set.
 OpSpec dynamic_conv() {

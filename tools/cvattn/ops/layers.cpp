@@ -1,4 +1,4 @@
-// layer_norm, group_norm, the activations and interpolate (CLI.md, "Operations added in the
+// layer_norm, group_norm, the activations and interpolate (docs/cli.md, "Operations added in the
 // second round", functional table) over the functional kernels.
 #include <cerrno>
 #include <cstdlib>

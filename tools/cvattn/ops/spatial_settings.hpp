@@ -1,6 +1,6 @@
 #pragma once
 // Checks shared by the spatial-attention ops: a --set value the weights also determine must
-// agree with them (CLI.md, second round).
+// agree with them (docs/cli.md, second round).
 #include <cstdint>
 #include <string>
 
