@@ -125,7 +125,9 @@ Tensor interpolate(const Tensor& input, const InterpolateOptions& options) {
   check_defined(input, "input", kWhere);
   CVATTN_CHECK(input.rank() == 4, ShapeError, kWhere,
                ": tensor 'input' expected [N, C, H, W], got ", to_string(input.shape()));
-  const auto [n, c, h, w] = input.nchw("input");
+  // Plain variables, not a structured binding: the lambdas below capture them (C++17).
+  const Tensor::Nchw dims = input.nchw("input");
+  const std::int64_t n = dims.n, c = dims.c, h = dims.h, w = dims.w;
   const Pair2 size = options.size();
   const Scale2 sf = options.scale_factor();
   const bool has_size = size.h != 0 || size.w != 0;

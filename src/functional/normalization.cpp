@@ -121,7 +121,9 @@ Tensor layer_norm2d(const Tensor& x, const Tensor& weight, const Tensor& bias, d
   constexpr const char* kWhere = "layer_norm2d";
   check_defined(x, "input", kWhere);
   check_eps(eps, kWhere);
-  const auto [n, c, h, w] = x.nchw("input");
+  // Plain variables, not a structured binding: the lambda below captures them (C++17).
+  const Tensor::Nchw dims = x.nchw("input");
+  const std::int64_t n = dims.n, c = dims.c, h = dims.h, w = dims.w;
   check_affine(weight, {c}, "weight", kWhere);
   check_affine(bias, {c}, "bias", kWhere);
   Tensor y = Tensor::empty(x.shape());
