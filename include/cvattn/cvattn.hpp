@@ -99,4 +99,14 @@
 
 // --- data ---
 
+// --- mobile ---
+
+// --- swin ---
+
+// --- byob ---
+
+// --- simd-attn ---
+
+// --- simd-sample ---
+
 #include "cvattn/version.hpp"

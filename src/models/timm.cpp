@@ -95,6 +95,12 @@ const std::vector<Entry>& registry() {
                            o.model_name(name).num_classes(num_classes)));
                      }});
     }
+    // --- mobile: entries of this family ---
+
+    // --- swin: entries of this family ---
+
+    // --- byob: entries of this family ---
+
     return out;
   }();
   return entries;

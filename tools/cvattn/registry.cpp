@@ -61,6 +61,16 @@ const std::vector<OpSpec>& all_ops() {
 
       // --- data ---
 
+      // --- mobile ---
+
+      // --- swin ---
+
+      // --- byob ---
+
+      // --- simd-attn ---
+
+      // --- simd-sample ---
+
   };
   return ops;
 }

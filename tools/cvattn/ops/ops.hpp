@@ -59,4 +59,14 @@ OpSpec generalized_attention();
 
 // --- data ---
 
+// --- mobile ---
+
+// --- swin ---
+
+// --- byob ---
+
+// --- simd-attn ---
+
+// --- simd-sample ---
+
 }  // namespace cvattn::cli::ops
