@@ -1,10 +1,7 @@
 // docs/porting.md §7: torchvision's VisionTransformer (the class of vit_b_16) ported to C++ with
 // containers, MultiheadSelfAttention, LayerNorm and GELU, checked against torchvision on
-// tests/fixtures/containers/vit_tiny (random weights, a test-sized configuration).
-//
-// NOT BUILT YET: it needs LayerNorm, GELU, Dropout and functional::add/cat/permute/select from the
-// `layers` branch. After merging it, register it in the containers section of tests/CMakeLists.txt
-// with `cvattn_add_test(test_port_vit modules/test_port_vit.cpp)`; it has never been compiled.
+// tests/fixtures/containers/vit_tiny (random weights, a test-sized configuration) and on
+// vit_b_16 itself (tests/fixtures/port_vit.py: weights regenerated from a seed).
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -26,6 +23,7 @@
 #include "cvattn/modules/sequential.hpp"
 #include "support/concurrency.hpp"
 #include "support/fixtures.hpp"
+#include "support/model_fixtures.hpp"
 #include "support/tensor_near.hpp"
 
 namespace cvattn {
@@ -226,6 +224,34 @@ TEST(PortVit, ConcurrencySharedVit) {
     for (const auto& [k, v] : r.maps.items()) out.emplace(k, v);
     return out;
   });
+}
+
+// torchvision's vit_b_16 at full size (86 M generated weights): logits, the class token after the
+// encoder (taken by a forward hook) and the first and last layers' attention weights.
+TEST(PortVit, VitB16MatchesTorchvision) {
+  const auto fx = test::fixture("port_vit/vit_b_16");
+  const auto vit = std::make_shared<VisionTransformer>(224, 16, 12, 12, 768, 3072, 1000);
+  const auto seed = fx.params()["seed"].get<std::uint64_t>();
+  test::GeneratedWeights w = test::generated_state_dict(*vit, seed);
+  ASSERT_EQ(test::hex(w.checksum), fx.params()["checksum"].get<std::string>());
+  EXPECT_TRUE(vit->load_state_dict(w.dict).empty());
+  Tensor encoded;
+  vit->register_forward_hook("encoder", [&](const std::string&, const Tensor&, const Tensor& out) {
+    encoded = out;
+  });
+  const Attended r = vit->forward_with_maps(test::generated("input", {1, 3, 224, 224}, seed));
+  const Tensor ref = fx.tensor("output");
+  EXPECT_TENSOR_NEAR(r.output, ref, port_tolerance(ref));
+  ASSERT_EQ(encoded.shape(), (Shape{1, 197, 768}));
+  const Tensor cls_ref = fx.tensor("class_token");
+  EXPECT_TENSOR_NEAR(F::select(encoded, 1, 0), cls_ref, port_tolerance(cls_ref));
+  EXPECT_EQ(r.maps.size(), 12u);
+  for (const auto& layer : fx.params()["map_layers"]) {
+    const std::string name = "encoder.layers.encoder_layer_" +
+                             std::to_string(layer.get<int>()) + ".self_attention.attn_weights";
+    const Tensor m = fx.tensor(name);
+    EXPECT_TENSOR_NEAR(r.maps.at(name), m, port_tolerance(m)) << name;
+  }
 }
 
 }  // namespace
