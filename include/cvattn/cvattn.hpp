@@ -51,6 +51,7 @@
 #include "cvattn/functional/residual.hpp"
 #include "cvattn/functional/saliency.hpp"
 #include "cvattn/functional/tokens.hpp"
+#include "cvattn/models/data_config.hpp"
 #include "cvattn/models/network.hpp"
 #include "cvattn/models/resnet.hpp"
 #include "cvattn/models/timm.hpp"
