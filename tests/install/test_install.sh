@@ -19,14 +19,15 @@ cd "$tmp/elsewhere"
 fail() { echo "test_install: FAIL: $*" >&2; exit 1; }
 
 for f in bin/attention_demo bin/stn_rectify bin/deform_sampling bin/self_attention_query \
-         bin/align_images bin/video_pipeline share/cvattn/weights/fashion_cnn.safetensors \
+         bin/align_images bin/video_pipeline bin/classify bin/layer_maps share/cvattn/weights/fashion_cnn.safetensors \
          share/cvattn/weights/stn_fashion.safetensors share/cvattn/fashion/labels.json \
          share/cvattn/fashion_rts/labels.json lib/pkgconfig/cvattn.pc; do
   [ -e "$root/$f" ] || fail "not installed: $f"
 done
 
 # The samples find the installed assets, not the source tree's.
-for s in attention_demo stn_rectify deform_sampling self_attention_query align_images video_pipeline; do
+for s in attention_demo stn_rectify deform_sampling self_attention_query align_images video_pipeline \
+         classify layer_maps; do
   "$root/bin/$s" --help > help.txt || fail "$s --help"
   grep -qx "Assets: $root/share/cvattn" help.txt || {
     cat help.txt >&2; fail "$s does not use the installed assets"; }
@@ -39,6 +40,9 @@ grep -q "^accuracy: " stn.txt || fail "stn_rectify printed no accuracy"
   fail "attention_demo from the installed tree"
 grep -q "predicted" demo.txt || fail "attention_demo printed no predictions"
 [ -s demo/index.png ] || fail "attention_demo wrote no index"
+
+"$root/bin/layer_maps" --output=layers > layers.txt || fail "layer_maps from the installed tree"
+[ -s layers/chelsea_layers.png ] || fail "layer_maps wrote no sheet for the bundled photos"
 
 # pkg-config: -fopenmp exactly when the library was built with OpenMP.
 pc="$root/lib/pkgconfig/cvattn.pc"

@@ -21,12 +21,13 @@ namespace {
 
 namespace fs = std::filesystem;
 
-const std::vector<std::string> kSamples = {"attention_demo",  "deform_sampling",
-                                           "self_attention_query", "stn_rectify",
-                                           "align_images",    "video_pipeline"};
+const std::vector<std::string> kSamples = {
+    "attention_demo", "deform_sampling", "self_attention_query", "stn_rectify",
+    "align_images",   "video_pipeline",  "classify",             "layer_maps"};
 // The samples that process a folder of inputs, one output per input.
 const std::vector<std::string> kFolderSamples = {"attention_demo", "deform_sampling",
-                                                 "self_attention_query", "stn_rectify"};
+                                                 "self_attention_query", "stn_rectify",
+                                                 "classify", "layer_maps"};
 
 // Every regular file under `root`, by path relative to it, with its bytes.
 std::map<std::string, std::string> files_under(const fs::path& root);
