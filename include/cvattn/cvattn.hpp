@@ -104,6 +104,7 @@
 // --- swin ---
 
 // --- byob ---
+#include "cvattn/models/byobnet.hpp"
 
 // --- simd-attn ---
 
