@@ -14,6 +14,7 @@
 #include "cvattn/models/byobnet.hpp"
 #include "cvattn/models/timm.hpp"
 #include "support/fixtures.hpp"
+#include "support/map_rows.hpp"
 #include "support/model_fixtures.hpp"
 #include "support/tensor_near.hpp"
 
@@ -23,25 +24,6 @@ namespace {
 using ::testing::AllOf;
 using ::testing::HasSubstr;
 using ::testing::ThrowsMessage;
-
-// The rows `rows` of a map's second-to-last axis (models_byob.py's map_rows slice).
-Tensor rows_of(const Tensor& map, const std::vector<std::int64_t>& rows) {
-  const std::size_t rank = map.shape().size();
-  const std::int64_t q = map.dim(static_cast<int>(rank - 2));
-  const std::int64_t t = map.dim(static_cast<int>(rank - 1));
-  const std::int64_t outer = map.numel() / (q * t);
-  const auto r = static_cast<std::int64_t>(rows.size());
-  Shape shape = map.shape();
-  shape[rank - 2] = r;
-  Tensor out = Tensor::empty(shape);
-  for (std::int64_t i = 0; i < outer; ++i) {
-    for (std::int64_t k = 0; k < r; ++k) {
-      std::copy_n(map.data() + (i * q + rows[static_cast<std::size_t>(k)]) * t, t,
-                  out.data() + (i * r + k) * t);
-    }
-  }
-  return out;
-}
 
 std::vector<std::string> case_names() {
   std::vector<std::string> names;
@@ -78,7 +60,7 @@ TEST_P(TimmByob, MatchesTimm) {
     const std::string path = p.get<std::string>();
     const auto rows = fx.params()["map_rows"][path].get<std::vector<std::int64_t>>();
     const Tensor ref = fx.tensor(path + "_rows");
-    EXPECT_TENSOR_NEAR(rows_of(out.maps.at(path), rows), ref, network_tolerance(ref)) << path;
+    EXPECT_TENSOR_NEAR(rows_of_map(out.maps.at(path), rows), ref, network_tolerance(ref)) << path;
   }
   // forward and forward_with_maps agree with run.
   EXPECT_TENSOR_NEAR(net->forward(x), out.logits, kExact);
