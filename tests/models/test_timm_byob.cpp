@@ -31,11 +31,31 @@ std::vector<std::string> case_names() {
   return names;
 }
 
+// The case's network: through models::create, or, for cases with ByoModelCfg overrides
+// ("cfg": {"downsample": "avg"}), built from ByobNetOptions with the same generated weights.
+std::shared_ptr<models::Network> byob_network_for(const Fixture& fx) {
+  const auto& cfg = fx.params()["cfg"];
+  if (cfg.empty()) return network_for(fx);
+  const std::string name = fx.params()["model_name"].get<std::string>();
+  models::ByobNetOptions o =
+      models::byoanet_options(name).num_classes(fx.params()["num_classes"].get<std::int64_t>());
+  for (const auto& [key, value] : cfg.items()) {
+    EXPECT_EQ(key, "downsample") << "models_byob.py: unknown cfg override";
+    EXPECT_EQ(value.get<std::string>(), "avg");
+    o.downsample(models::ByobDownsample::avg);
+  }
+  auto net = std::make_shared<models::ByobNet>(o);
+  GeneratedWeights w = generated_state_dict(*net, fx.params()["seed"].get<std::uint64_t>());
+  EXPECT_EQ(hex(w.checksum), fx.params()["checksum"].get<std::string>()) << fx.name();
+  net->load_state_dict(w.dict, Strict::yes);
+  return net;
+}
+
 class TimmByob : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(TimmByob, MatchesTimm) {
   const Fixture fx = fixture("models_byob/" + GetParam());
-  const auto net = network_for(fx);
+  const auto net = byob_network_for(fx);
   ASSERT_EQ(net->model_name(), fx.params()["model_name"].get<std::string>());
   const Tensor x = input_for(fx);
   const models::NetworkOutput out = net->run(x);
