@@ -2,6 +2,7 @@
 
     /usr/bin/python3 bench/compare_models.py [--cvattn build/ci/tools/cvattn/cvattn]
         [--rounds 3] [--repeat 5] [--only seresnet18:1,seresnet18:8,vit_tiny_patch16_224:1]
+        [--only byob]   (botnet26t_256, halonet26t, lambda_resnet26t at 256x256, batch 1)
 
 For every model and batch size it builds timm's model from the source tree at /work/timm
 (timm.create_model(name, pretrained=False).eval()), fills its state_dict with the seeded weights
@@ -35,6 +36,10 @@ from common import save_safetensors  # noqa: E402
 from models import generated, randomise  # noqa: E402
 
 DEFAULT = "seresnet18:1,seresnet18:8,resnet50:1,vit_tiny_patch16_224:1,vit_tiny_patch16_224:8"
+# Named row sets for --only (an item may give the input size: name:batch:size).
+PRESETS = {
+    "byob": "botnet26t_256:1:256,halonet26t:1:256,lambda_resnet26t:1:256",
+}
 
 
 def torch_time(model, x, repeat):
@@ -65,15 +70,16 @@ def main():
     torch.set_num_threads(1)
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
-        for item in args.only.split(","):
-            name, batch = item.split(":")
+        for item in PRESETS.get(args.only, args.only).split(","):
+            name, batch, *size = item.split(":")
             batch = int(batch)
+            size = int(size[0]) if size else 224
             model = timm.create_model(name, pretrained=False).eval()
             randomise(model, 7)
-            x = torch.from_numpy(generated("input", (batch, 3, 224, 224), 7))
+            x = torch.from_numpy(generated("input", (batch, 3, size, size), 7))
             weights = os.path.join(tmp, name + ".safetensors")
             save_safetensors(model.state_dict(), weights)
-            inp = os.path.join(tmp, "x%d.npy" % batch)
+            inp = os.path.join(tmp, "x%d_%d.npy" % (batch, size))
             np.save(inp, x.numpy())
             out = os.path.join(tmp, "out.npy")
             cmd = [args.cvattn, "run", "timm_model", "--set", "model_name=" + name, "--in",

@@ -105,6 +105,7 @@
 // --- swin ---
 
 // --- byob ---
+#include "cvattn/models/byobnet.hpp"
 
 // --- simd-attn ---
 

@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "cvattn/core/error.hpp"
+#include "cvattn/models/byobnet.hpp"
 #include "cvattn/models/resnet.hpp"
 #include "cvattn/models/vision_transformer.hpp"
 
@@ -100,6 +101,13 @@ const std::vector<Entry>& registry() {
     // --- swin: entries of this family ---
 
     // --- byob: entries of this family ---
+    // models/byoanet.py: ByobNet with self-attention in the last two stages.
+    for (const char* name : {"botnet26t_256", "halonet26t", "lambda_resnet26t"}) {
+      out.push_back({name, "head.fc.weight", [name = std::string(name)](std::int64_t num_classes) {
+                       return std::shared_ptr<Network>(std::make_shared<ByobNet>(
+                           byoanet_options(name).num_classes(num_classes)));
+                     }});
+    }
 
     return out;
   }();
