@@ -31,8 +31,8 @@ void BM_Sdpa(benchmark::State& state) {
     auto r = F::scaled_dot_product_attention(q, k, v, {}, opts);
     benchmark::DoNotOptimize(r.output.data());
   }
-  state.counters["GFLOP/s"] = benchmark::Counter(2.0 * 64 * 196 * 196 * 64,
-                                                 benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["GFLOP/s"] =
+      benchmark::Counter(2.0 * 64 * 196 * 196 * 64, benchmark::Counter::kIsIterationInvariantRate);
 }
 BENCHMARK(BM_Sdpa)
     ->ArgNames({"threads", "weights"})
@@ -49,8 +49,8 @@ void BM_SdpaHeads(benchmark::State& state) {
   const Tensor k = cvattn::test::random_tensor({8, 196, 256}, 2);
   const Tensor v = cvattn::test::random_tensor({8, 196, 256}, 3);
   for (auto _ : state) {
-    auto r = F::scaled_dot_product_attention_heads(q, k, v, 8, {},
-                                                   F::SdpaOptions().need_weights(false));
+    auto r =
+        F::scaled_dot_product_attention_heads(q, k, v, 8, {}, F::SdpaOptions().need_weights(false));
     benchmark::DoNotOptimize(r.output.data());
   }
 }
@@ -181,8 +181,8 @@ void BM_SelectKeys(benchmark::State& state) {
   }
   const auto approx_out = F::attend_selected(q, k, v, sel).output;
   const auto exact_out = F::attend_selected(q, k, v, exact).output;
-  const auto dense_out = F::scaled_dot_product_attention(q, k, v, {},
-                                                         F::SdpaOptions().need_weights(false)).output;
+  const auto dense_out =
+      F::scaled_dot_product_attention(q, k, v, {}, F::SdpaOptions().need_weights(false)).output;
   double err_exact = 0, err_dense = 0;
   for (std::int64_t i = 0; i < approx_out.numel(); ++i) {
     err_exact = std::max(err_exact, double(std::fabs(approx_out[i] - exact_out[i])));

@@ -130,7 +130,12 @@ void BM_CloneReference(benchmark::State& state) {
 
 }  // namespace
 
-BENCHMARK(BM_MemcpyReference)->ArgName("cold")->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_MemcpyReference)
+    ->ArgName("cold")
+    ->Arg(0)
+    ->Arg(1)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 BENCHMARK(BM_CloneReference)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_SqueezeExcitation)->Apply(cvattn::bench::one_and_all_threads);
 BENCHMARK(BM_Eca)->Apply(cvattn::bench::one_and_all_threads);

@@ -26,9 +26,9 @@ void run_conv(benchmark::State& state, const cvattn::Shape& in_shape, const cvat
     out = y.shape();
   }
   const auto d = [](std::int64_t v) { return static_cast<double>(v); };
-  cvattn::bench::set_flops(state, cvattn::bench::conv_flops(d(out[0]), d(out[1]), d(out[2]),
-                                                            d(out[3]), d(w_shape[1]),
-                                                            d(w_shape[2]), d(w_shape[3])));
+  cvattn::bench::set_flops(
+      state, cvattn::bench::conv_flops(d(out[0]), d(out[1]), d(out[2]), d(out[3]), d(w_shape[1]),
+                                       d(w_shape[2]), d(w_shape[3])));
 }
 
 void BM_Conv3x3_64(benchmark::State& state) {

@@ -14,15 +14,14 @@ using cvattn::Tensor;
 
 namespace {
 
-void run_deform(benchmark::State& state, bool with_mask, std::int64_t channels,
-                std::int64_t size) {
+void run_deform(benchmark::State& state, bool with_mask, std::int64_t channels, std::int64_t size) {
   cvattn::set_num_threads(static_cast<int>(state.range(0)));
   const Tensor x = cvattn::test::random_tensor({1, channels, size, size}, 1);
   const Tensor w = cvattn::test::random_tensor({channels, channels, 3, 3}, 2, -0.05f, 0.05f);
   const Tensor b = cvattn::test::random_tensor({channels}, 3);
   const Tensor off = cvattn::test::random_tensor({1, 18, size, size}, 4, -2.0f, 2.0f);
-  const Tensor mask = with_mask ? cvattn::test::random_tensor({1, 9, size, size}, 5, 0.0f, 1.0f)
-                                : Tensor();
+  const Tensor mask =
+      with_mask ? cvattn::test::random_tensor({1, 9, size, size}, 5, 0.0f, 1.0f) : Tensor();
   const auto options = F::DeformConv2dOptions().padding(1);
   for (auto _ : state) {
     Tensor y = F::deform_conv2d(x, off, w, b, mask, options);

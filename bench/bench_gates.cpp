@@ -120,17 +120,30 @@ void BM_Kernel(benchmark::State& state, int which) {
   const Tensor b = cvattn::test::random_tensor({1}, 4);
   for (auto _ : state) {
     switch (which) {
-      case 0: benchmark::DoNotOptimize(F::channel_pool(x).data()); break;
-      case 1: benchmark::DoNotOptimize(F::channel_pool(x, true).data()); break;
-      case 2: benchmark::DoNotOptimize(F::scale_channels(x, g).data()); break;
-      case 3: benchmark::DoNotOptimize(F::channel_mean_max_blend(x).data()); break;
-      case 4: benchmark::DoNotOptimize(F::attention_pool(x, w, b).first.data()); break;
-      case 5: benchmark::DoNotOptimize(F::strip_pool(x).first.data()); break;
+      case 0:
+        benchmark::DoNotOptimize(F::channel_pool(x).data());
+        break;
+      case 1:
+        benchmark::DoNotOptimize(F::channel_pool(x, true).data());
+        break;
+      case 2:
+        benchmark::DoNotOptimize(F::scale_channels(x, g).data());
+        break;
+      case 3:
+        benchmark::DoNotOptimize(F::channel_mean_max_blend(x).data());
+        break;
+      case 4:
+        benchmark::DoNotOptimize(F::attention_pool(x, w, b).first.data());
+        break;
+      case 5:
+        benchmark::DoNotOptimize(F::strip_pool(x).first.data());
+        break;
       case 6:
         benchmark::DoNotOptimize(
             F::upsample_nearest(g.reshape({8, kC, 1, 1}), cvattn::Pair2(28, 28)).data());
         break;
-      default: break;
+      default:
+        break;
     }
   }
 }

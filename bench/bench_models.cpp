@@ -26,17 +26,15 @@ void run_model(benchmark::State& state, const std::string& name, bool maps) {
     benchmark::DoNotOptimize(out.logits.data());
     benchmark::ClobberMemory();
   }
-  state.counters["images/s"] = benchmark::Counter(
-      static_cast<double>(state.range(0)), benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["images/s"] = benchmark::Counter(static_cast<double>(state.range(0)),
+                                                  benchmark::Counter::kIsIterationInvariantRate);
 }
 
 void BM_Seresnet18(benchmark::State& state) { run_model(state, "seresnet18", false); }
 void BM_Seresnet18WithMaps(benchmark::State& state) { run_model(state, "seresnet18", true); }
 void BM_Resnet50(benchmark::State& state) { run_model(state, "resnet50", false); }
 void BM_VitTiny(benchmark::State& state) { run_model(state, "vit_tiny_patch16_224", false); }
-void BM_VitTinyWithMaps(benchmark::State& state) {
-  run_model(state, "vit_tiny_patch16_224", true);
-}
+void BM_VitTinyWithMaps(benchmark::State& state) { run_model(state, "vit_tiny_patch16_224", true); }
 
 BENCHMARK(BM_Seresnet18)->Arg(1)->Arg(8)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_Seresnet18WithMaps)->Arg(1)->Unit(benchmark::kMillisecond)->UseRealTime();

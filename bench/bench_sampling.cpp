@@ -7,10 +7,9 @@
 #include <benchmark/benchmark.h>
 
 #include <cmath>
-#include <vector>
-
 #include <opencv2/core.hpp>
 #include <opencv2/imgproc.hpp>
+#include <vector>
 
 #include "bench_counters.hpp"
 #include "cvattn/core/parallel.hpp"
@@ -56,8 +55,8 @@ void BM_GridSample(benchmark::State& state, F::Interpolation mode) {
   const auto opt = F::GridSampleOptions().mode(mode);
   for (auto _ : state) benchmark::DoNotOptimize(F::grid_sample(input, grid, opt).data());
   // Read input and grid, write an output of the input's size.
-  cvattn::bench::set_bytes(state, 2.0 * static_cast<double>(input.nbytes()) +
-                                      static_cast<double>(grid.nbytes()));
+  cvattn::bench::set_bytes(
+      state, 2.0 * static_cast<double>(input.nbytes()) + static_cast<double>(grid.nbytes()));
 }
 
 void BM_GridSampleBackward(benchmark::State& state, F::Interpolation mode) {
@@ -121,8 +120,8 @@ void BM_CvRemap(benchmark::State& state) {
     }
     benchmark::DoNotOptimize(outs.back().data);
   }
-  cvattn::bench::set_bytes(state, 2.0 * static_cast<double>(input.nbytes()) +
-                                      static_cast<double>(grid.nbytes()));
+  cvattn::bench::set_bytes(
+      state, 2.0 * static_cast<double>(input.nbytes()) + static_cast<double>(grid.nbytes()));
 }
 
 void shapes(benchmark::internal::Benchmark* b) {

@@ -24,9 +24,18 @@ Tensor mild_theta3d(std::int64_t n) {
   const float a = 10.0f * 3.14159265f / 180.0f, s = 0.9f;
   std::vector<float> v;
   for (std::int64_t i = 0; i < n; ++i) {
-    const float t[12] = {s * std::cos(a), -s * std::sin(a), 0, 0.05f,
-                         s * std::sin(a), s * std::cos(a),  0, -0.03f,
-                         0,               0,                s, 0.02f};
+    const float t[12] = {s * std::cos(a),
+                         -s * std::sin(a),
+                         0,
+                         0.05f,
+                         s * std::sin(a),
+                         s * std::cos(a),
+                         0,
+                         -0.03f,
+                         0,
+                         0,
+                         s,
+                         0.02f};
     v.insert(v.end(), t, t + 12);
   }
   return Tensor::from_vector({n, 3, 4}, v);
@@ -38,8 +47,8 @@ void BM_GridSample3d(benchmark::State& state, F::Interpolation mode) {
   const Tensor grid = F::affine_grid(mild_theta3d(kShape[0]), kShape);
   const auto opt = F::GridSampleOptions().mode(mode);
   for (auto _ : state) benchmark::DoNotOptimize(F::grid_sample(input, grid, opt).data());
-  cvattn::bench::set_bytes(state, 2.0 * static_cast<double>(input.nbytes()) +
-                                      static_cast<double>(grid.nbytes()));
+  cvattn::bench::set_bytes(
+      state, 2.0 * static_cast<double>(input.nbytes()) + static_cast<double>(grid.nbytes()));
 }
 
 void BM_GridSample3dBackward(benchmark::State& state, F::Interpolation mode) {
@@ -62,12 +71,22 @@ void BM_AffineGrid3d(benchmark::State& state) {
 
 }  // namespace
 
-BENCHMARK_CAPTURE(BM_GridSample3d, trilinear, F::Interpolation::bilinear)->Arg(1)->Arg(2)
-    ->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK_CAPTURE(BM_GridSample3d, nearest, F::Interpolation::nearest)->Arg(1)->Arg(2)
-    ->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK_CAPTURE(BM_GridSample3dBackward, trilinear, F::Interpolation::bilinear)->Arg(1)
-    ->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK_CAPTURE(BM_GridSample3dBackward, nearest, F::Interpolation::nearest)->Arg(1)
-    ->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK_CAPTURE(BM_GridSample3d, trilinear, F::Interpolation::bilinear)
+    ->Arg(1)
+    ->Arg(2)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+BENCHMARK_CAPTURE(BM_GridSample3d, nearest, F::Interpolation::nearest)
+    ->Arg(1)
+    ->Arg(2)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+BENCHMARK_CAPTURE(BM_GridSample3dBackward, trilinear, F::Interpolation::bilinear)
+    ->Arg(1)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+BENCHMARK_CAPTURE(BM_GridSample3dBackward, nearest, F::Interpolation::nearest)
+    ->Arg(1)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 BENCHMARK(BM_AffineGrid3d)->Arg(1)->Unit(benchmark::kMillisecond)->UseRealTime();

@@ -160,19 +160,22 @@ cv::Mat difference(const cv::Mat& a, const cv::Mat& b) {
 
 int main(int argc, char** argv) {
   const std::string keys =
-      std::string("{help h    |                   | print this help }"
-      "{input i   | images/chelsea.jpg | template image (relative to --assets unless it exists) }"
-      "{moving m  |                   | image to align to it; empty: the template warped by a "
-      "known affine }"
-      "{output o  | out/align_images  | folder for the PNGs }"
-      "{image     |                   | the same as --input (older name) }"
-      "{angle     | 6                 | known warp: rotation in degrees about the centre }"
-      "{zoom      | 1.05              | known warp: scale }"
-      "{shift     | 7,-5              | known warp: translation in pixels (x,y) }"
-      "{noise     | 3                 | known warp: Gaussian noise sigma on 0..255 }"
-      "{levels    | 3                 | pyramid levels for the gradient descent }"
-      "{threads   | 1                 | threads for cvattn and OpenCV (timed runs) }"
-      "{cell      | 0                 | contact-sheet cell width in pixels (0: the template's) }") +
+      std::string(
+          "{help h    |                   | print this help }"
+          "{input i   | images/chelsea.jpg | template image (relative to --assets unless it "
+          "exists) }"
+          "{moving m  |                   | image to align to it; empty: the template warped by a "
+          "known affine }"
+          "{output o  | out/align_images  | folder for the PNGs }"
+          "{image     |                   | the same as --input (older name) }"
+          "{angle     | 6                 | known warp: rotation in degrees about the centre }"
+          "{zoom      | 1.05              | known warp: scale }"
+          "{shift     | 7,-5              | known warp: translation in pixels (x,y) }"
+          "{noise     | 3                 | known warp: Gaussian noise sigma on 0..255 }"
+          "{levels    | 3                 | pyramid levels for the gradient descent }"
+          "{threads   | 1                 | threads for cvattn and OpenCV (timed runs) }"
+          "{cell      | 0                 | contact-sheet cell width in pixels (0: the template's) "
+          "}") +
       sample::assets_key();
   const std::string about =
       "align_images: affine alignment by Gauss-Newton through grid_sample and its backward, "

@@ -19,12 +19,11 @@
 #include <cstdio>
 #include <iostream>
 #include <map>
-#include <string>
-#include <vector>
-
 #include <opencv2/core.hpp>
 #include <opencv2/imgproc.hpp>
 #include <opencv2/saliency.hpp>
+#include <string>
+#include <vector>
 
 #include "cvattn/cvattn.hpp"
 #include "demo_support.hpp"
@@ -81,8 +80,8 @@ std::pair<int, double> top_class(const cvattn::Tensor& logits) {
 // Mean length of the 9 taps' (dy, dx) displacements per output cell, in feature-map cells.
 cv::Mat offset_length(const cvattn::Tensor& offset) {
   const int taps = static_cast<int>(offset.dim(1) / 2);
-  cv::Mat sum = cv::Mat::zeros(static_cast<int>(offset.dim(2)), static_cast<int>(offset.dim(3)),
-                               CV_32F);
+  cv::Mat sum =
+      cv::Mat::zeros(static_cast<int>(offset.dim(2)), static_cast<int>(offset.dim(3)), CV_32F);
   for (int k = 0; k < taps; ++k) {
     cv::Mat length;
     cv::magnitude(offset.plane(0, 2 * k + 1), offset.plane(0, 2 * k), length);
@@ -96,12 +95,14 @@ cv::Mat sampling_panel(const cv::Mat& display, const cvattn::Attended& r, cv::Po
   const cv::Size m = demo::map_size(r.maps.at(cvattn::maps::kOffset));
   return demo::draw_dcn_taps(display, r.maps.at(cvattn::maps::kOffset),
                              r.maps.at(cvattn::maps::kMask),
-                             {peak, {m.width / 4, m.height / 4}, {3 * m.width / 4, m.height / 3},
+                             {peak,
+                              {m.width / 4, m.height / 4},
+                              {3 * m.width / 4, m.height / 3},
                               {m.width / 3, 3 * m.height / 4}});
 }
 
-cv::Mat saliency_overlay(const cv::Ptr<cv::saliency::StaticSaliency>& algorithm,
-                         const cv::Mat& bgr, const cv::Mat& display, const Settings& s) {
+cv::Mat saliency_overlay(const cv::Ptr<cv::saliency::StaticSaliency>& algorithm, const cv::Mat& bgr,
+                         const cv::Mat& display, const Settings& s) {
   cv::Mat map;
   if (!algorithm->computeSaliency(bgr, map) || map.empty()) {
     throw std::runtime_error("cv::saliency failed");
@@ -124,7 +125,8 @@ ImageOutput process(const cv::Mat& bgr, const cvattn::AttentionShapesNet& net,
                     const demo::Annotation* note, const Settings& s) {
   ImageOutput out;
   Verdict& v = out.verdict;
-  const cvattn::Attended r = net.forward_with_maps(cvattn::AttentionShapesNet::input_from_image(bgr));
+  const cvattn::Attended r =
+      net.forward_with_maps(cvattn::AttentionShapesNet::input_from_image(bgr));
   std::tie(v.prediction, v.confidence) = top_class(r.output);
   const cvattn::Tensor& spatial = r.maps.at(cvattn::maps::kSpatialAttention);
   const cv::Point peak = demo::peak_cell(spatial);
@@ -156,8 +158,8 @@ ImageOutput process(const cv::Mat& bgr, const cvattn::AttentionShapesNet& net,
   }
   panels.push_back({"input", text, input});
 
-  cv::Mat gate = viz::overlay(display, spatial,
-                              viz::OverlayOptions().alpha(s.alpha).colormap(s.colormap));
+  cv::Mat gate =
+      viz::overlay(display, spatial, viz::OverlayOptions().alpha(s.alpha).colormap(s.colormap));
   draw_peak(gate, demo::cell_centre(peak, demo::map_size(spatial), display.size()));
   if (note) draw_box(gate, scale_rect(note->box, sx, sy));
   std::snprintf(text, sizeof text, "top-down: CBAM spatial @64x64%s",
@@ -170,7 +172,8 @@ ImageOutput process(const cv::Mat& bgr, const cvattn::AttentionShapesNet& net,
     const cvattn::Attended full = net.forward_with_maps(
         cvattn::AttentionShapesNet::input_from_image(runs[1].second, cv::Size()));
     const cvattn::Tensor& fs = full.maps.at(cvattn::maps::kSpatialAttention);
-    cv::Mat big = viz::overlay(display, fs, viz::OverlayOptions().alpha(s.alpha).colormap(s.colormap));
+    cv::Mat big =
+        viz::overlay(display, fs, viz::OverlayOptions().alpha(s.alpha).colormap(s.colormap));
     draw_peak(big, demo::cell_centre(demo::peak_cell(fs), demo::map_size(fs), display.size()));
     panels.push_back({"cbam_spatial_fullres", "top-down: CBAM spatial @" + runs[1].first, big});
   }
@@ -178,33 +181,40 @@ ImageOutput process(const cv::Mat& bgr, const cvattn::AttentionShapesNet& net,
   const cv::Size chart(s.size * 5 / 4, s.size);
   panels.push_back({"cbam_channels", "CBAM channel gate (32 channels)",
                     viz::bar_chart(r.maps.at(cvattn::maps::kChannelAttention),
-                                   viz::BarChartOptions().size(chart).y_min(0).y_max(1)
-                                       .colormap(s.colormap).title("CBAM channel gate"))});
+                                   viz::BarChartOptions()
+                                       .size(chart)
+                                       .y_min(0)
+                                       .y_max(1)
+                                       .colormap(s.colormap)
+                                       .title("CBAM channel gate"))});
   // SK's softmax over its two paths, per channel: the share of the dilated (5x5 field) path.
   const cvattn::Tensor& sk = r.maps.at(shapes::kSkAttention);  // [1, 2, 24]
   const std::int64_t c = sk.dim(2);
   cvattn::Tensor dilated = cvattn::Tensor::empty({c});
   for (std::int64_t i = 0; i < c; ++i) dilated[i] = sk[c + i];
   panels.push_back({"sk_paths", "SK path selection per channel",
-                    viz::bar_chart(dilated, viz::BarChartOptions().size(chart).y_min(0).y_max(1)
+                    viz::bar_chart(dilated, viz::BarChartOptions()
+                                                .size(chart)
+                                                .y_min(0)
+                                                .y_max(1)
                                                 .colormap(s.colormap)
                                                 .title("SK: weight of the dilation-2 path"))});
 
-  panels.push_back({"sk_share", "SK: dilated path's share per pixel",
-                    viz::overlay(display, r.maps.at(shapes::kSkPathShare),
-                                 viz::OverlayOptions().alpha(s.alpha).colormap(s.colormap)
-                                     .range(0, 1))});
+  panels.push_back(
+      {"sk_share", "SK: dilated path's share per pixel",
+       viz::overlay(display, r.maps.at(shapes::kSkPathShare),
+                    viz::OverlayOptions().alpha(s.alpha).colormap(s.colormap).range(0, 1))});
   panels.push_back({"dcn_taps", "DCNv2 taps (dot size = mask)", sampling_panel(display, r, peak)});
   panels.push_back({"dcn_offsets", "DCNv2 mean offset length",
                     viz::overlay(display, offset_length(r.maps.at(cvattn::maps::kOffset)),
                                  viz::OverlayOptions().alpha(s.alpha).colormap(s.colormap))});
 
-  panels.push_back({"saliency_spectral", "bottom-up: spectral residual",
-                    saliency_overlay(cv::saliency::StaticSaliencySpectralResidual::create(), bgr,
-                                     display, s)});
-  panels.push_back({"saliency_fine_grained", "bottom-up: fine-grained",
-                    saliency_overlay(cv::saliency::StaticSaliencyFineGrained::create(), bgr,
-                                     display, s)});
+  panels.push_back(
+      {"saliency_spectral", "bottom-up: spectral residual",
+       saliency_overlay(cv::saliency::StaticSaliencySpectralResidual::create(), bgr, display, s)});
+  panels.push_back(
+      {"saliency_fine_grained", "bottom-up: fine-grained",
+       saliency_overlay(cv::saliency::StaticSaliencyFineGrained::create(), bgr, display, s)});
   return out;
 }
 
@@ -231,8 +241,8 @@ ImageOutput process_fashion(const cv::Mat& bgr, const demo::FashionCnn& net, int
   };
   const cv::Size chart(s.size * 5 / 4, s.size);
   const auto bars = [&](const cvattn::Tensor& w, const std::string& title) {
-    return viz::bar_chart(w, viz::BarChartOptions().size(chart).y_min(0).y_max(1)
-                                 .colormap(s.colormap).title(title));
+    return viz::bar_chart(
+        w, viz::BarChartOptions().size(chart).y_min(0).y_max(1).colormap(s.colormap).title(title));
   };
   char text[160];
   const std::string& name = classes[static_cast<std::size_t>(v.prediction)];
@@ -249,7 +259,8 @@ ImageOutput process_fashion(const cv::Mat& bgr, const demo::FashionCnn& net, int
   panels.push_back({"cam", "CAM of '" + name + "'", heat(cam.plane(0, v.prediction))});
   panels.push_back({"cbam_spatial", "CBAM spatial gate @7x7",
                     heat(r.maps.at(cvattn::maps::kSpatialAttention).plane(0, 0))});
-  panels.push_back({"se_channels", "SE channel gate (32, 28x28)", bars(r.maps.at("se"), "SE gate")});
+  panels.push_back(
+      {"se_channels", "SE channel gate (32, 28x28)", bars(r.maps.at("se"), "SE gate")});
   const cvattn::Tensor& sk = r.maps.at("sk");  // [1, 2, 64]
   const std::int64_t c = sk.dim(2);
   cvattn::Tensor dilated = cvattn::Tensor::empty({c});
@@ -309,7 +320,8 @@ int main(int argc, char** argv) {
         demo::inputs(parser, fashion ? "fashion" : demo::bundled_inputs());
     std::string weights = parser.get<std::string>("weights");
     if (weights.empty()) {
-      weights = fashion ? "weights/fashion_cnn.safetensors" : "weights/attention_shapes.safetensors";
+      weights =
+          fashion ? "weights/fashion_cnn.safetensors" : "weights/attention_shapes.safetensors";
     }
     const fs::path weights_file = sample::find_asset(weights);
     std::shared_ptr<cvattn::AttentionShapesNet> shapes_net;
@@ -348,14 +360,13 @@ int main(int argc, char** argv) {
         }
         const Verdict& v = out.verdict;
         char line[256];
-        std::snprintf(line, sizeof line, "%s: predicted %s (p %.2f)%s%s",
-                      file.filename().string().c_str(),
-                      classes[static_cast<std::size_t>(v.prediction)].c_str(), v.confidence,
-                      label < 0 ? ", no label" : ", label ",
-                      label < 0 ? ""
-                                : (classes[static_cast<std::size_t>(label)] +
-                                   (v.correct ? " ok" : " WRONG"))
-                                      .c_str());
+        std::snprintf(
+            line, sizeof line, "%s: predicted %s (p %.2f)%s%s", file.filename().string().c_str(),
+            classes[static_cast<std::size_t>(v.prediction)].c_str(), v.confidence,
+            label < 0 ? ", no label" : ", label ",
+            label < 0 ? ""
+                      : (classes[static_cast<std::size_t>(label)] + (v.correct ? " ok" : " WRONG"))
+                            .c_str());
         lines.push_back(line);
         if (v.annotated) {
           FolderStats& f = stats[folder];

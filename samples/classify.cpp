@@ -9,7 +9,8 @@
 //    routing weights) as bar charts, spatial gates as overlays, token attention ([N,heads,T,T]) as
 //    the class token's attention over the patch grid, windowed attention as its mean matrix.
 //
-//   classify --model=seresnet18 --weights=seresnet18.safetensors --input=photos/ --classes=names.txt
+//   classify --model=seresnet18 --weights=seresnet18.safetensors --input=photos/
+//   --classes=names.txt
 //
 // Weights: a timm state_dict as .safetensors (tools/export_weights.py converts a .pt/.pth).
 #include <algorithm>
@@ -18,12 +19,11 @@
 #include <fstream>
 #include <iostream>
 #include <numeric>
-#include <string>
-#include <vector>
-
 #include <opencv2/core.hpp>
 #include <opencv2/imgcodecs.hpp>
 #include <opencv2/imgproc.hpp>
+#include <string>
+#include <vector>
 
 #include "cvattn/cvattn.hpp"
 #include "sample_cli.hpp"
@@ -93,7 +93,8 @@ cv::Mat draw_map(const Tensor& map, std::int64_t batch, const cv::Mat& crop, std
       std::vector<float> mean(static_cast<std::size_t>(t * t), 0.0f);
       const float* p = map.data();
       for (std::int64_t w = 0; w < windows * s[1]; ++w) {
-        for (std::int64_t i = 0; i < t * t; ++i) mean[static_cast<std::size_t>(i)] += p[w * t * t + i];
+        for (std::int64_t i = 0; i < t * t; ++i)
+          mean[static_cast<std::size_t>(i)] += p[w * t * t + i];
       }
       kind = "window attention (mean)";
       return viz::heatmap(plane(mean, t, t), {kPanel, kPanel});
@@ -172,7 +173,8 @@ int main(int argc, char** argv) {
   for (const std::string& n : models::supported_models()) names += (names.empty() ? "" : ", ") + n;
   const std::string about =
       "classify: a timm network with your weights on images; prints the top classes and draws the "
-      "class activation map or attention rollout and every attention map. Models: " + names;
+      "class activation map or attention rollout and every attention map. Models: " +
+      names;
   if (const auto done = sample::check_command_line(argc, argv, keys, about)) return *done;
   cv::CommandLineParser parser(argc, argv, keys);
   const std::string model_name = parser.get<std::string>("model");
@@ -224,8 +226,8 @@ int main(int argc, char** argv) {
 
       std::vector<viz::Panel> panels{{"input " + std::to_string(cfg.input_size) + "px", crop}};
       if (net->has_class_activation_map()) {
-        panels.push_back({"CAM: " + classes[order[0]],
-                          viz::overlay(crop, net->class_activation_map(out))});
+        panels.push_back(
+            {"CAM: " + classes[order[0]], viz::overlay(crop, net->class_activation_map(out))});
       } else if (net->has_rollout()) {
         panels.push_back({std::string("rollout (") + cvattn::functional::to_string(fusion) + ")",
                           viz::overlay(crop, net->rollout(out, fusion, discard))});

@@ -5,11 +5,10 @@
 #include <algorithm>
 #include <cstdio>
 #include <iostream>
-#include <string>
-#include <vector>
-
 #include <opencv2/core.hpp>
 #include <opencv2/imgproc.hpp>
+#include <string>
+#include <vector>
 
 #include "cvattn/cvattn.hpp"
 #include "demo_support.hpp"
@@ -79,13 +78,16 @@ int main(int argc, char** argv) {
                             demo::draw_dcn_taps(display, cvattn::Tensor::zeros(offset.shape()),
                                                 cvattn::Tensor(), cells)});
         }
-        panels.push_back({"DCNv2 taps @" + runs[k].first + " (dot size = mask)",
-                          demo::draw_dcn_taps(display, offset, r.maps.at(cvattn::maps::kMask),
-                                              cells)});
+        panels.push_back(
+            {"DCNv2 taps @" + runs[k].first + " (dot size = mask)",
+             demo::draw_dcn_taps(display, offset, r.maps.at(cvattn::maps::kMask), cells)});
       }
       const std::string stem = file.stem().string();
       for (std::size_t i = 0; i < panels.size(); ++i) {
-        demo::write_png(output / stem / (i == 0 ? "regular.png" : i == 1 ? "dcn_64.png" : "dcn_fullres.png"),
+        demo::write_png(output / stem /
+                            (i == 0   ? "regular.png"
+                             : i == 1 ? "dcn_64.png"
+                                      : "dcn_fullres.png"),
                         panels[i].image);
       }
       demo::write_png(output / (stem + "_deform.png"), viz::contact_sheet(panels, 3));

@@ -5,12 +5,11 @@
 #include <cstdio>
 #include <fstream>
 #include <iostream>
-#include <sstream>
-#include <stdexcept>
-
 #include <nlohmann/json.hpp>
 #include <opencv2/imgcodecs.hpp>
 #include <opencv2/imgproc.hpp>
+#include <sstream>
+#include <stdexcept>
 
 #include "cvattn/viz/viz.hpp"
 #include "sample_cli.hpp"
@@ -25,11 +24,19 @@ std::string common_keys(const std::string& output, int size, const std::string& 
                         const std::string& default_inputs) {
   return "{help h   |  | print this help }"
          "{input i  |  | image files or folders separated by ',' (relative to --assets unless "
-         "they exist); default: the bundled " + default_inputs + " }"
-         "{output o | " + output + " | folder for the PNGs }"
-         "{size     | " + std::to_string(size) + " | longer side of each panel in pixels }"
+         "they exist); default: the bundled " +
+         default_inputs +
+         " }"
+         "{output o | " +
+         output +
+         " | folder for the PNGs }"
+         "{size     | " +
+         std::to_string(size) +
+         " | longer side of each panel in pixels }"
          "{full-res | 256 | also run fully convolutionally on photos at this longer side (0: off) }"
-         "{weights  | " + weights + " | network weights (.safetensors; relative to --assets "
+         "{weights  | " +
+         weights +
+         " | network weights (.safetensors; relative to --assets "
          "unless it exists) }" +
          sample::assets_key() + sample::batch_keys();
 }
@@ -84,7 +91,8 @@ void write_png(const fs::path& file, const cv::Mat& image) {
 
 cv::Mat display_image(const cv::Mat& bgr, int longer_side) {
   const double scale = static_cast<double>(longer_side) / std::max(bgr.cols, bgr.rows);
-  const cv::Size size(std::max(1, cvRound(bgr.cols * scale)), std::max(1, cvRound(bgr.rows * scale)));
+  const cv::Size size(std::max(1, cvRound(bgr.cols * scale)),
+                      std::max(1, cvRound(bgr.rows * scale)));
   const int interpolation =
       scale >= 2 ? cv::INTER_NEAREST : (scale < 1 ? cv::INTER_AREA : cv::INTER_LINEAR);
   cv::Mat out;
@@ -100,8 +108,8 @@ std::map<std::string, Annotation> load_annotations(const fs::path& folder) {
   for (const auto& [name, note] : doc.at("images").items()) {
     const auto box = note.at("box_xyxy").get<std::vector<int>>();
     if (box.size() != 4) throw std::runtime_error("annotations.json: bad box of " + name);
-    out[name] = {note.at("label").get<int>(), cv::Rect(cv::Point(box[0], box[1]),
-                                                       cv::Point(box[2], box[3]))};
+    out[name] = {note.at("label").get<int>(),
+                 cv::Rect(cv::Point(box[0], box[1]), cv::Point(box[2], box[3]))};
   }
   return out;
 }
@@ -217,10 +225,12 @@ cv::Mat draw_dcn_taps(const cv::Mat& display, const cvattn::Tensor& offset,
     // 3x3, stride 1, padding 1: output cell (oy, ox) is centred on input cell (oy, ox).
     centers[2 * i] = static_cast<float>(c.y);
     centers[2 * i + 1] = static_cast<float>(c.x);
-    for (int k = 0; k < 9; ++k) modulation[i * 9 + k] = mask.defined() ? mask.at(0, k, c.y, c.x) : 1.0f;
+    for (int k = 0; k < 9; ++k)
+      modulation[i * 9 + k] = mask.defined() ? mask.at(0, k, c.y, c.x) : 1.0f;
   }
   return viz::draw_sampling_points(
-      display, centers, taps, viz::SamplingPointsOptions().input_size(m).mask(modulation).radius(4));
+      display, centers, taps,
+      viz::SamplingPointsOptions().input_size(m).mask(modulation).radius(4));
 }
 
 int run_guarded(const char* name, const std::function<int()>& body) {

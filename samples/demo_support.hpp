@@ -4,10 +4,9 @@
 #include <filesystem>
 #include <functional>
 #include <map>
+#include <opencv2/core.hpp>
 #include <string>
 #include <vector>
-
-#include <opencv2/core.hpp>
 
 #include "cvattn/core/tensor.hpp"
 #include "cvattn/viz/viz.hpp"
@@ -41,7 +40,7 @@ namespace fs = std::filesystem;
 // The image `bgr` at the network's 64x64 and, when --full-res allows and the image is larger,
 // at full_res pixels on its longer side (for a fully convolutional run): (label, image) pairs.
 [[nodiscard]] std::vector<std::pair<std::string, cv::Mat>> resolutions(const cv::Mat& bgr,
-                                                                        int full_res);
+                                                                       int full_res);
 
 // `inputs`: files or folders separated by ','; a folder gives its readable images (not
 // recursive), sorted by name. std::runtime_error when a path does not exist or nothing is found.
@@ -111,7 +110,8 @@ void write_index(const fs::path& output, const std::vector<cvattn::viz::Panel>& 
 // `cells` (output cells (x, y) of the offset map [N, 18, h, w]) drawn over `display`; the dots
 // are scaled by the DCNv2 mask [N, 9, h, w] when it is defined (sample 0 of both).
 [[nodiscard]] cv::Mat draw_dcn_taps(const cv::Mat& display, const cvattn::Tensor& offset,
-                                    const cvattn::Tensor& mask, const std::vector<cv::Point>& cells);
+                                    const cvattn::Tensor& mask,
+                                    const std::vector<cv::Point>& cells);
 
 // Runs body, turning an exception into "<name>: error: <what>" on stderr and exit code 1.
 int run_guarded(const char* name, const std::function<int()>& body);

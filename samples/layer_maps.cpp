@@ -19,13 +19,12 @@
 #include <cstdint>
 #include <cstdio>
 #include <iostream>
-#include <random>
-#include <string>
-#include <vector>
-
 #include <opencv2/core.hpp>
 #include <opencv2/imgcodecs.hpp>
 #include <opencv2/imgproc.hpp>
+#include <random>
+#include <string>
+#include <vector>
 
 #include "cvattn/cvattn.hpp"
 #include "sample_cli.hpp"
@@ -36,10 +35,10 @@ using cvattn::Tensor;
 
 namespace {
 
-constexpr int kSide = 128;           // the square crop the layers see, in pixels
-constexpr int kGrid = kSide / 4;     // feature map side
+constexpr int kSide = 128;        // the square crop the layers see, in pixels
+constexpr int kGrid = kSide / 4;  // feature map side
 constexpr std::int64_t kChannels = 16;
-constexpr int kPanel = 256;          // pixels of each picture on the sheet
+constexpr int kPanel = 256;  // pixels of each picture on the sheet
 
 // Every float tensor of `m` from `seed`: uniform(-1, 1) * sqrt(3 / fan_in) for weights of rank
 // >= 2, norm scales and running variances around 1, biases and means near 0.
@@ -131,7 +130,8 @@ Tensor channel_mean(const Tensor& map) {
   const std::int64_t c = map.dim(1), hw = map.dim(2) * map.dim(3);
   Tensor t = Tensor::zeros({map.dim(2), map.dim(3)});
   for (std::int64_t k = 0; k < c; ++k) {
-    for (std::int64_t i = 0; i < hw; ++i) t.data()[i] += map.data()[k * hw + i] / static_cast<float>(c);
+    for (std::int64_t i = 0; i < hw; ++i)
+      t.data()[i] += map.data()[k * hw + i] / static_cast<float>(c);
   }
   return t;
 }
@@ -151,8 +151,8 @@ cv::Mat mark(cv::Mat image, cv::Point query) {
 }
 
 cv::Mat bars(const Tensor& weights, const std::string& title) {
-  return viz::bar_chart(weights, viz::BarChartOptions().size({kPanel, kPanel}).title(title)
-                                     .y_min(0.0).y_max(1.0));
+  return viz::bar_chart(
+      weights, viz::BarChartOptions().size({kPanel, kPanel}).title(title).y_min(0.0).y_max(1.0));
 }
 
 std::string values(const Tensor& t) {
@@ -193,10 +193,10 @@ int main(int argc, char** argv) {
     if (!query_text.empty()) {
       int qx = -1, qy = -1;
       char tail = 0;
-      if (std::sscanf(query_text.c_str(), "%d,%d%c", &qx, &qy, &tail) != 2 || qx < 0 ||
-          qy < 0 || qx >= kGrid || qy >= kGrid) {
-        throw cvattn::ValueError("--query: expected x,y with 0 <= x, y < " +
-                                 std::to_string(kGrid) + ", got '" + query_text + "'");
+      if (std::sscanf(query_text.c_str(), "%d,%d%c", &qx, &qy, &tail) != 2 || qx < 0 || qy < 0 ||
+          qx >= kGrid || qy >= kGrid) {
+        throw cvattn::ValueError("--query: expected x,y with 0 <= x, y < " + std::to_string(kGrid) +
+                                 ", got '" + query_text + "'");
       }
       query = {qx, qy};
     }
@@ -204,12 +204,15 @@ int main(int argc, char** argv) {
     cvattn::GlobalContext gc(cvattn::GlobalContextOptions(kChannels).fuse_add(true));
     cvattn::GatherExcite ge(cvattn::GatherExciteOptions(kChannels).extent(2).use_mlp(true));
     cvattn::CoordAttn coord(cvattn::CoordAttnOptions(kChannels, 8));
-    cvattn::BottleneckAttn bot(cvattn::BottleneckAttnOptions(kChannels, {kGrid, kGrid}).num_heads(2));
-    cvattn::HaloAttn halo(cvattn::HaloAttnOptions(kChannels).num_heads(2).block_size(8).halo_size(2));
+    cvattn::BottleneckAttn bot(
+        cvattn::BottleneckAttnOptions(kChannels, {kGrid, kGrid}).num_heads(2));
+    cvattn::HaloAttn halo(
+        cvattn::HaloAttnOptions(kChannels).num_heads(2).block_size(8).halo_size(2));
     cvattn::CondConvRouting routing(cvattn::CondConvRoutingOptions(kChannels, 4));
-    cvattn::DynamicConv2d dyn(cvattn::DynamicConv2dOptions(kChannels, kChannels, {3, 3}).padding({1, 1}));
-    for (cvattn::Module* m : std::initializer_list<cvattn::Module*>{&gc, &ge, &coord, &bot, &halo,
-                                                                     &routing, &dyn}) {
+    cvattn::DynamicConv2d dyn(
+        cvattn::DynamicConv2dOptions(kChannels, kChannels, {3, 3}).padding({1, 1}));
+    for (cvattn::Module* m :
+         std::initializer_list<cvattn::Module*>{&gc, &ge, &coord, &bot, &halo, &routing, &dyn}) {
       seed_weights(*m, s++);
     }
 
@@ -224,9 +227,11 @@ int main(int argc, char** argv) {
       std::vector<viz::Panel> panels{{"input (32x32 features)", crop}};
 
       const cvattn::Attended g = gc.forward_with_maps(x);
-      panels.push_back({"GC context map", viz::overlay(crop, as_plane(g.maps.at("attention"), kGrid, kGrid))});
+      panels.push_back(
+          {"GC context map", viz::overlay(crop, as_plane(g.maps.at("attention"), kGrid, kGrid))});
       const cvattn::Attended e = ge.forward_with_maps(x);
-      panels.push_back({"GE gathered gate (mean)", viz::overlay(crop, channel_mean(e.maps.at("attention")))});
+      panels.push_back(
+          {"GE gathered gate (mean)", viz::overlay(crop, channel_mean(e.maps.at("attention")))});
 
       const cvattn::Attended c = coord.forward_with_maps(x);
       const Tensor& ah = c.maps.at(cvattn::maps::kAttentionH);  // [1, C, H]
@@ -241,7 +246,8 @@ int main(int argc, char** argv) {
                 ah.data()[k * kGrid + y] * aw.data()[k * kGrid + xx] / kChannels;
           }
         }
-        for (std::int64_t xx = 0; xx < kGrid; ++xx) cols.data()[xx] += aw.data()[k * kGrid + xx] / kChannels;
+        for (std::int64_t xx = 0; xx < kGrid; ++xx)
+          cols.data()[xx] += aw.data()[k * kGrid + xx] / kChannels;
       }
       panels.push_back({"CoordAttn row gate", viz::heatmap(rows, {kPanel, kPanel})});
       panels.push_back({"CoordAttn column gate", viz::heatmap(cols, {kPanel, kPanel})});
@@ -269,7 +275,8 @@ int main(int argc, char** argv) {
         for (std::int64_t i = 0; i < win; ++i) {
           for (std::int64_t j = 0; j < win; ++j) {
             const std::int64_t y = (query.y / bs) * bs - hs + i, xx = (query.x / bs) * bs - hs + j;
-            if (y >= 0 && y < kGrid && xx >= 0 && xx < kGrid) hrow.data()[y * kGrid + xx] += r[i * win + j];
+            if (y >= 0 && y < kGrid && xx >= 0 && xx < kGrid)
+              hrow.data()[y * kGrid + xx] += r[i * win + j];
           }
         }
       }

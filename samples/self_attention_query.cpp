@@ -8,11 +8,10 @@
 #include <cmath>
 #include <cstdio>
 #include <iostream>
-#include <string>
-#include <vector>
-
 #include <opencv2/core.hpp>
 #include <opencv2/imgproc.hpp>
+#include <string>
+#include <vector>
 
 #include "cvattn/cvattn.hpp"
 #include "demo_support.hpp"

@@ -87,8 +87,7 @@ int main(int argc, char** argv) {
       if (gray.empty()) throw cvattn::IoError("cannot read image " + file.string());
       if (gray.size() != cv::Size(28, 28)) cv::resize(gray, gray, {28, 28}, 0, 0, cv::INTER_AREA);
       // One image per forward: a shard's outputs do not depend on which other images it holds.
-      const cvattn::Attended r =
-          net->forward_with_maps(cvattn::from_image(gray, image_options));
+      const cvattn::Attended r = net->forward_with_maps(cvattn::from_image(gray, image_options));
       const cvattn::Tensor& logits = r.maps.at(cvattn::maps::kLogits);  // [1, 10] log-probs
       const cvattn::Tensor& grid = r.maps.at(cvattn::maps::kGrid);      // [1, 28, 28, 2]
       const cvattn::Tensor& rectified = r.maps.at("output");            // [1, 1, 28, 28]

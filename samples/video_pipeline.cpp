@@ -15,14 +15,13 @@
 #include <cmath>
 #include <filesystem>
 #include <iostream>
-#include <string>
-#include <vector>
-
 #include <opencv2/core.hpp>
 #include <opencv2/dnn.hpp>
 #include <opencv2/imgcodecs.hpp>
 #include <opencv2/imgproc.hpp>
 #include <opencv2/videoio.hpp>
+#include <string>
+#include <vector>
 
 #include "cvattn/cvattn.hpp"
 #include "sample_cli.hpp"
@@ -80,7 +79,7 @@ int argmax(const float* p, int n) { return int(std::max_element(p, p + n) - p); 
 
 int main(int argc, char** argv) {
   const std::string keys =
-      std::string("{help h  |                                             | print this help }")+
+      std::string("{help h  |                                             | print this help }") +
       "{input i | digits/distorted_%02d.png | video file, printf-style image sequence or folder "
       "of images (relative to --assets unless it exists) }"
       "{model   | models/stn_digits.onnx | ONNX spatial-transformer classifier: input X "
@@ -127,8 +126,8 @@ int main(int argc, char** argv) {
     const int header = 32;
     const cv::Size out_size(2 * panel, panel + header);
     if (fs::path(output).has_parent_path()) fs::create_directories(fs::path(output).parent_path());
-    cv::VideoWriter writer(output, cv::CAP_OPENCV_MJPEG, cv::VideoWriter::fourcc('M', 'J', 'P', 'G'),
-                           fps, out_size);
+    cv::VideoWriter writer(output, cv::CAP_OPENCV_MJPEG,
+                           cv::VideoWriter::fourcc('M', 'J', 'P', 'G'), fps, out_size);
     if (!writer.isOpened()) throw std::runtime_error("cannot write video '" + output + "'");
 
     const std::vector<cv::String> outputs{"logprobs", "warped", "theta"};
@@ -158,7 +157,8 @@ int main(int argc, char** argv) {
       const int pred = argmax(logp, 10);
       const int pred_cvattn = argmax(direct.output.data(), 10);
       double diff = 0;
-      for (int k = 0; k < 10; ++k) diff = std::max(diff, double(std::abs(logp[k] - direct.output[k])));
+      for (int k = 0; k < 10; ++k)
+        diff = std::max(diff, double(std::abs(logp[k] - direct.output[k])));
       worst_diff = std::max(worst_diff, diff);
       agree += pred == pred_cvattn;
 
@@ -181,9 +181,10 @@ int main(int argc, char** argv) {
       writer.write(canvas);
       const double t_total = ms_since(t_frame);
 
-      std::cout << cv::format("frame %3d: dnn %.3f ms, cvattn %.3f ms, frame total %.3f ms; "
-                              "digit %d (cvattn %d, max |dlogp| %.1e)\n",
-                              frames, t_dnn, t_cvattn, t_total, pred, pred_cvattn, diff);
+      std::cout << cv::format(
+          "frame %3d: dnn %.3f ms, cvattn %.3f ms, frame total %.3f ms; "
+          "digit %d (cvattn %d, max |dlogp| %.1e)\n",
+          frames, t_dnn, t_cvattn, t_total, pred, pred_cvattn, diff);
       total_dnn += t_dnn;
       total_cvattn += t_cvattn;
       total_frame += t_total;
@@ -191,12 +192,12 @@ int main(int argc, char** argv) {
     }
     writer.release();
     if (frames == 0) throw std::runtime_error("no frames read from '" + input + "'");
-    std::cout << cv::format("%d frames -> %s (%dx%d, %.3g fps). Mean per frame: dnn %.3f ms, "
-                            "cvattn %.3f ms, total %.3f ms. Predictions agree on %d/%d frames, "
-                            "max |dlogp| %.1e\n",
-                            frames, output.c_str(), out_size.width, out_size.height, fps,
-                            total_dnn / frames, total_cvattn / frames, total_frame / frames, agree,
-                            frames, worst_diff);
+    std::cout << cv::format(
+        "%d frames -> %s (%dx%d, %.3g fps). Mean per frame: dnn %.3f ms, "
+        "cvattn %.3f ms, total %.3f ms. Predictions agree on %d/%d frames, "
+        "max |dlogp| %.1e\n",
+        frames, output.c_str(), out_size.width, out_size.height, fps, total_dnn / frames,
+        total_cvattn / frames, total_frame / frames, agree, frames, worst_diff);
   } catch (const std::exception& e) {
     std::cerr << "video_pipeline: error: " << e.what() << "\n";
     return 1;

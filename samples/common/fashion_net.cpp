@@ -8,8 +8,8 @@ namespace F = cvattn::functional;
 using cvattn::Tensor;
 
 const std::vector<std::string>& fashion_classes() {
-  static const std::vector<std::string> names = {"t-shirt/top", "trouser", "pullover", "dress",
-                                                 "coat",        "sandal",  "shirt",    "sneaker",
+  static const std::vector<std::string> names = {"t-shirt/top", "trouser",   "pullover", "dress",
+                                                 "coat",        "sandal",    "shirt",    "sneaker",
                                                  "bag",         "ankle boot"};
   return names;
 }
@@ -18,21 +18,23 @@ namespace {
 
 std::shared_ptr<cvattn::Sequential> conv_bn_relu(std::int64_t in, std::int64_t out) {
   auto s = std::make_shared<cvattn::Sequential>();
-  s->push_back(std::make_shared<cvattn::Conv2d>(
-      cvattn::Conv2dOptions(in, out, 3).padding(1).bias(false)));
+  s->push_back(
+      std::make_shared<cvattn::Conv2d>(cvattn::Conv2dOptions(in, out, 3).padding(1).bias(false)));
   s->push_back(std::make_shared<cvattn::BatchNorm2d>(cvattn::BatchNorm2dOptions(out)));
   s->push_back(std::make_shared<cvattn::ReLU>());
   return s;
 }
 
-Tensor max_pool2(const Tensor& x) { return F::max_pool2d(x, F::MaxPool2dOptions(cvattn::Pair2(2))); }
+Tensor max_pool2(const Tensor& x) {
+  return F::max_pool2d(x, F::MaxPool2dOptions(cvattn::Pair2(2)));
+}
 
 }  // namespace
 
 FashionCnn::FashionCnn() {
   stem_ = register_module("stem", conv_bn_relu(1, 32));
-  se_ = register_module("se", std::make_shared<cvattn::SqueezeExcitation>(
-                                  cvattn::SqueezeExcitationOptions(32)));
+  se_ = register_module(
+      "se", std::make_shared<cvattn::SqueezeExcitation>(cvattn::SqueezeExcitationOptions(32)));
   sk_ = register_module("sk", std::make_shared<cvattn::SelectiveKernel>(
                                   cvattn::SelectiveKernelOptions(32).out_channels(64)));
   conv3_ = register_module("conv3", conv_bn_relu(64, 96));

@@ -17,10 +17,9 @@
 // spatial mean is logit k (the head is linear after the global average pooling).
 #include <filesystem>
 #include <memory>
+#include <opencv2/core.hpp>
 #include <string>
 #include <vector>
-
-#include <opencv2/core.hpp>
 
 #include "cvattn/cvattn.hpp"
 

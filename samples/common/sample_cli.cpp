@@ -4,12 +4,11 @@
 #include <cstdio>
 #include <fstream>
 #include <iostream>
+#include <opencv2/imgcodecs.hpp>
 #include <set>
 #include <sstream>
 #include <stdexcept>
 #include <system_error>
-
-#include <opencv2/imgcodecs.hpp>
 
 #ifndef CVATTN_ASSETS_DIR
 #define CVATTN_ASSETS_DIR ""
@@ -215,8 +214,7 @@ fs::path find_asset(const std::string& path) {
 }
 
 std::string count(std::size_t n, const std::string& singular, const std::string& plural) {
-  return std::to_string(n) + " " +
-         (n == 1 ? singular : (plural.empty() ? singular + "s" : plural));
+  return std::to_string(n) + " " + (n == 1 ? singular : (plural.empty() ? singular + "s" : plural));
 }
 
 Shard parse_shard(const std::string& text) {
@@ -230,9 +228,8 @@ Shard parse_shard(const std::string& text) {
     } catch (const std::exception&) {
       used = 0;
     }
-    const bool digits = !s.empty() && std::all_of(s.begin(), s.end(), [](char ch) {
-      return ch >= '0' && ch <= '9';
-    });
+    const bool digits = !s.empty() && std::all_of(s.begin(), s.end(),
+                                                  [](char ch) { return ch >= '0' && ch <= '9'; });
     if (!digits || used != s.size()) {
       throw std::runtime_error("--shard=" + text + ": expected I/N with 0 <= I < N");
     }
@@ -267,7 +264,7 @@ std::vector<fs::path> read_list(const fs::path& list) {
 }
 
 std::vector<fs::path> select_inputs(const std::string& input, const std::string& list,
-                                   const std::string& shard) {
+                                    const std::string& shard) {
   const Shard s = parse_shard(shard);
   std::vector<fs::path> given;
   std::stringstream items(input);

@@ -13,11 +13,10 @@
 //    deterministic share of the sorted inputs, docs/batch.md).
 #include <cstddef>
 #include <filesystem>
+#include <opencv2/core.hpp>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <opencv2/core.hpp>
 
 namespace sample {
 
@@ -38,7 +37,8 @@ struct Option {
 // Checks argv against `keys` before cv::CommandLineParser sees it. Returns an exit status when
 // the program should stop now: 0 after printing --help (about, the option list and
 // "Assets: <the folder in use>" to stdout), 2 after "<program>: error: unknown option '--inptu'
-// (did you mean --input?)", a bare argument or a missing --assets folder on stderr. std::nullopt: go on. Also records --assets for assets_dir().
+// (did you mean --input?)", a bare argument or a missing --assets folder on stderr. std::nullopt:
+// go on. Also records --assets for assets_dir().
 [[nodiscard]] std::optional<int> check_command_line(int argc, const char* const* argv,
                                                     const std::string& keys,
                                                     const std::string& about);
@@ -74,10 +74,10 @@ struct Shard {
 
 // The inputs of a folder-processing sample: `input` (files or folders separated by ','; a
 // folder gives its readable images, not recursive) plus the lines of `list` (if not empty),
-// each --input item through find_asset, sorted and de-duplicated, then shard `shard` ("I/N", empty: all) of them. std::runtime_error
-// when a path does not exist or there is no input at all (an empty shard is not an error).
-[[nodiscard]] std::vector<fs::path> select_inputs(const std::string& input,
-                                                  const std::string& list,
+// each --input item through find_asset, sorted and de-duplicated, then shard `shard` ("I/N", empty:
+// all) of them. std::runtime_error when a path does not exist or there is no input at all (an empty
+// shard is not an error).
+[[nodiscard]] std::vector<fs::path> select_inputs(const std::string& input, const std::string& list,
                                                   const std::string& shard);
 
 }  // namespace sample

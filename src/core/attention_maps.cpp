@@ -11,7 +11,8 @@ void AttentionMaps::add(const std::string& name, Tensor map) {
 }
 
 void AttentionMaps::merge(const std::string& prefix, const AttentionMaps& child) {
-  for (const auto& [name, map] : child.items_) add(prefix.empty() ? name : prefix + "." + name, map);
+  for (const auto& [name, map] : child.items_)
+    add(prefix.empty() ? name : prefix + "." + name, map);
 }
 
 bool AttentionMaps::contains(const std::string& name) const {
@@ -27,8 +28,8 @@ const Tensor& AttentionMaps::at(const std::string& name) const {
     if (item.first == name) return item.second;
     present += (present.empty() ? "" : ", ") + item.first;
   }
-  throw ValueError(detail::concat("AttentionMaps: no map named '", name, "' (present: ",
-                                  present.empty() ? "none" : present, ")"));
+  throw ValueError(detail::concat("AttentionMaps: no map named '", name,
+                                  "' (present: ", present.empty() ? "none" : present, ")"));
 }
 
 }  // namespace cvattn

@@ -26,9 +26,8 @@ Tensor from_images(const std::vector<cv::Mat>& images, const ImageOptions& optio
   // blobFromImages reads every image with the first one's channel count and depth (a 32F image
   // after an 8U one came out as zeros); other sizes are resized to the first one's.
   for (std::size_t i = 1; i < images.size(); ++i) {
-    CVATTN_CHECK(images[i].channels() == images[0].channels(), ShapeError, "from_images: image ",
-                 i, " has ", images[i].channels(), " channels, image 0 has ",
-                 images[0].channels());
+    CVATTN_CHECK(images[i].channels() == images[0].channels(), ShapeError, "from_images: image ", i,
+                 " has ", images[i].channels(), " channels, image 0 has ", images[0].channels());
     CVATTN_CHECK(images[i].depth() == images[0].depth(), ValueError, "from_images: image ", i,
                  " has depth ", images[i].depth(), ", image 0 has depth ", images[0].depth(),
                  " (convert them to one type)");
@@ -39,9 +38,9 @@ Tensor from_images(const std::vector<cv::Mat>& images, const ImageOptions& optio
                " must be positive (or 0x0 to keep the image size)");
   // Check the blob's size against the allocation cap before OpenCV allocates it.
   const cv::Size out = size.width > 0 ? size : images[0].size();
-  (void)checked_numel({static_cast<std::int64_t>(images.size()), images[0].channels(),
-                       out.height, out.width},
-                      "from_images");
+  (void)checked_numel(
+      {static_cast<std::int64_t>(images.size()), images[0].channels(), out.height, out.width},
+      "from_images");
   for (int c = 0; c < images[0].channels(); ++c) {
     CVATTN_CHECK(options.std()[c] != 0.0, ValueError, "from_images: std[", c, "] is zero");
   }

@@ -10,8 +10,8 @@ namespace cvattn {
 Module::~Module() = default;
 
 void Module::add_slot(Slot slot) {
-  CVATTN_CHECK(!slot.name.empty(), ValueError, "register_",
-               slot.buffer ? "buffer" : "parameter", ": the name is empty");
+  CVATTN_CHECK(!slot.name.empty(), ValueError, "register_", slot.buffer ? "buffer" : "parameter",
+               ": the name is empty");
   for (const auto& s : slots_) {
     CVATTN_CHECK(s.name != slot.name, ValueError, "register_", slot.buffer ? "buffer" : "parameter",
                  ": '", slot.name, "' is already registered");
@@ -185,8 +185,8 @@ const Module& Module::find(const std::string& path) const {
       if (name == segment) next = child.get();
       present += (present.empty() ? "" : ", ") + name;
     }
-    CVATTN_CHECK(next != nullptr, ValueError, "Module::find('", path, "'): ",
-                 walked.empty() ? std::string("the module") : "'" + walked + "'",
+    CVATTN_CHECK(next != nullptr, ValueError, "Module::find('", path,
+                 "'): ", walked.empty() ? std::string("the module") : "'" + walked + "'",
                  " has no child '", segment, "' (children: ", present.empty() ? "none" : present,
                  ")");
     m = next;

@@ -1,7 +1,7 @@
 #include "cvattn/core/parallel.hpp"
 
-#include "cvattn/core/error.hpp"
 #include "core/parallel_for.hpp"
+#include "cvattn/core/error.hpp"
 
 namespace cvattn {
 

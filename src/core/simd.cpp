@@ -1,12 +1,12 @@
 #include "cvattn/core/simd.hpp"
 
+#include <hwy/targets.h>
+
 #include <algorithm>
 #include <cctype>
 #include <cstdint>
 #include <cstdlib>
 #include <mutex>
-
-#include <hwy/targets.h>
 
 #include "core/dispatch.hpp"
 #include "cvattn/core/error.hpp"

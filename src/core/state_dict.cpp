@@ -32,13 +32,13 @@ const Tensor& StateDict::at(const std::string& key) const {
   if (const Entry* e = find(key)) return e->value;
   std::string present;
   for (const auto& e : entries_) present += (present.empty() ? "" : ", ") + e.key;
-  throw ValueError(detail::concat("StateDict: missing key '", key, "' (present: ",
-                                  present.empty() ? "none" : present, ")"));
+  throw ValueError(detail::concat("StateDict: missing key '", key,
+                                  "' (present: ", present.empty() ? "none" : present, ")"));
 }
 
 bool StateDict::erase(const std::string& key) {
-  const auto it = std::find_if(entries_.begin(), entries_.end(),
-                               [&](const Entry& e) { return e.key == key; });
+  const auto it =
+      std::find_if(entries_.begin(), entries_.end(), [&](const Entry& e) { return e.key == key; });
   if (it == entries_.end()) return false;
   entries_.erase(it);
   return true;

@@ -60,8 +60,8 @@ std::int64_t checked_numel(const Shape& shape, const std::string& what) {
   const std::int64_t cap = max_tensor_bytes();
   if (n > cap / 4) {
     // n * 4 itself may overflow (found by fuzz_npy): say so instead of computing it.
-    const std::string bytes = n <= INT64_MAX / 4 ? std::to_string(n * 4)
-                                                  : "more than " + std::to_string(INT64_MAX);
+    const std::string bytes =
+        n <= INT64_MAX / 4 ? std::to_string(n * 4) : "more than " + std::to_string(INT64_MAX);
     throw ValueError(detail::concat(what, ": shape ", to_string(shape), " needs ", bytes,
                                     " bytes, over the allocation cap of ", cap,
                                     " bytes (cvattn::set_max_tensor_bytes)"));
@@ -125,8 +125,8 @@ Tensor Tensor::from_vector(const Shape& shape, const std::vector<float>& values)
 std::int64_t Tensor::dim(int i) const {
   const int r = rank();
   const int j = i < 0 ? i + r : i;
-  CVATTN_CHECK(j >= 0 && j < r, ShapeError, "Tensor::dim: index ", i,
-               " out of range for shape ", to_string(shape_));
+  CVATTN_CHECK(j >= 0 && j < r, ShapeError, "Tensor::dim: index ", i, " out of range for shape ",
+               to_string(shape_));
   return shape_[static_cast<std::size_t>(j)];
 }
 
@@ -152,8 +152,8 @@ Tensor Tensor::reshape(const Shape& shape) const {
     s[static_cast<std::size_t>(infer)] = numel_ / known;
   }
   CVATTN_CHECK(checked_numel(s, "Tensor::reshape") == numel_, ShapeError,
-               "Tensor::reshape: cannot view ", to_string(shape_), " (", numel_,
-               " elements) as ", to_string(shape));
+               "Tensor::reshape: cannot view ", to_string(shape_), " (", numel_, " elements) as ",
+               to_string(shape));
   return Tensor(storage_, std::move(s));
 }
 
@@ -208,13 +208,12 @@ cv::Mat Tensor::to_mat() const {
 
 cv::Mat Tensor::plane(std::int64_t n, std::int64_t c) const {
   const Nchw s = nchw("Tensor::plane");
-  CVATTN_CHECK(0 <= n && n < s.n && 0 <= c && c < s.c, ShapeError, "Tensor::plane: (", n, ", ",
-               c, ") out of range for shape ", to_string(shape_));
+  CVATTN_CHECK(0 <= n && n < s.n && 0 <= c && c < s.c, ShapeError, "Tensor::plane: (", n, ", ", c,
+               ") out of range for shape ", to_string(shape_));
   const std::int64_t hw = s.h * s.w;
   if (hw == 0) return cv::Mat(static_cast<int>(s.h), static_cast<int>(s.w), CV_32F);  // no data
   const int begin = static_cast<int>((n * s.c + c) * hw);
-  return storage_.colRange(begin, begin + static_cast<int>(hw))
-      .reshape(1, static_cast<int>(s.h));
+  return storage_.colRange(begin, begin + static_cast<int>(hw)).reshape(1, static_cast<int>(s.h));
 }
 
 Tensor::Nchw Tensor::nchw(const char* name) const {
@@ -239,8 +238,8 @@ void check_shape(const Tensor& t, const Shape& expected, const char* name, const
   for (std::size_t i = 0; ok && i < expected.size(); ++i) {
     ok = expected[i] == kAny || expected[i] == t.shape()[i];
   }
-  CVATTN_CHECK(ok, ShapeError, where, ": tensor '", name, "' expected shape ",
-               to_string(expected), ", got ", to_string(t.shape()));
+  CVATTN_CHECK(ok, ShapeError, where, ": tensor '", name, "' expected shape ", to_string(expected),
+               ", got ", to_string(t.shape()));
 }
 
 }  // namespace cvattn

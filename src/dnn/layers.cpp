@@ -3,11 +3,10 @@
 #include <algorithm>
 #include <cstring>
 #include <mutex>
-#include <sstream>
-#include <string>
-
 #include <opencv2/dnn.hpp>
 #include <opencv2/dnn/shape_utils.hpp>
+#include <sstream>
+#include <string>
 
 #include "cvattn/core/error.hpp"
 #include "cvattn/core/tensor.hpp"
@@ -143,9 +142,17 @@ class GridSampleLayer final : public CvattnLayer {
       if (type == "mmcv.grid_sampler" || type == "grid_sampler") {
         const int mode = p.get<int>("interpolation_mode", 0);
         const int pad = p.get<int>("padding_mode", 0);
-        if (mode < 0 || mode > 2) fail(where_, cv::format("interpolation_mode must be 0, 1 or 2 (bilinear, nearest, bicubic), got %d", mode));
-        if (pad < 0 || pad > 2) fail(where_, cv::format("padding_mode must be 0, 1 or 2 (zeros, border, reflection), got %d", pad));
-        options_.mode(static_cast<F::Interpolation>(mode)).padding_mode(static_cast<F::PaddingMode>(pad));
+        if (mode < 0 || mode > 2)
+          fail(where_,
+               cv::format(
+                   "interpolation_mode must be 0, 1 or 2 (bilinear, nearest, bicubic), got %d",
+                   mode));
+        if (pad < 0 || pad > 2)
+          fail(where_,
+               cv::format("padding_mode must be 0, 1 or 2 (zeros, border, reflection), got %d",
+                          pad));
+        options_.mode(static_cast<F::Interpolation>(mode))
+            .padding_mode(static_cast<F::PaddingMode>(pad));
       } else {
         const std::string mode = p.get<cv::String>("mode", "bilinear");
         if (mode == "bilinear" || mode == "linear") {
@@ -155,8 +162,9 @@ class GridSampleLayer final : public CvattnLayer {
         } else if (mode == "bicubic" || mode == "cubic") {
           options_.mode(F::Interpolation::bicubic);
         } else {
-          fail(where_, "unknown mode '" + mode + "' (opset 16: bilinear, nearest, bicubic; "
-                       "opset 20: linear, nearest, cubic)");
+          fail(where_, "unknown mode '" + mode +
+                           "' (opset 16: bilinear, nearest, bicubic; "
+                           "opset 20: linear, nearest, cubic)");
         }
         const std::string pad = p.get<cv::String>("padding_mode", "zeros");
         if (pad != "zeros" && pad != "border" && pad != "reflection") {
@@ -170,7 +178,8 @@ class GridSampleLayer final : public CvattnLayer {
   }
 
   bool getMemoryShapes(const std::vector<MatShape>& in, const int /*required*/,
-                       std::vector<MatShape>& out, std::vector<MatShape>& /*internal*/) const override {
+                       std::vector<MatShape>& out,
+                       std::vector<MatShape>& /*internal*/) const override {
     if (in.size() + blobs.size() != 2 || in.empty()) {
       fail(where_, cv::format("expects inputs X and grid, got %d", int(in.size() + blobs.size())));
     }
@@ -214,8 +223,9 @@ class AffineGridLayer final : public CvattnLayer {
   explicit AffineGridLayer(const LayerParams& p) : CvattnLayer(p) {
     attributes(where_, [&] { align_corners_ = flag(p, "align_corners", where_); });
     if (blobs.empty()) {
-      fail(where_, "input 'size' must be a constant initializer (OpenCV infers output shapes "
-                   "when it reads the model)");
+      fail(where_,
+           "input 'size' must be a constant initializer (OpenCV infers output shapes "
+           "when it reads the model)");
     }
     if (blobs.back().depth() != CV_32S) {  // the importer turns int64 into CV_32S
       fail(where_, "input 'size' must be a constant int64 tensor");
@@ -224,25 +234,30 @@ class AffineGridLayer final : public CvattnLayer {
     blobs.back().convertTo(size, CV_64F);
     if (size.total() != 4 && size.total() != 5) {
       fail(where_, cv::format("size must have 4 entries (N, C, H, W) or 5 (N, C, D, H, W), got "
-                              "%d", int(size.total())));
+                              "%d",
+                              int(size.total())));
     }
     for (int i = 0; i < int(size.total()); ++i) {
       const double v = size.at<double>(i);
-      if (!(v >= 1 && v <= double(1 << 30))) fail(where_, cv::format("size[%d] = %g is invalid", i, v));
+      if (!(v >= 1 && v <= double(1 << 30)))
+        fail(where_, cv::format("size[%d] = %g is invalid", i, v));
       size_.push_back(static_cast<std::int64_t>(v));
     }
   }
 
   bool getMemoryShapes(const std::vector<MatShape>& in, const int /*required*/,
-                       std::vector<MatShape>& out, std::vector<MatShape>& /*internal*/) const override {
+                       std::vector<MatShape>& out,
+                       std::vector<MatShape>& /*internal*/) const override {
     if (in.size() + blobs.size() != 2) {
-      fail(where_, cv::format("expects inputs theta and size, got %d", int(in.size() + blobs.size())));
+      fail(where_,
+           cv::format("expects inputs theta and size, got %d", int(in.size() + blobs.size())));
     }
     const MatShape theta = in.empty() ? cv::dnn::shape(blobs[0]) : in[0];
     const int k = int(size_.size()) - 2;  // 2 or 3 spatial axes
     if (theta.size() != 3 || theta[0] < 1 || theta[1] != k || theta[2] != k + 1) {
       fail(where_, cv::format("theta must be [N, %d, %d] for a size of %d entries, got ", k, k + 1,
-                              int(size_.size())) + str(theta));
+                              int(size_.size())) +
+                       str(theta));
     }
     Shape grid{theta[0]};
     grid.insert(grid.end(), size_.begin() + 2, size_.end());
@@ -317,18 +332,21 @@ class DeformConvLayer final : public CvattnLayer {
                               int(pads.size())));
     }
     for (const int v : pads) {
-      if (v < 0) fail(where_, cv::format("pads must be >= 0, got [%d, %d, %d, %d]", pads[0], pads[1], pads[2], pads[3]));
+      if (v < 0)
+        fail(where_, cv::format("pads must be >= 0, got [%d, %d, %d, %d]", pads[0], pads[1],
+                                pads[2], pads[3]));
     }
     if (stride[0] < 1 || stride[1] < 1 || dilation[0] < 1 || dilation[1] < 1) {
       fail(where_, cv::format("strides and dilations must be >= 1, got strides [%d, %d], "
-                              "dilations [%d, %d]", stride[0], stride[1], dilation[0], dilation[1]));
+                              "dilations [%d, %d]",
+                              stride[0], stride[1], dilation[0], dilation[1]));
     }
     if (!kernel_.empty() && (kernel_[0] < 1 || kernel_[1] < 1)) {
       fail(where_, cv::format("kernel_shape must be >= 1, got [%d, %d]", kernel_[0], kernel_[1]));
     }
     if (group_ < 1 || offset_group_ < 1) {
-      fail(where_, cv::format("group and offset_group must be >= 1, got %d and %d", group_,
-                              offset_group_));
+      fail(where_,
+           cv::format("group and offset_group must be >= 1, got %d and %d", group_, offset_group_));
     }
     // Asymmetric pads: deform_conv2d pads both sides by the smaller amount; the layer pads the
     // input with zeros by the excess (a zero row reads exactly like a sample outside the image).
@@ -343,20 +361,23 @@ class DeformConvLayer final : public CvattnLayer {
     for (std::size_t i = 0; i < blobs.size(); ++i) {
       const int slot = blobs[i].dims == 4 ? kW : kB;
       if (blob_of_[slot] >= 0) {
-        fail(where_, "only W and B may be constant initializers (X, offset and mask must be "
-                     "computed or graph inputs)");
+        fail(where_,
+             "only W and B may be constant initializers (X, offset and mask must be "
+             "computed or graph inputs)");
       }
       blob_of_[slot] = static_cast<int>(i);
     }
   }
 
   bool getMemoryShapes(const std::vector<MatShape>& in, const int /*required*/,
-                       std::vector<MatShape>& out, std::vector<MatShape>& /*internal*/) const override {
+                       std::vector<MatShape>& out,
+                       std::vector<MatShape>& /*internal*/) const override {
     std::vector<MatShape> blob_shapes;
     for (const auto& b : blobs) blob_shapes.push_back(cv::dnn::shape(b));
     const Slots s = resolve(in);
     auto shape_of = [&](int slot) -> MatShape {
-      return s.from_blob[slot] ? blob_shapes[std::size_t(s.index[slot])] : in[std::size_t(s.index[slot])];
+      return s.from_blob[slot] ? blob_shapes[std::size_t(s.index[slot])]
+                               : in[std::size_t(s.index[slot])];
     };
     const MatShape x = shape_of(kX), w = shape_of(kW), off = shape_of(kOffset);
     if (x.size() != 4) fail(where_, "X must be [N, C, H, W], got " + str(x));
@@ -395,7 +416,8 @@ class DeformConvLayer final : public CvattnLayer {
     }
     if (s.index[kB] >= 0) {
       const MatShape b = shape_of(kB);
-      if (cv::dnn::total(b) != cout) fail(where_, cv::format("B must have %d entries, got ", int(cout)) + str(b));
+      if (cv::dnn::total(b) != cout)
+        fail(where_, cv::format("B must have %d entries, got ", int(cout)) + str(b));
     }
     out = output_shape({x[0], cout, ho, wo}, where_);
     return false;
@@ -427,7 +449,8 @@ class DeformConvLayer final : public CvattnLayer {
 
   std::vector<int> pair(const std::vector<int>& v, const char* key) const {
     if (v.size() == 1) return {v[0], v[0]};
-    if (v.size() != 2) fail(where_, cv::format("attribute %s must have 2 values, got %d", key, int(v.size())));
+    if (v.size() != 2)
+      fail(where_, cv::format("attribute %s must have 2 values, got %d", key, int(v.size())));
     return v;
   }
 
@@ -468,8 +491,9 @@ class DeformConvLayer final : public CvattnLayer {
     if (s.from_blob[kW]) order.erase(std::find(order.begin(), order.end(), int(kW)));
     if (four_d.size() + std::size_t(optional_) < order.size() || four_d.size() > order.size()) {
       fail(where_, cv::format("expects %s; got %d inputs and %d constants",
-                              mmcv_ ? (order_.size() == 4 ? "input, offset, mask, weight and optionally bias"
-                                                          : "input, offset, weight")
+                              mmcv_ ? (order_.size() == 4
+                                           ? "input, offset, mask, weight and optionally bias"
+                                           : "input, offset, weight")
                                     : "X, W, offset and optionally B and mask",
                               int(in.size()), int(blobs.size())));
     }

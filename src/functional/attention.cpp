@@ -52,10 +52,10 @@ void plan_mask(detail::SdpaPlan& p, const Tensor& mask, const Shape& batch, cons
   Shape full = batch;
   full.push_back(p.L);
   full.push_back(p.S);
-  CVATTN_CHECK(mask.rank() <= static_cast<int>(full.size()) &&
-                   detail::broadcasts_to(mask.shape(), full),
-               ShapeError, where, ": tensor 'attn_mask' expected a shape that broadcasts to ",
-               to_string(full), ", got ", to_string(mask.shape()));
+  CVATTN_CHECK(
+      mask.rank() <= static_cast<int>(full.size()) && detail::broadcasts_to(mask.shape(), full),
+      ShapeError, where, ": tensor 'attn_mask' expected a shape that broadcasts to ",
+      to_string(full), ", got ", to_string(mask.shape()));
   Shape m = mask.shape();
   m.insert(m.begin(), full.size() - m.size(), 1);
   const std::int64_t ml = m[m.size() - 2], ms = m.back();
@@ -97,12 +97,11 @@ AttentionResult scaled_dot_product_attention(const Tensor& query, const Tensor& 
   CVATTN_CHECK(key.dim(-1) == E, ShapeError, where, ": tensor 'key' expected [..., *, ", E,
                "] (E of 'query' ", to_string(query.shape()), "), got ", to_string(key.shape()));
   CVATTN_CHECK(value.dim(-2) == S, ShapeError, where, ": tensor 'value' expected [..., ", S,
-               ", *] (S of 'key' ", to_string(key.shape()), "), got ",
-               to_string(value.shape()));
+               ", *] (S of 'key' ", to_string(key.shape()), "), got ", to_string(value.shape()));
   Shape batch;
   CVATTN_CHECK(detail::broadcast_shapes({leading(query), leading(key), leading(value)}, batch),
-               ShapeError, where, ": batch dims of 'query' ", to_string(query.shape()),
-               ", 'key' ", to_string(key.shape()), " and 'value' ", to_string(value.shape()),
+               ShapeError, where, ": batch dims of 'query' ", to_string(query.shape()), ", 'key' ",
+               to_string(key.shape()), " and 'value' ", to_string(value.shape()),
                " do not broadcast");
   const Tensor mask = additive_mask(attn_mask, options, where);
 
@@ -140,8 +139,7 @@ AttentionResult sdpa_heads(const Tensor& query, const Tensor& key, const Tensor&
                            std::int64_t num_heads, const Tensor& attn_mask,
                            const SdpaOptions& options, bool average) {
   const char* where = kSdpaHeads;
-  CVATTN_CHECK(num_heads >= 1, ValueError, where, ": num_heads must be positive, got ",
-               num_heads);
+  CVATTN_CHECK(num_heads >= 1, ValueError, where, ": num_heads must be positive, got ", num_heads);
   check_rank(query, 3, "query", where);
   const std::int64_t B = query.dim(0), L = query.dim(1);
   CVATTN_CHECK(query.dim(2) > 0 && query.dim(2) % num_heads == 0, ShapeError, where,
@@ -207,8 +205,7 @@ AttentionResult scaled_dot_product_attention_heads(const Tensor& query, const Te
   return sdpa_heads(query, key, value, num_heads, attn_mask, options, false);
 }
 
-AttentionResult scaled_dot_product_attention_heads_averaged(const Tensor& query,
-                                                            const Tensor& key,
+AttentionResult scaled_dot_product_attention_heads_averaged(const Tensor& query, const Tensor& key,
                                                             const Tensor& value,
                                                             std::int64_t num_heads,
                                                             const Tensor& attn_mask,
@@ -243,8 +240,8 @@ Tensor unflatten_spatial(const Tensor& tokens, std::int64_t height, std::int64_t
   CVATTN_CHECK(height == 0 || width <= std::numeric_limits<std::int64_t>::max() / height,
                ValueError, where, ": height x width overflows");
   const std::int64_t hw = height * width;
-  CVATTN_CHECK(tokens.dim(1) == hw, ShapeError, where, ": tensor 'tokens' expected [*, ", hw,
-               " (", height, "*", width, "), *], got ", to_string(tokens.shape()));
+  CVATTN_CHECK(tokens.dim(1) == hw, ShapeError, where, ": tensor 'tokens' expected [*, ", hw, " (",
+               height, "*", width, "), *], got ", to_string(tokens.shape()));
   const std::int64_t n = tokens.dim(0), c = tokens.dim(2);
   Tensor out = Tensor::empty({n, c, height, width});
   transpose_batch(tokens.data(), out.data(), n, hw, c);

@@ -24,9 +24,8 @@ void scale_shift(const Tensor& mean, const Tensor& var, const Tensor& weight, co
   b.resize(static_cast<std::size_t>(channels));
   const float e = static_cast<float>(eps);
   for (std::int64_t c = 0; c < channels; ++c) {
-    const cvattn::detail::BnAffine f =
-        cvattn::detail::bn_affine(weight.defined() ? weight[c] : 1.0f,
-                                  bias.defined() ? bias[c] : 0.0f, mean[c], var[c], e);
+    const cvattn::detail::BnAffine f = cvattn::detail::bn_affine(
+        weight.defined() ? weight[c] : 1.0f, bias.defined() ? bias[c] : 0.0f, mean[c], var[c], e);
     a[static_cast<std::size_t>(c)] = f.alpha;
     b[static_cast<std::size_t>(c)] = f.beta;
   }

@@ -14,8 +14,8 @@ Tensor bilinear_attn_transform(const Tensor& x, const Tensor& p, const Tensor& q
   CVATTN_CHECK(sp.n == s.n && sp.w == b && b >= 1 && g >= 1 && s.c % g == 0, ShapeError, where,
                ": p ", to_string(p.shape()), " must be [N, G, b, b] with G dividing the ", s.c,
                " channels of x ", to_string(x.shape()));
-  CVATTN_CHECK(s.h >= b && s.w >= b && s.h % b == 0 && s.w % b == 0, ShapeError, where,
-               ": x ", to_string(x.shape()), " must have H and W multiples of the block ", b);
+  CVATTN_CHECK(s.h >= b && s.w >= b && s.h % b == 0 && s.w % b == 0, ShapeError, where, ": x ",
+               to_string(x.shape()), " must have H and W multiples of the block ", b);
   const std::int64_t th = s.h / b, tw = s.w / b, cpg = s.c / g, plane = s.h * s.w;
   Tensor tmp = Tensor::empty(x.shape());
   Tensor y = Tensor::empty(x.shape());

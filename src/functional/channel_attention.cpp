@@ -43,17 +43,15 @@ std::int64_t matrix(const Tensor& t, std::int64_t rows, std::int64_t cols, const
 }
 
 // An optional [n] vector: nullptr when undefined.
-const float* optional_vector(const Tensor& t, std::int64_t n, const char* name,
-                             const char* where) {
+const float* optional_vector(const Tensor& t, std::int64_t n, const char* name, const char* where) {
   if (!t.defined()) return nullptr;
   check_shape(t, {n}, name, where);
   return t.data();
 }
 
 // The inference BatchNorm given by four [n] tensors, folded per channel.
-std::vector<cd::BnAffine> folded_norm(const Tensor& weight, const Tensor& bias,
-                                      const Tensor& mean, const Tensor& var, std::int64_t n,
-                                      const char* where) {
+std::vector<cd::BnAffine> folded_norm(const Tensor& weight, const Tensor& bias, const Tensor& mean,
+                                      const Tensor& var, std::int64_t n, const char* where) {
   check_shape(weight, {n}, "bn_weight", where);
   check_shape(bias, {n}, "bn_bias", where);
   check_shape(mean, {n}, "bn_mean", where);

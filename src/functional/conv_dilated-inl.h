@@ -7,9 +7,9 @@
 #define CVATTN_FUNCTIONAL_CONV_DILATED_INL_H_
 #endif
 
-#include <cstdint>
-
 #include <hwy/highway.h>
+
+#include <cstdint>
 
 HWY_BEFORE_NAMESPACE();
 namespace cvattn::functional::detail::HWY_NAMESPACE {
@@ -58,8 +58,7 @@ inline void InterleaveRow(const float* const* src, float* HWY_RESTRICT dst, std:
   std::int64_t r = 0;
   if (d == 2) {
     for (; r + lanes <= full; r += lanes) {
-      hn::StoreInterleaved2(hn::LoadU(df, src[0] + r), hn::LoadU(df, src[1] + r), df,
-                            dst + r * 2);
+      hn::StoreInterleaved2(hn::LoadU(df, src[0] + r), hn::LoadU(df, src[1] + r), df, dst + r * 2);
     }
   } else if (d == 3) {
     for (; r + lanes <= full; r += lanes) {
@@ -69,8 +68,7 @@ inline void InterleaveRow(const float* const* src, float* HWY_RESTRICT dst, std:
   } else if (d == 4) {
     for (; r + lanes <= full; r += lanes) {
       hn::StoreInterleaved4(hn::LoadU(df, src[0] + r), hn::LoadU(df, src[1] + r),
-                            hn::LoadU(df, src[2] + r), hn::LoadU(df, src[3] + r), df,
-                            dst + r * 4);
+                            hn::LoadU(df, src[2] + r), hn::LoadU(df, src[3] + r), df, dst + r * 4);
     }
   }
   for (; r < full; ++r) {

@@ -14,11 +14,11 @@ Tensor aggregate_experts(const Tensor& routing, const Tensor& experts) {
   constexpr const char* kWhere = "aggregate_experts";
   check_rank(routing, 2, "routing", kWhere);
   check_defined(experts, "experts", kWhere);
-  CVATTN_CHECK(experts.rank() >= 1 && experts.rank() < Tensor::kMaxRank &&
-                   experts.dim(0) == routing.dim(1),
-               ShapeError, kWhere, ": tensor 'experts' expected [", routing.dim(1),
-               ", ...] (K from 'routing' ", to_string(routing.shape()), "), got ",
-               to_string(experts.shape()));
+  CVATTN_CHECK(
+      experts.rank() >= 1 && experts.rank() < Tensor::kMaxRank && experts.dim(0) == routing.dim(1),
+      ShapeError, kWhere, ": tensor 'experts' expected [", routing.dim(1),
+      ", ...] (K from 'routing' ", to_string(routing.shape()), "), got ",
+      to_string(experts.shape()));
   const std::int64_t n = routing.dim(0), k = routing.dim(1);
   const std::int64_t per = k > 0 ? experts.numel() / k : 0;
   // routing [N, K] x experts [K, P]: linear with the experts as a transposed weight is a copy,
@@ -48,12 +48,12 @@ Tensor dynamic_conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias,
   const std::int64_t n = x.dim(0), k = weight.dim(0), co = weight.dim(1);
   check_shape(routing, {n, k}, "routing", kWhere);
   if (bias.defined()) check_shape(bias, {k, co}, "bias", kWhere);
-  const Tensor w = aggregate_experts(routing, weight);                 // [N, Co, Ci/g, kh, kw]
+  const Tensor w = aggregate_experts(routing, weight);  // [N, Co, Ci/g, kh, kw]
   const Tensor b = bias.defined() ? aggregate_experts(routing, bias) : Tensor();  // [N, Co]
   if (n == 0) {
     // The output size of an empty batch still follows conv2d's rule (and its checks).
-    const Tensor one = conv2d(Tensor::zeros({1, x.dim(1), x.dim(2), x.dim(3)}),
-                              weight.select0(0), {}, options);
+    const Tensor one =
+        conv2d(Tensor::zeros({1, x.dim(1), x.dim(2), x.dim(3)}), weight.select0(0), {}, options);
     return Tensor::empty({0, co, one.dim(2), one.dim(3)});
   }
   Tensor y;
@@ -78,8 +78,8 @@ Tensor dynamic_conv_attention(const Tensor& x, const Tensor& fc1_weight, const T
   check_shape(fc1_weight, {hidden, ci, 1, 1}, "fc1_weight", kWhere);
   check_shape(fc2_weight, {k, hidden, 1, 1}, "fc2_weight", kWhere);
   check_shape(x, {kAny, ci, kAny, kAny}, "x", kWhere);
-  const Tensor h = relu(linear(channel_pool(x), fc1_weight.reshape({hidden, ci})));   // [N, hid]
-  Tensor logits = linear(h, fc2_weight.reshape({k, hidden}), fc2_bias);             // [N, K]
+  const Tensor h = relu(linear(channel_pool(x), fc1_weight.reshape({hidden, ci})));  // [N, hid]
+  Tensor logits = linear(h, fc2_weight.reshape({k, hidden}), fc2_bias);              // [N, K]
   const float t = static_cast<float>(temperature);
   for (std::int64_t i = 0; i < logits.numel(); ++i) logits[i] = logits[i] / t;
   return softmax(logits, 1);

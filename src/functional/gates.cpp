@@ -26,12 +26,12 @@ Tensor::Nchw pooled_input(const Tensor& x, const char* where) {
 // A per-(n, c) tensor given as [N, C] or [N, C, 1, 1].
 void check_per_channel(const Tensor& t, const Tensor::Nchw& s, const char* name,
                        const char* where) {
-  const bool ok = (t.rank() == 2 && t.dim(0) == s.n && t.dim(1) == s.c) ||
-                  (t.rank() == 4 && t.dim(0) == s.n && t.dim(1) == s.c && t.dim(2) == 1 &&
-                   t.dim(3) == 1);
-  CVATTN_CHECK(ok, ShapeError, where, ": tensor '", name, "' expected [", s.n, ", ", s.c,
-               "] or [", s.n, ", ", s.c, ", 1, 1] (from 'x' [", s.n, ", ", s.c, ", ", s.h, ", ",
-               s.w, "]), got ", to_string(t.shape()));
+  const bool ok =
+      (t.rank() == 2 && t.dim(0) == s.n && t.dim(1) == s.c) ||
+      (t.rank() == 4 && t.dim(0) == s.n && t.dim(1) == s.c && t.dim(2) == 1 && t.dim(3) == 1);
+  CVATTN_CHECK(ok, ShapeError, where, ": tensor '", name, "' expected [", s.n, ", ", s.c, "] or [",
+               s.n, ", ", s.c, ", 1, 1] (from 'x' [", s.n, ", ", s.c, ", ", s.h, ", ", s.w,
+               "]), got ", to_string(t.shape()));
 }
 
 // Planes smaller than this per task are grouped so that a task does some real work.
@@ -40,8 +40,8 @@ constexpr std::int64_t kPlaneWork = std::int64_t{1} << 14;
 // Runs body(plane) for plane in [0, planes) of hw elements each, in parallel when it pays.
 template <class Body>
 void for_planes(std::int64_t planes, std::int64_t hw, Body&& body) {
-  const std::int64_t per_task = std::max<std::int64_t>(1, kPlaneWork / std::max<std::int64_t>(
-                                                                          hw, 1));
+  const std::int64_t per_task =
+      std::max<std::int64_t>(1, kPlaneWork / std::max<std::int64_t>(hw, 1));
   const std::int64_t tasks = (planes + per_task - 1) / per_task;
   if (tasks <= 1) {
     for (std::int64_t p = 0; p < planes; ++p) body(p);
@@ -216,8 +216,7 @@ Tensor circular_conv1d_channels(const Tensor& v, const Tensor& weight, const Ten
                to_string(weight.shape()));
   const std::int64_t pad = (k - 1) / 2;
   CVATTN_CHECK(pad <= c, ShapeError, kWhere, ": circular padding ", pad, " (kernel size ", k,
-               ") exceeds the ", c,
-               " channels of 'v' ", to_string(v.shape()),
+               ") exceeds the ", c, " channels of 'v' ", to_string(v.shape()),
                " (F.pad mode='circular' wraps around at most once)");
   if (bias.defined()) check_shape(bias, {1}, "bias", kWhere);
   Tensor y = Tensor::empty({n, c});
@@ -245,18 +244,18 @@ Tensor upsample_nearest(const Tensor& x, Pair2 size) {
   constexpr const char* kWhere = "upsample_nearest";
   check_rank(x, 4, "x", kWhere);
   const Tensor::Nchw s = x.nchw("x");
-  CVATTN_CHECK(size.h >= 1 && size.w >= 1, ValueError, kWhere,
-               ": size must be positive, got (", size.h, ", ", size.w, ")");
-  CVATTN_CHECK(s.h >= 1 && s.w >= 1, ShapeError, kWhere,
-               ": tensor 'x' expected H, W >= 1, got ", to_string(x.shape()));
+  CVATTN_CHECK(size.h >= 1 && size.w >= 1, ValueError, kWhere, ": size must be positive, got (",
+               size.h, ", ", size.w, ")");
+  CVATTN_CHECK(s.h >= 1 && s.w >= 1, ShapeError, kWhere, ": tensor 'x' expected H, W >= 1, got ",
+               to_string(x.shape()));
   Tensor y = Tensor::empty({s.n, s.c, size.h, size.w});
   // PyTorch: scale = (float)in / out; src = min(floor(dst * scale), in - 1).
   const float sh = static_cast<float>(s.h) / static_cast<float>(size.h);
   const float sw = static_cast<float>(s.w) / static_cast<float>(size.w);
   std::vector<std::int64_t> col(static_cast<std::size_t>(size.w));
   for (std::int64_t ox = 0; ox < size.w; ++ox) {
-    col[static_cast<std::size_t>(ox)] = std::min(
-        static_cast<std::int64_t>(std::floor(static_cast<float>(ox) * sw)), s.w - 1);
+    col[static_cast<std::size_t>(ox)] =
+        std::min(static_cast<std::int64_t>(std::floor(static_cast<float>(ox) * sw)), s.w - 1);
   }
   const float* xp = x.data();
   float* yp = y.data();
@@ -302,8 +301,8 @@ Tensor scale_nearest(const Tensor& x, const Tensor& g) {
   const float sw = static_cast<float>(t.w) / static_cast<float>(s.w);
   std::vector<std::int64_t> col(static_cast<std::size_t>(s.w));
   for (std::int64_t ox = 0; ox < s.w; ++ox) {
-    col[static_cast<std::size_t>(ox)] = std::min(
-        static_cast<std::int64_t>(std::floor(static_cast<float>(ox) * sw)), t.w - 1);
+    col[static_cast<std::size_t>(ox)] =
+        std::min(static_cast<std::int64_t>(std::floor(static_cast<float>(ox) * sw)), t.w - 1);
   }
   const float* xp = x.data();
   const float* gp = g.data();
@@ -473,8 +472,8 @@ Tensor radix_softmax(const Tensor& logits, std::int64_t radix, std::int64_t grou
                ": radix and groups must be >= 1, got radix=", radix, ", groups=", groups);
   const std::int64_t n = logits.dim(0), total = logits.dim(1);
   CVATTN_CHECK(total % (radix * groups) == 0, ShapeError, kWhere, ": tensor 'logits' ",
-               to_string(logits.shape()), " expected a channel count divisible by radix * groups = ",
-               radix * groups);
+               to_string(logits.shape()),
+               " expected a channel count divisible by radix * groups = ", radix * groups);
   const std::int64_t c = total / radix, per = c / groups;
   Tensor a = Tensor::empty({n, radix, c});
   const float* lp = logits.data();

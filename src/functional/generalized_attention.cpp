@@ -82,8 +82,7 @@ float dot(const float* a, const float* b, std::int64_t n) {
 }
 
 void require(const Tensor& t, const Shape& shape, const char* name) {
-  CVATTN_CHECK(t.defined(), ValueError, kWhere, ": the selected attention_type needs '", name,
-               "'");
+  CVATTN_CHECK(t.defined(), ValueError, kWhere, ": the selected attention_type needs '", name, "'");
   check_shape(t, shape, name, kWhere);
 }
 
@@ -96,8 +95,10 @@ AttentionTerms parse_attention_type(std::string_view word) {
     ok = word[i] == '0' || word[i] == '1';
     if (ok) t[i] = word[i] == '1';
   }
-  CVATTN_CHECK(ok, ValueError, "attention_type must be four characters 0 or 1 (e.g. '1111', "
-               "'0010'), got '", std::string(word), "'");
+  CVATTN_CHECK(ok, ValueError,
+               "attention_type must be four characters 0 or 1 (e.g. '1111', "
+               "'0010'), got '",
+               std::string(word), "'");
   return t;
 }
 
@@ -136,11 +137,10 @@ AttentionResult generalized_attention(const Tensor& x, const GeneralizedAttentio
                                       const GeneralizedAttentionOptions& o) {
   const Tensor::Nchw s = x.nchw("x");
   const std::int64_t heads = o.num_heads();
-  CVATTN_CHECK(heads >= 1 && heads <= s.c, ValueError, kWhere, ": num_heads must be in [1, ",
-               s.c, "] (the input channels), got ", heads);
+  CVATTN_CHECK(heads >= 1 && heads <= s.c, ValueError, kWhere, ": num_heads must be in [1, ", s.c,
+               "] (the input channels), got ", heads);
   CVATTN_CHECK(o.kv_stride() >= 1 && o.q_stride() >= 1, ValueError, kWhere,
-               ": kv_stride and q_stride must be >= 1, got ", o.kv_stride(), " and ",
-               o.q_stride());
+               ": kv_stride and q_stride must be >= 1, got ", o.kv_stride(), " and ", o.q_stride());
   CVATTN_CHECK(s.h >= 1 && s.w >= 1, ShapeError, kWhere, ": tensor 'x' expected H, W >= 1, got ",
                to_string(x.shape()));
   const AttentionTerms t = o.attention_type();
@@ -152,19 +152,19 @@ AttentionResult generalized_attention(const Tensor& x, const GeneralizedAttentio
   const bool saliency = t[2] && !t[0] && !t[1] && !t[3];
   const bool wrong_branch = t[1] && !t[3];  // mmcv's '0100' code path
   if (wrong_branch) {
-    CVATTN_CHECK(hq == wq, ShapeError, kWhere, ": attention_type with term 1 ('query content - "
+    CVATTN_CHECK(hq == wq, ShapeError, kWhere,
+                 ": attention_type with term 1 ('query content - "
                  "position') but not term 3 runs mmcv's '0100' branch, which is only defined on "
-                 "square query maps (mmdetection#8179); got ", hq, " x ", wq,
-                 " queries from tensor 'x' ", to_string(x.shape()));
+                 "square query maps (mmdetection#8179); got ",
+                 hq, " x ", wq, " queries from tensor 'x' ", to_string(x.shape()));
   }
   if (o.spatial_range() >= 0 && o.max_len() > 0) {
-    const std::int64_t max_len_kv =
-        static_cast<std::int64_t>((static_cast<double>(o.max_len()) - 1.0) /
-                                      static_cast<double>(o.kv_stride()) + 1.0);
+    const std::int64_t max_len_kv = static_cast<std::int64_t>(
+        (static_cast<double>(o.max_len()) - 1.0) / static_cast<double>(o.kv_stride()) + 1.0);
     CVATTN_CHECK(hq <= o.max_len() && wq <= o.max_len() && hk <= max_len_kv && wk <= max_len_kv,
-                 ShapeError, kWhere, ": spatial_range's constraint map covers ", o.max_len(),
-                 " x ", o.max_len(), " queries and ", max_len_kv, " x ", max_len_kv,
-                 " keys, got ", hq, " x ", wq, " and ", hk, " x ", wk);
+                 ShapeError, kWhere, ": spatial_range's constraint map covers ", o.max_len(), " x ",
+                 o.max_len(), " queries and ", max_len_kv, " x ", max_len_kv, " keys, got ", hq,
+                 " x ", wq, " and ", hk, " x ", wk);
   }
   const Shape proj{hc, s.c, 1, 1};
   if (t[0] || t[1]) require(w.query_weight, proj, "query_conv.weight");
@@ -186,9 +186,8 @@ AttentionResult generalized_attention(const Tensor& x, const GeneralizedAttentio
   require(w.gamma, {1}, "gamma");
 
   const std::int64_t lq = saliency ? 1 : hq * wq;
-  const Tensor q = (t[0] || t[1])
-                       ? linear(flatten_spatial(xq), w.query_weight.reshape({hc, s.c}))
-                       : Tensor();  // [N, hq*wq, heads*E]
+  const Tensor q = (t[0] || t[1]) ? linear(flatten_spatial(xq), w.query_weight.reshape({hc, s.c}))
+                                  : Tensor();  // [N, hq*wq, heads*E]
   // Keys and values channel-major, [N, heads*E, S]: one GEMM per sample on the NCHW map.
   auto project_kv = [&](const Tensor& weight) {
     Tensor out = Tensor::empty({s.n, hc, sk});
@@ -207,9 +206,11 @@ AttentionResult generalized_attention(const Tensor& x, const GeneralizedAttentio
   if (t[1] || t[3]) {
     const float r2 = static_cast<float>(std::sqrt(2.0));
     px = linear(generalized_position_embedding(wq, wk, o.q_stride(), o.kv_stride(),
-                                               o.position_magnitude(), pdim), w.fc_x);
+                                               o.position_magnitude(), pdim),
+                w.fc_x);
     py = linear(generalized_position_embedding(hq, hk, o.q_stride(), o.kv_stride(),
-                                               o.position_magnitude(), pdim), w.fc_y);
+                                               o.position_magnitude(), pdim),
+                w.fc_y);
     for (std::int64_t i = 0; i < px.numel(); ++i) px[i] /= r2;
     for (std::int64_t i = 0; i < py.numel(); ++i) py[i] /= r2;
   }
@@ -255,7 +256,8 @@ AttentionResult generalized_attention(const Tensor& x, const GeneralizedAttentio
   // Position terms (1, 3) and the spatial range, row by row.
   // Per-thread scratch, allocated before the parallel region (which must not throw).
   const std::int64_t rows = s.n * heads * lq, width = e + wk + hk;
-  const std::int64_t threads = std::max<std::int64_t>(1, std::min<std::int64_t>(detail::max_threads(), rows));
+  const std::int64_t threads =
+      std::max<std::int64_t>(1, std::min<std::int64_t>(detail::max_threads(), rows));
   Tensor scratch = Tensor::empty({threads, width});
   detail::parallel_for(threads, [&](std::int64_t th) {
     float* gq = scratch.data() + th * width;

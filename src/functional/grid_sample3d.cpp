@@ -199,7 +199,8 @@ Geometry3 validate(const Tensor& input, const Tensor& grid, const GridSampleOpti
   CVATTN_CHECK(p >= 0 && p <= 2, ValueError, where, ": unknown padding mode ", p);
   CVATTN_CHECK(options.mode() != Interpolation::bicubic, ValueError, where,
                ": mode 'bicubic' supports 4-D input only (PyTorch: bicubic interpolation only "
-               "supports 4D input), got 5-D input ", to_string(input.shape()));
+               "supports 4D input), got 5-D input ",
+               to_string(input.shape()));
   check_rank(input, 5, "input", where);
   check_rank(grid, 5, "grid", where);
   const Shape& s = input.shape();
@@ -314,9 +315,9 @@ GridSampleGrads grid_sample3d_backward(const Tensor& input, const Tensor& grid,
         for (std::int64_t p = 0; p < count; ++p) {
           const float* q = grid_b + 3 * p;
           float unused;
-          off[p] = nearest_offset(ax.source_with_grad(q[0], &unused),
-                                  ay.source_with_grad(q[1], &unused),
-                                  az.source_with_grad(q[2], &unused), g);
+          off[p] =
+              nearest_offset(ax.source_with_grad(q[0], &unused), ay.source_with_grad(q[1], &unused),
+                             az.source_with_grad(q[2], &unused), g);
         }
         for (std::int64_t c = 0; c < g.c; ++c) {
           const float* go = gout_b + c * vol_out;

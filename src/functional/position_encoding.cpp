@@ -34,8 +34,7 @@ Tensor position_encoding_sine(const Shape& size, const PositionEncodingOptions& 
   CVATTN_CHECK(!(options.scale() && !options.normalize()), ValueError, where,
                ": normalize should be true if scale is passed (as in DETR)");
   const double scale_d = options.scale() ? *options.scale() : 6.283185307179586;
-  CVATTN_CHECK(std::isfinite(scale_d), ValueError, where, ": scale must be finite, got ",
-               scale_d);
+  CVATTN_CHECK(std::isfinite(scale_d), ValueError, where, ": scale must be finite, got ", scale_d);
   if (mask.defined()) {
     check_shape(mask, {N, H, W}, "mask", where);
     for (std::int64_t i = 0; i < mask.numel(); ++i) {
@@ -111,9 +110,9 @@ Tensor add_position_encoding(const Tensor& x, const Tensor& table) {
   if (table.rank() == 3) {
     check_shape(table, {c, h, w}, "table", where);
   } else {
-    CVATTN_CHECK(table.rank() == 4, ShapeError, where, ": tensor 'table' expected [1, ", c,
-                 ", ", h, ", ", w, "] or [", c, ", ", h, ", ", w, "] (from 'x' ",
-                 to_string(x.shape()), "), got ", to_string(table.shape()));
+    CVATTN_CHECK(table.rank() == 4, ShapeError, where, ": tensor 'table' expected [1, ", c, ", ", h,
+                 ", ", w, "] or [", c, ", ", h, ", ", w, "] (from 'x' ", to_string(x.shape()),
+                 "), got ", to_string(table.shape()));
     check_shape(table, {1, c, h, w}, "table", where);
   }
   Tensor out = Tensor::empty(x.shape());
@@ -129,9 +128,8 @@ Tensor add_position_encoding(const Tensor& x, const Tensor& table) {
 
 std::vector<std::int64_t> relative_position_index(Pair2 window) {
   const char* where = "relative_position_index";
-  CVATTN_CHECK(window.h >= 1 && window.w >= 1 && window.h <= 4096 && window.w <= 4096,
-               ValueError, where, ": window must be in [1, 4096] per side, got ", window.h, " x ",
-               window.w);
+  CVATTN_CHECK(window.h >= 1 && window.w >= 1 && window.h <= 4096 && window.w <= 4096, ValueError,
+               where, ": window must be in [1, 4096] per side, got ", window.h, " x ", window.w);
   const std::int64_t n = window.h * window.w;
   checked_numel({n, n}, where);
   std::vector<std::int64_t> index(static_cast<std::size_t>(n * n));
@@ -151,9 +149,9 @@ Tensor relative_position_bias(const Tensor& table, Pair2 window) {
   const std::vector<std::int64_t> index = relative_position_index(window);
   const std::int64_t entries = (2 * window.h - 1) * (2 * window.w - 1);
   check_rank(table, 2, "table", where);
-  CVATTN_CHECK(table.dim(0) == entries, ShapeError, where, ": tensor 'table' expected [",
-               entries, ", heads] ((2*", window.h, "-1)*(2*", window.w, "-1) rows for a ",
-               window.h, "x", window.w, " window), got ", to_string(table.shape()));
+  CVATTN_CHECK(table.dim(0) == entries, ShapeError, where, ": tensor 'table' expected [", entries,
+               ", heads] ((2*", window.h, "-1)*(2*", window.w, "-1) rows for a ", window.h, "x",
+               window.w, " window), got ", to_string(table.shape()));
   const std::int64_t heads = table.dim(1), n = window.h * window.w;
   Tensor out = Tensor::empty({heads, n, n});
   const float* t = table.data();

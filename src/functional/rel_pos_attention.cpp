@@ -59,18 +59,16 @@ Tensor lambda_content(const Tensor& q, const Tensor& k, const Tensor& v, const L
 }  // namespace
 
 Tensor rel_pos_logits(const Tensor& q, const Tensor& height_rel, const Tensor& width_rel,
-                      std::int64_t num_heads, Pair2 query_size, Pair2 key_size,
-                      double multiplier) {
+                      std::int64_t num_heads, Pair2 query_size, Pair2 key_size, double multiplier) {
   const char* where = "rel_pos_logits";
   CVATTN_CHECK(num_heads >= 1, ValueError, where, ": num_heads must be >= 1, got ", num_heads);
   CVATTN_CHECK(query_size.h >= 1 && query_size.w >= 1 && key_size.h >= query_size.h &&
                    key_size.w >= query_size.w,
-               ValueError, where, ": need 1 <= query size <= key size, got query (",
-               query_size.h, ", ", query_size.w, ") and key (", key_size.h, ", ", key_size.w,
-               ")");
+               ValueError, where, ": need 1 <= query size <= key size, got query (", query_size.h,
+               ", ", query_size.w, ") and key (", key_size.h, ", ", key_size.w, ")");
   check_shape(q, {kAny, query_size.h * query_size.w, kAny}, "q", where);
-  CVATTN_CHECK(q.dim(2) % num_heads == 0 && q.dim(2) >= num_heads, ShapeError, where,
-               ": q width ", q.dim(2), " is not a multiple of num_heads ", num_heads);
+  CVATTN_CHECK(q.dim(2) % num_heads == 0 && q.dim(2) >= num_heads, ShapeError, where, ": q width ",
+               q.dim(2), " is not a multiple of num_heads ", num_heads);
   const std::int64_t d = q.dim(2) / num_heads;
   check_shape(height_rel, {2 * key_size.h - 1, d}, "height_rel", where);
   check_shape(width_rel, {2 * key_size.w - 1, d}, "width_rel", where);
@@ -142,19 +140,19 @@ AttentionResult halo_attention(const Tensor& q, const Tensor& kv, const Tensor& 
                ", ", halo);
   const Tensor::Nchw skv = kv.nchw("kv");
   const Tensor::Nchw sq = q.nchw("q");
-  CVATTN_CHECK(skv.h % bs == 0 && skv.w % bs == 0 && skv.h >= 1 && skv.w >= 1, ShapeError,
-               where, ": kv height and width must be multiples of block_size ", bs, ", got ",
+  CVATTN_CHECK(skv.h % bs == 0 && skv.w % bs == 0 && skv.h >= 1 && skv.w >= 1, ShapeError, where,
+               ": kv height and width must be multiples of block_size ", bs, ", got ",
                to_string(kv.shape()));
   const std::int64_t nbh = skv.h / bs, nbw = skv.w / bs, nb = nbh * nbw;
   CVATTN_CHECK(sq.n == skv.n && sq.h % nbh == 0 && sq.w % nbw == 0 && sq.h / nbh == sq.w / nbw,
-               ShapeError, where, ": q ", to_string(q.shape()), " must tile the ", nbh, " x ",
-               nbw, " blocks of kv ", to_string(kv.shape()), " with square query blocks");
+               ShapeError, where, ": q ", to_string(q.shape()), " must tile the ", nbh, " x ", nbw,
+               " blocks of kv ", to_string(kv.shape()), " with square query blocks");
   const std::int64_t bq = sq.h / nbh;
   CVATTN_CHECK(sq.c % heads == 0 && sq.c >= heads, ShapeError, where, ": q channels ", sq.c,
                " are not a multiple of num_heads ", heads);
   const std::int64_t d = sq.c / heads;
-  CVATTN_CHECK(skv.c % heads == 0 && skv.c / heads > d, ShapeError, where, ": kv channels ",
-               skv.c, " must be num_heads ", heads, " x (", d, " key + value channels)");
+  CVATTN_CHECK(skv.c % heads == 0 && skv.c / heads > d, ShapeError, where, ": kv channels ", skv.c,
+               " must be num_heads ", heads, " x (", d, " key + value channels)");
   const std::int64_t dv = skv.c / heads - d;
   const std::int64_t win = bs + 2 * halo;
   CVATTN_CHECK(win >= bq, ValueError, where, ": query block ", bq, " exceeds the window ", win);
@@ -222,7 +220,8 @@ AttentionResult halo_attention(const Tensor& q, const Tensor& kv, const Tensor& 
     }
   });
   AttentionResult result{out, {}};
-  if (options.need_weights()) result.attn_weights = a.attn_weights.reshape({sq.n, heads, nb, lq, lk});
+  if (options.need_weights())
+    result.attn_weights = a.attn_weights.reshape({sq.n, heads, nb, lq, lk});
   return result;
 }
 
@@ -230,11 +229,12 @@ Tensor lambda_conv_attention(const Tensor& q, const Tensor& k, const Tensor& v,
                              const Tensor& weight, const Tensor& bias) {
   const char* where = "lambda_conv_attention";
   const LambdaDims d = lambda_dims(q, k, v, where);
-  CVATTN_CHECK((weight.rank() == 5 && weight.dim(4) == 1) || weight.rank() == 4, ShapeError,
-               where, ": weight expected [K, 1, r, r, 1] or [K, 1, r, r], got ",
+  CVATTN_CHECK((weight.rank() == 5 && weight.dim(4) == 1) || weight.rank() == 4, ShapeError, where,
+               ": weight expected [K, 1, r, r, 1] or [K, 1, r, r], got ",
                to_string(weight.shape()));
-  check_shape(weight.rank() == 5 ? weight : weight.reshape({weight.dim(0), weight.dim(1),
-                                                            weight.dim(2), weight.dim(3), 1}),
+  check_shape(weight.rank() == 5
+                  ? weight
+                  : weight.reshape({weight.dim(0), weight.dim(1), weight.dim(2), weight.dim(3), 1}),
               {d.k, 1, kAny, kAny, 1}, "weight", where);
   const std::int64_t r = weight.dim(2);
   CVATTN_CHECK(weight.dim(3) == r && r % 2 == 1, ShapeError, where,
@@ -266,7 +266,8 @@ Tensor lambda_conv_attention(const Tensor& q, const Tensor& k, const Tensor& v,
           const std::int64_t iy = y - pad + u;
           for (std::int64_t t = 0; t < r; ++t) {
             const std::int64_t ix = x - pad + t;
-            row[u * r + t] = (iy >= 0 && iy < d.h && ix >= 0 && ix < d.w) ? plane[iy * d.w + ix] : 0.0f;
+            row[u * r + t] =
+                (iy >= 0 && iy < d.h && ix >= 0 && ix < d.w) ? plane[iy * d.w + ix] : 0.0f;
           }
         }
       }
@@ -306,7 +307,8 @@ Tensor lambda_rel_pos_attention(const Tensor& q, const Tensor& k, const Tensor& 
   float* op = out.data();
   // Per-thread scratch, allocated before the parallel region (which must not throw).
   const std::int64_t rows = d.n * m;
-  const std::int64_t threads = std::max<std::int64_t>(1, std::min<std::int64_t>(detail::max_threads(), rows));
+  const std::int64_t threads =
+      std::max<std::int64_t>(1, std::min<std::int64_t>(detail::max_threads(), rows));
   Tensor scratch = Tensor::empty({threads, m * d.k + d.v * d.k});
   detail::parallel_for(threads, [&](std::int64_t t) {
     using detail::attn::cmap;

@@ -1,12 +1,11 @@
 #include "cvattn/functional/saliency.hpp"
 
+#include <Eigen/Core>
 #include <algorithm>
 #include <cmath>
 #include <string>
 #include <utility>
 #include <vector>
-
-#include <Eigen/Core>
 
 #include "core/parallel_for.hpp"
 #include "cvattn/core/error.hpp"
@@ -115,8 +114,8 @@ Tensor attention_rollout(const std::vector<Tensor>& attentions,
   CVATTN_CHECK(ratio >= 0.0 && ratio < 1.0, ValueError, where,
                ": discard_ratio must be in [0, 1), got ", ratio);
   const std::int64_t tt = t * t;
-  const auto discard =
-      static_cast<std::int64_t>(std::floor(ratio * static_cast<double>(t) * static_cast<double>(t)));
+  const auto discard = static_cast<std::int64_t>(
+      std::floor(ratio * static_cast<double>(t) * static_cast<double>(t)));
   const HeadFusion fusion = options.head_fusion();
 
   Tensor out = Tensor::empty({n, grid.h, grid.w});

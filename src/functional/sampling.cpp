@@ -46,7 +46,8 @@ std::vector<float> torch_linspace(std::int64_t n) {
 // affine_grid's base coordinates along one axis (§7): [0] for a single pixel, the pixel-centre
 // lattice linspace(-1, 1, n) * (n - 1) / n for align_corners=false.
 std::vector<float> base_coords(std::int64_t n, bool align_corners) {
-  if (n <= 1) return std::vector<float>(static_cast<std::size_t>(std::max<std::int64_t>(n, 0)), 0.0f);
+  if (n <= 1)
+    return std::vector<float>(static_cast<std::size_t>(std::max<std::int64_t>(n, 0)), 0.0f);
   std::vector<float> v = torch_linspace(n);
   if (!align_corners) {
     const auto scale = static_cast<float>(n - 1);
@@ -61,8 +62,8 @@ struct GridSize {
 };
 
 GridSize check_size(const Shape& size, const char* where) {
-  CVATTN_CHECK(size.size() == 4, ShapeError, where,
-               ": size expected 4 entries {N, C, H, W}, got ", to_string(size));
+  CVATTN_CHECK(size.size() == 4, ShapeError, where, ": size expected 4 entries {N, C, H, W}, got ",
+               to_string(size));
   CVATTN_CHECK(size[0] >= 1 && size[1] >= 1 && size[2] >= 1 && size[3] >= 1, ValueError, where,
                ": size expected positive entries {N, C, H, W}, got ", to_string(size));
   (void)checked_numel({size[0], size[2], size[3], 2}, where);
@@ -168,16 +169,20 @@ Interpolation parse_interpolation(const std::string& word) {
   if (word == "bilinear") return Interpolation::bilinear;
   if (word == "nearest") return Interpolation::nearest;
   if (word == "bicubic") return Interpolation::bicubic;
-  throw ValueError(detail::concat("parse_interpolation: mode expected one of bilinear, nearest, "
-                                  "bicubic, got '", word, "'"));
+  throw ValueError(
+      detail::concat("parse_interpolation: mode expected one of bilinear, nearest, "
+                     "bicubic, got '",
+                     word, "'"));
 }
 
 PaddingMode parse_padding_mode(const std::string& word) {
   if (word == "zeros") return PaddingMode::zeros;
   if (word == "border") return PaddingMode::border;
   if (word == "reflection") return PaddingMode::reflection;
-  throw ValueError(detail::concat("parse_padding_mode: padding_mode expected one of zeros, "
-                                  "border, reflection, got '", word, "'"));
+  throw ValueError(
+      detail::concat("parse_padding_mode: padding_mode expected one of zeros, "
+                     "border, reflection, got '",
+                     word, "'"));
 }
 
 const char* interpolation_name(Interpolation mode) noexcept {
@@ -300,8 +305,10 @@ Tensor regular_control_points(std::int64_t rows, std::int64_t cols) {
   float* p = pts.data();
   for (std::int64_t r = 0; r < rows; ++r) {
     for (std::int64_t c = 0; c < cols; ++c, p += 2) {
-      p[0] = static_cast<float>(-1.0 + 2.0 * static_cast<double>(c) / static_cast<double>(cols - 1));
-      p[1] = static_cast<float>(-1.0 + 2.0 * static_cast<double>(r) / static_cast<double>(rows - 1));
+      p[0] =
+          static_cast<float>(-1.0 + 2.0 * static_cast<double>(c) / static_cast<double>(cols - 1));
+      p[1] =
+          static_cast<float>(-1.0 + 2.0 * static_cast<double>(r) / static_cast<double>(rows - 1));
     }
   }
   return pts;

@@ -7,10 +7,10 @@
 #define CVATTN_FUNCTIONAL_SELECTIVE_KERNEL_INL_H_
 #endif
 
+#include <hwy/highway.h>
+
 #include <algorithm>
 #include <cstdint>
-
-#include <hwy/highway.h>
 
 #include "functional/detail/reduce.hpp"
 

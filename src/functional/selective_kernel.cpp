@@ -4,7 +4,6 @@
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "functional/selective_kernel-inl.h"
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
-
 #include <hwy/highway.h>
 
 #include "functional/selective_kernel-inl.h"
@@ -42,8 +41,8 @@ namespace {
 inline float relu(float v) { return v <= 0.0f ? 0.0f : v; }
 
 // y[i] = sum_p w[p * w_stride] * relu(f[p][offset + i]) for i < hw; y may alias f[0] + offset.
-void select_paths(const float* const* f, std::int64_t offset, const float* w,
-                  std::int64_t w_stride, std::int64_t paths, std::int64_t hw, float* y) {
+void select_paths(const float* const* f, std::int64_t offset, const float* w, std::int64_t w_stride,
+                  std::int64_t paths, std::int64_t hw, float* y) {
   const float w0 = w[0];
   const float* f0 = f[0] + offset;
   if (paths == 2) {  // the common case, in one vectorised pass

@@ -30,7 +30,8 @@ AttentionResult weighted_sum(Tensor weights, const Tensor& v) {
   const float* vd = v.data();
   float* o = r.output.data();
   detail::parallel_for(B, [&](std::int64_t b) {
-    mmap(o + b * L * Ev, L, Ev).noalias() = cmap(w + b * L * S, L, S) * cmap(vd + b * S * Ev, S, Ev);
+    mmap(o + b * L * Ev, L, Ev).noalias() =
+        cmap(w + b * L * S, L, S) * cmap(vd + b * S * Ev, S, Ev);
   });
   return r;
 }
@@ -101,9 +102,9 @@ Tensor stochastic_hard_weights(const Tensor& scores, const StochasticOptions& op
     for (std::int64_t j = 0; j < S; ++j) c[j] = total += x[j];
     float* y = o + r * S;
     for (std::int64_t d = 0; d < m; ++d) {
-      const std::uint64_t bits =
-          splitmix64(seed ^ splitmix64(static_cast<std::uint64_t>(r) * static_cast<std::uint64_t>(m) +
-                                       static_cast<std::uint64_t>(d)));
+      const std::uint64_t bits = splitmix64(
+          seed ^ splitmix64(static_cast<std::uint64_t>(r) * static_cast<std::uint64_t>(m) +
+                            static_cast<std::uint64_t>(d)));
       const double u = static_cast<double>(bits >> 11) * 0x1.0p-53 * total;
       // First index whose cumulative weight exceeds u (binary search).
       std::int64_t lo = 0, hi = S - 1;
@@ -128,8 +129,10 @@ AttentionResult attend_stochastic(const Tensor& q, const Tensor& k, const Tensor
 }
 
 LocalAlignment parse_local_alignment(std::string_view word) {
-  if (word == "local-m" || word == "monotonic" || word == "local_m") return LocalAlignment::monotonic;
-  if (word == "local-p" || word == "predictive" || word == "local_p") return LocalAlignment::predictive;
+  if (word == "local-m" || word == "monotonic" || word == "local_m")
+    return LocalAlignment::monotonic;
+  if (word == "local-p" || word == "predictive" || word == "local_p")
+    return LocalAlignment::predictive;
   throw ValueError("local alignment must be local-m (monotonic) or local-p (predictive), got '" +
                    std::string(word) + "'");
 }
@@ -168,7 +171,8 @@ AttentionResult luong_local_attention(const Tensor& q, const Tensor& k, const Te
     const std::int64_t lo = std::max<std::int64_t>(
         0, static_cast<std::int64_t>(std::ceil(static_cast<double>(pt) - static_cast<double>(D))));
     const std::int64_t hi = std::min<std::int64_t>(
-        S - 1, static_cast<std::int64_t>(std::floor(static_cast<double>(pt) + static_cast<double>(D))));
+        S - 1,
+        static_cast<std::int64_t>(std::floor(static_cast<double>(pt) + static_cast<double>(D))));
     if (lo > hi) return;
     const float* s = sp + row * S;
     float* x = wpt + row * S;

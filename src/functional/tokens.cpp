@@ -35,8 +35,8 @@ Tensor select_token(const Tensor& tokens, std::int64_t index) {
   CVATTN_CHECK(tokens.rank() == 3, ShapeError, where, ": tensor 'tokens' expected [N, T, D], got ",
                to_string(tokens.shape()));
   const std::int64_t n = tokens.dim(0), t = tokens.dim(1), d = tokens.dim(2);
-  CVATTN_CHECK(index >= 0 && index < t, ShapeError, where, ": index ", index,
-               " out of range for ", t, " tokens");
+  CVATTN_CHECK(index >= 0 && index < t, ShapeError, where, ": index ", index, " out of range for ",
+               t, " tokens");
   Tensor out = Tensor::empty({n, d});
   for (std::int64_t s = 0; s < n; ++s) {
     std::copy_n(tokens.data() + (s * t + index) * d, d, out.data() + s * d);
@@ -48,9 +48,8 @@ Tensor mean_of_two(const Tensor& a, const Tensor& b) {
   const char* where = "mean_of_two";
   check_defined(a, "a", where);
   check_defined(b, "b", where);
-  CVATTN_CHECK(a.shape() == b.shape(), ShapeError, where,
-               ": tensor 'b' expected the shape of 'a' ", to_string(a.shape()), ", got ",
-               to_string(b.shape()));
+  CVATTN_CHECK(a.shape() == b.shape(), ShapeError, where, ": tensor 'b' expected the shape of 'a' ",
+               to_string(a.shape()), ", got ", to_string(b.shape()));
   Tensor out = Tensor::empty(a.shape());
   for (std::int64_t i = 0; i < a.numel(); ++i) out[i] = (a[i] + b[i]) / 2.0f;
   return out;

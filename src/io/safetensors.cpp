@@ -4,10 +4,9 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "cvattn/core/error.hpp"
 #include "cvattn/io/file.hpp"
@@ -23,10 +22,9 @@ struct DType {
   int size;
   bool integer;
 };
-constexpr DType kDTypes[] = {{"F32", 4, false}, {"F16", 2, false}, {"BF16", 2, false},
-                             {"F64", 8, false}, {"I64", 8, true},  {"I32", 4, true},
-                             {"I16", 2, true},  {"I8", 1, true},   {"U8", 1, true},
-                             {"BOOL", 1, true}};
+constexpr DType kDTypes[] = {
+    {"F32", 4, false}, {"F16", 2, false}, {"BF16", 2, false}, {"F64", 8, false}, {"I64", 8, true},
+    {"I32", 4, true},  {"I16", 2, true},  {"I8", 1, true},    {"U8", 1, true},   {"BOOL", 1, true}};
 
 float half_to_float(std::uint16_t h) {
   const std::uint32_t sign = static_cast<std::uint32_t>(h & 0x8000u) << 16;
@@ -36,8 +34,8 @@ float half_to_float(std::uint16_t h) {
   if (exp == 0) {
     magnitude = std::ldexp(static_cast<float>(mant), -24);  // zero or subnormal
   } else if (exp == 31) {
-    magnitude = mant ? std::numeric_limits<float>::quiet_NaN()
-                     : std::numeric_limits<float>::infinity();
+    magnitude =
+        mant ? std::numeric_limits<float>::quiet_NaN() : std::numeric_limits<float>::infinity();
   } else {
     magnitude = std::ldexp(static_cast<float>(mant | 0x400u), static_cast<int>(exp) - 25);
   }
@@ -101,20 +99,18 @@ std::string converted_name(const std::string& name) {
 // the ninth byte is not the '{' that opens every safetensors header.
 void reject_other_formats(const unsigned char* b, std::size_t size, const std::string& where,
                           const std::string& name) {
-  const std::string convert = detail::concat(
-      "; convert it with: python3 tools/export_weights.py ", name, " ", converted_name(name));
+  const std::string convert = detail::concat("; convert it with: python3 tools/export_weights.py ",
+                                             name, " ", converted_name(name));
   if (size >= 30 && b[0] == 'P' && b[1] == 'K' && b[2] == 3 && b[3] == 4) {
     const std::size_t name_len = b[26] | (static_cast<std::size_t>(b[27]) << 8);
-    const std::string first(reinterpret_cast<const char*>(b + 30),
-                            std::min(name_len, size - 30));
+    const std::string first(reinterpret_cast<const char*>(b + 30), std::min(name_len, size - 30));
     const bool npz = first.size() >= 4 && first.compare(first.size() - 4, 4, ".npy") == 0;
     if (npz) {
-      throw IoError(detail::concat(where, ": is a NumPy .npz archive, not a .safetensors file",
-                                   convert));
+      throw IoError(
+          detail::concat(where, ": is a NumPy .npz archive, not a .safetensors file", convert));
     }
     throw IoError(detail::concat(
-        where,
-        ": is a zip archive (first entry '", first,
+        where, ": is a zip archive (first entry '", first,
         "'): a PyTorch checkpoint saved by torch.save (.pt/.pth, PyTorch >= 1.6) or a "
         "TorchScript file, not a .safetensors file",
         convert));
@@ -187,17 +183,17 @@ StateDict parse_safetensors(const void* data, std::size_t size, const std::strin
     const std::string what = where + ": tensor '" + key + "'";
     CVATTN_CHECK(v.is_object(), IoError, what, " must be an object");
     for (const auto& field : v.items()) {
-      CVATTN_CHECK(field.key() == "dtype" || field.key() == "shape" ||
-                       field.key() == "data_offsets",
-                   IoError, what, " has an unknown field '", field.key(), "'");
+      CVATTN_CHECK(
+          field.key() == "dtype" || field.key() == "shape" || field.key() == "data_offsets",
+          IoError, what, " has an unknown field '", field.key(), "'");
     }
     CVATTN_CHECK(v.contains("dtype") && v["dtype"].is_string(), IoError, what,
                  " needs a string 'dtype'");
     CVATTN_CHECK(v.contains("shape") && v["shape"].is_array(), IoError, what,
                  " needs an array 'shape'");
-    CVATTN_CHECK(v.contains("data_offsets") && v["data_offsets"].is_array() &&
-                     v["data_offsets"].size() == 2,
-                 IoError, what, " needs 'data_offsets' [begin, end]");
+    CVATTN_CHECK(
+        v.contains("data_offsets") && v["data_offsets"].is_array() && v["data_offsets"].size() == 2,
+        IoError, what, " needs 'data_offsets' [begin, end]");
     const std::string dtype_name = v["dtype"].get<std::string>();
     const DType* dt = nullptr;
     for (const auto& d : kDTypes) {
@@ -230,11 +226,10 @@ StateDict parse_safetensors(const void* data, std::size_t size, const std::strin
     } catch (const Error& e) {
       throw IoError(e.what());
     }
-    CVATTN_CHECK(static_cast<std::uint64_t>(numel) * static_cast<std::uint64_t>(dt->size) ==
-                     end - begin,
-                 IoError, what, " is ", dtype_name, " ", to_string(shape), " (",
-                 numel * dt->size, " bytes) but its data offsets [", begin, ", ", end,
-                 ") span ", end - begin, " bytes");
+    CVATTN_CHECK(
+        static_cast<std::uint64_t>(numel) * static_cast<std::uint64_t>(dt->size) == end - begin,
+        IoError, what, " is ", dtype_name, " ", to_string(shape), " (", numel * dt->size,
+        " bytes) but its data offsets [", begin, ", ", end, ") span ", end - begin, " bytes");
     ranges.push_back({begin, end, key});
     Tensor t = Tensor::empty(shape);
     convert(*dt, section + begin, numel, t.data());
@@ -244,9 +239,8 @@ StateDict parse_safetensors(const void* data, std::size_t size, const std::strin
             [](const Range& a, const Range& b) { return a.begin < b.begin; });
   for (std::size_t i = 1; i < ranges.size(); ++i) {
     CVATTN_CHECK(ranges[i].begin >= ranges[i - 1].end, IoError, where, ": tensors '",
-                 ranges[i - 1].key, "' [", ranges[i - 1].begin, ", ", ranges[i - 1].end,
-                 ") and '", ranges[i].key, "' [", ranges[i].begin, ", ", ranges[i].end,
-                 ") overlap");
+                 ranges[i - 1].key, "' [", ranges[i - 1].begin, ", ", ranges[i - 1].end, ") and '",
+                 ranges[i].key, "' [", ranges[i].begin, ", ", ranges[i].end, ") overlap");
   }
   return out;
 }
@@ -283,7 +277,8 @@ void save_safetensors(const std::string& path, const StateDict& dict,
   std::string text = header.dump();
   text.append((8 - text.size() % 8) % 8, ' ');
   std::string out(8, '\0');
-  for (int i = 0; i < 8; ++i) out[static_cast<std::size_t>(i)] = static_cast<char>((text.size() >> (8 * i)) & 0xff);
+  for (int i = 0; i < 8; ++i)
+    out[static_cast<std::size_t>(i)] = static_cast<char>((text.size() >> (8 * i)) & 0xff);
   out += text;
   out += data;
   write_file_atomic(path, out);

@@ -1,11 +1,10 @@
 #include "cvattn/models/attention_shapes.hpp"
 
 #include <algorithm>
+#include <opencv2/imgproc.hpp>
 #include <string>
 #include <tuple>
 #include <vector>
-
-#include <opencv2/imgproc.hpp>
 
 #include "cvattn/core/error.hpp"
 #include "cvattn/core/image.hpp"
@@ -31,8 +30,8 @@ const std::vector<std::string>& attention_shapes::class_names() {
 
 AttentionShapesNet::AttentionShapesNet() {
   stem_ = register_module("stem", std::make_shared<Sequential>());
-  stem_->push_back(std::make_shared<Conv2d>(
-      Conv2dOptions(3, 16, 3).stride(2).padding(1).bias(false)));
+  stem_->push_back(
+      std::make_shared<Conv2d>(Conv2dOptions(3, 16, 3).stride(2).padding(1).bias(false)));
   stem_->push_back(std::make_shared<BatchNorm2d>(BatchNorm2dOptions(16)));
   stem_->push_back(std::make_shared<ReLU>());
   stem_->push_back(std::make_shared<Conv2d>(Conv2dOptions(16, 24, 3).padding(1).bias(false)));
@@ -40,11 +39,10 @@ AttentionShapesNet::AttentionShapesNet() {
   stem_->push_back(std::make_shared<ReLU>());
   stem_->push_back(std::make_shared<MaxPool2d>(F::MaxPool2dOptions(Pair2(2))));
   sk_ = register_module("sk", std::make_shared<SelectiveKernel>(SelectiveKernelOptions(24)));
-  dcn_ = register_module("dcn", std::make_shared<DeformConv2d>(
-                                    DeformConv2dOptions(24, 32, Pair2(3))
-                                        .padding(Pair2(1))
-                                        .modulated(true)
-                                        .bias(true)));
+  dcn_ = register_module(
+      "dcn",
+      std::make_shared<DeformConv2d>(
+          DeformConv2dOptions(24, 32, Pair2(3)).padding(Pair2(1)).modulated(true).bias(true)));
   dcn_bn_ = register_module("dcn_bn", std::make_shared<BatchNorm2d>(BatchNorm2dOptions(32)));
   cbam_ = register_module("cbam", std::make_shared<Cbam>(CbamOptions(32)));
   head_ = register_module("head", std::make_shared<Linear>(LinearOptions(32, 4)));
@@ -52,7 +50,7 @@ AttentionShapesNet::AttentionShapesNet() {
 }
 
 std::shared_ptr<AttentionShapesNet> AttentionShapesNet::from_state_dict(const StateDict& dict,
-                                                                    const std::string& prefix) {
+                                                                        const std::string& prefix) {
   if (!prefix.empty()) {
     return detail::with_key_scope(dict, prefix,
                                   [](const StateDict& d) { return from_state_dict(d); });
@@ -103,10 +101,10 @@ Tensor AttentionShapesNet::sk_path_share(const Tensor& stem, const Attended& sk)
     std::copy_n(stem.data() + (i * 2 * half + half) * plane, half * plane,
                 second.data() + i * half * plane);
   }
-  const Tensor f1 = F::relu(F::conv2d(second, dilated_weight_, dilated_bias_,
-                                      F::Conv2dOptions().padding(2).dilation(2)));
+  const Tensor f1 = F::relu(
+      F::conv2d(second, dilated_weight_, dilated_bias_, F::Conv2dOptions().padding(2).dilation(2)));
   const Tensor& a = sk.maps.at(maps::kAttention);  // [N, 2, C]
-  const Tensor& y = sk.output;                      // sum_p a[p, c] f_p
+  const Tensor& y = sk.output;                     // sum_p a[p, c] f_p
   const std::int64_t c = y.dim(1);
   Tensor share = Tensor::empty({n, 1, h, w});
   for (std::int64_t i = 0; i < n; ++i) {

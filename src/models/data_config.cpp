@@ -2,7 +2,6 @@
 
 #include <cmath>
 #include <map>
-
 #include <opencv2/imgproc.hpp>
 
 #include "cvattn/core/error.hpp"
@@ -57,7 +56,8 @@ const std::map<std::string, Row>& table() {
       {"swin_tiny_patch4_window7_224", {224, I::bicubic, 0.9, kImageNet}},
       {"botnet26t_256", {256, I::bicubic, 0.95, kImageNet}},
       {"halonet26t", {256, I::bicubic, 0.95, kImageNet}},
-      {"lambda_resnet26t", {256, I::bicubic, 0.94, kImageNet}},  };
+      {"lambda_resnet26t", {256, I::bicubic, 0.94, kImageNet}},
+  };
   return rows;
 }
 
@@ -88,10 +88,12 @@ DataConfig data_config(const std::string& model_name) {
 CropGeometry crop_geometry(cv::Size image, const DataConfig& cfg) {
   CVATTN_CHECK(image.width > 0 && image.height > 0, ValueError,
                "models::crop_geometry: empty image (", image.width, "x", image.height, ")");
-  CVATTN_CHECK(cfg.input_size >= 1 && cfg.input_size <= 16384 && cfg.crop_pct > 0.0 &&
-                   cfg.crop_pct <= 1.0,
-               ValueError, "models::crop_geometry: input_size must be in [1, 16384] and crop_pct "
-               "in (0, 1], got ", cfg.input_size, " and ", cfg.crop_pct);
+  CVATTN_CHECK(
+      cfg.input_size >= 1 && cfg.input_size <= 16384 && cfg.crop_pct > 0.0 && cfg.crop_pct <= 1.0,
+      ValueError,
+      "models::crop_geometry: input_size must be in [1, 16384] and crop_pct "
+      "in (0, 1], got ",
+      cfg.input_size, " and ", cfg.crop_pct);
   // torchvision Resize(int): the shorter edge becomes `s`, the longer int(s * long / short).
   const std::int64_t s = cfg.resize_size();
   const std::int64_t w = image.width, h = image.height;
@@ -101,8 +103,8 @@ CropGeometry crop_geometry(cv::Size image, const DataConfig& cfg) {
   } else {
     rw = s * w / h;
   }
-  CVATTN_CHECK(rw <= (1 << 20) && rh <= (1 << 20), ValueError, "models::crop_geometry: a ",
-               w, "x", h, " image resizes to ", rw, "x", rh, ", too large");
+  CVATTN_CHECK(rw <= (1 << 20) && rh <= (1 << 20), ValueError, "models::crop_geometry: a ", w, "x",
+               h, " image resizes to ", rw, "x", rh, ", too large");
   // CenterCrop: offsets int(round((len - size) / 2)), Python's round (half to even).
   const auto offset = [&](std::int64_t len) {
     return static_cast<int>(std::nearbyint(static_cast<double>(len - cfg.input_size) / 2.0));
@@ -128,9 +130,9 @@ cv::Mat center_crop(const cv::Mat& bgr, const DataConfig& cfg) {
     resized = colour;
   } else {
     const bool shrink = g.resized.width < colour.cols;
-    const int mode = shrink ? cv::INTER_AREA
-                            : (cfg.interpolation == Interpolation::bicubic ? cv::INTER_CUBIC
-                                                                           : cv::INTER_LINEAR);
+    const int mode =
+        shrink ? cv::INTER_AREA
+               : (cfg.interpolation == Interpolation::bicubic ? cv::INTER_CUBIC : cv::INTER_LINEAR);
     cv::resize(colour, resized, g.resized, 0, 0, mode);
   }
   return resized(g.crop).clone();
@@ -146,8 +148,8 @@ Tensor preprocess(const cv::Mat& bgr, const DataConfig& cfg) {
     for (int xx = 0; xx < crop.cols; ++xx) {
       for (int c = 0; c < 3; ++c) {  // RGB plane c is BGR channel 2 - c
         const float v = static_cast<float>(row[xx][2 - c]) / 255.0f;
-        out[(c * n + y) * n + xx] = (v - cfg.mean[static_cast<std::size_t>(c)]) /
-                                    cfg.std[static_cast<std::size_t>(c)];
+        out[(c * n + y) * n + xx] =
+            (v - cfg.mean[static_cast<std::size_t>(c)]) / cfg.std[static_cast<std::size_t>(c)];
       }
     }
   }

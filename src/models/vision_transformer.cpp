@@ -28,9 +28,9 @@ PatchEmbed::PatchEmbed(std::int64_t img_size, std::int64_t patch_size, std::int6
                "PatchEmbed: img_size (", img_size, ") must be a positive multiple of patch_size (",
                patch_size, ")");
   grid_ = img_size / patch_size;
-  proj_ = register_module("proj", std::make_shared<Conv2d>(Conv2dOptions(in_chans, embed_dim,
-                                                                         patch_size)
-                                                               .stride(patch_size)));
+  proj_ = register_module(
+      "proj",
+      std::make_shared<Conv2d>(Conv2dOptions(in_chans, embed_dim, patch_size).stride(patch_size)));
 }
 
 Tensor PatchEmbed::forward(const Tensor& x) const {
@@ -47,7 +47,8 @@ VitAttention::VitAttention(std::int64_t dim, std::int64_t num_heads, bool qkv_bi
     : dim_(dim), heads_(num_heads) {
   CVATTN_CHECK(dim >= 1 && num_heads >= 1 && dim % num_heads == 0, ValueError,
                "VitAttention: num_heads (", num_heads, ") must divide dim (", dim, ")");
-  qkv_ = register_module("qkv", std::make_shared<Linear>(LinearOptions(dim, 3 * dim).bias(qkv_bias)));
+  qkv_ =
+      register_module("qkv", std::make_shared<Linear>(LinearOptions(dim, 3 * dim).bias(qkv_bias)));
   proj_ = register_module("proj", std::make_shared<Linear>(LinearOptions(dim, dim)));
   on_weights_loaded();
 }
@@ -90,9 +91,7 @@ VitMlp::VitMlp(std::int64_t dim, std::int64_t hidden) {
   fc2_ = register_module("fc2", std::make_shared<Linear>(LinearOptions(hidden, dim)));
 }
 
-Tensor VitMlp::forward(const Tensor& x) const {
-  return fc2_->forward(F::gelu(fc1_->forward(x)));
-}
+Tensor VitMlp::forward(const Tensor& x) const { return fc2_->forward(F::gelu(fc1_->forward(x))); }
 
 VitBlock::VitBlock(std::int64_t dim, std::int64_t num_heads, double mlp_ratio, double eps) {
   CVATTN_CHECK(mlp_ratio > 0.0, ValueError, "VitBlock: mlp_ratio must be positive, got ",

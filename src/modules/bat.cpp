@@ -39,10 +39,10 @@ BatNonLocalAttnOptions BatNonLocalAttnOptions::from_state_dict(const StateDict& 
   const char* where = "BatNonLocalAttnOptions::from_state_dict";
   const std::string p = detail::key_prefix(prefix);
   const Shape& c1 = detail::require_conv1x1(dict, p + "conv1.conv.weight", where);
-  const Shape& g = detail::require_shape(dict, p + "ba.conv1.conv.weight", {kAny, c1[0], 1, 1},
-                                         where);
-  const Shape& cp = detail::require_shape(dict, p + "ba.conv_p.weight", {kAny, g[0], kAny, 1},
-                                          where);
+  const Shape& g =
+      detail::require_shape(dict, p + "ba.conv1.conv.weight", {kAny, c1[0], 1, 1}, where);
+  const Shape& cp =
+      detail::require_shape(dict, p + "ba.conv_p.weight", {kAny, g[0], kAny, 1}, where);
   CVATTN_CHECK(g[0] >= 1 && cp[2] >= 1 && cp[0] == cp[2] * cp[2] * g[0], ValueError, where, ": '",
                p, "ba.conv_p.weight' expected [b*b*G, G, b, 1] with G = ", g[0], ", got ",
                to_string(cp));
@@ -50,8 +50,10 @@ BatNonLocalAttnOptions BatNonLocalAttnOptions::from_state_dict(const StateDict& 
 }
 
 std::int64_t BatNonLocalAttnOptions::reduced_channels() const {
-  CVATTN_CHECK(in_channels_ >= 1, ValueError, "BatNonLocalAttnOptions: in_channels must be >= 1, "
-               "got ", in_channels_);
+  CVATTN_CHECK(in_channels_ >= 1, ValueError,
+               "BatNonLocalAttnOptions: in_channels must be >= 1, "
+               "got ",
+               in_channels_);
   CVATTN_CHECK(block_size_ >= 1 && groups_ >= 1, ValueError,
                "BatNonLocalAttnOptions: block_size and groups must be >= 1, got ", block_size_,
                " and ", groups_);
@@ -98,7 +100,8 @@ std::string BatNonLocalAttn::describe() const {
 }
 
 Tensor BatNonLocalAttn::run_cna(const ConvNormAct& c, const Tensor& x) {
-  return F::relu(F::batch_norm(F::conv2d(x, c.weight), c.bn_mean, c.bn_var, c.bn_weight, c.bn_bias));
+  return F::relu(
+      F::batch_norm(F::conv2d(x, c.weight), c.bn_mean, c.bn_var, c.bn_weight, c.bn_bias));
 }
 
 Tensor BatNonLocalAttn::forward(const Tensor& x) const { return run(x, false).output; }

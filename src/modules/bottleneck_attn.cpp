@@ -73,7 +73,8 @@ std::string BottleneckAttn::describe() const {
   out << "BottleneckAttn(dim=" << options_.dim() << ", dim_out=" << dims_.dim_out
       << ", feat_size=" << detail::tuple_repr(options_.feat_size())
       << ", stride=" << options_.stride() << ", num_heads=" << options_.num_heads()
-      << ", dim_head=" << dims_.dim_head_qk << ", qkv_bias=" << detail::bool_repr(options_.qkv_bias())
+      << ", dim_head=" << dims_.dim_head_qk
+      << ", qkv_bias=" << detail::bool_repr(options_.qkv_bias())
       << ", scale_pos_embed=" << detail::bool_repr(options_.scale_pos_embed()) << ")";
   return out.str();
 }
@@ -95,12 +96,12 @@ Attended BottleneckAttn::run(const Tensor& x, bool keep_maps) const {
   const Tensor q = project(0, qk);
   const Tensor k = project(qk, 2 * qk);
   const Tensor v = project(2 * qk, 2 * qk + dims_.dim_out);
-  const F::AttentionResult a = F::rel_pos_self_attention(
-      q, k, v, height_rel_, width_rel_, fs,
-      F::RelPosAttentionOptions()
-          .num_heads(heads)
-          .scale_pos_embed(options_.scale_pos_embed())
-          .need_weights(keep_maps));
+  const F::AttentionResult a =
+      F::rel_pos_self_attention(q, k, v, height_rel_, width_rel_, fs,
+                                F::RelPosAttentionOptions()
+                                    .num_heads(heads)
+                                    .scale_pos_embed(options_.scale_pos_embed())
+                                    .need_weights(keep_maps));
   Tensor y = F::unflatten_spatial(a.output, fs.h, fs.w);
   if (options_.stride() == 2) y = F::avg_pool2d(y, F::AvgPool2dOptions(Pair2(2)));
   Attended result{y, {}};

@@ -29,20 +29,18 @@ CbamOptions CbamOptions::from_state_dict(const StateDict& dict, const std::strin
   CVATTN_CHECK(wc[2] == wc[3], ValueError, where,
                ": 'spatial.conv.conv.weight' expected [1, 2, k, k] (a square kernel), got ",
                to_string(wc));
-  return CbamOptions(w1[1])
-      .rd_channels(w1[0])
-      .spatial_kernel_size(wc[2])
-      .mlp_bias(dict.contains("channel.fc1.bias") || dict.contains("channel.fc2.bias"));
+  return CbamOptions(w1[1]).rd_channels(w1[0]).spatial_kernel_size(wc[2]).mlp_bias(
+      dict.contains("channel.fc1.bias") || dict.contains("channel.fc2.bias"));
 }
 
 std::int64_t CbamOptions::reduced_channels() const {
   CVATTN_CHECK(channels_ >= 1, ValueError, "CbamOptions: channels must be >= 1, got ", channels_);
-  CVATTN_CHECK(spatial_kernel_size_ >= 1 && spatial_kernel_size_ % 2 == 1 &&
-                   spatial_kernel_size_ <= 255,
-               ValueError,
-               "CbamOptions: spatial_kernel_size must be odd and in [1, 255] (padding (k-1)/2 "
-               "keeps H, W), got ",
-               spatial_kernel_size_);
+  CVATTN_CHECK(
+      spatial_kernel_size_ >= 1 && spatial_kernel_size_ % 2 == 1 && spatial_kernel_size_ <= 255,
+      ValueError,
+      "CbamOptions: spatial_kernel_size must be odd and in [1, 255] (padding (k-1)/2 "
+      "keeps H, W), got ",
+      spatial_kernel_size_);
   return detail::reduced_channels("CbamOptions", channels_, rd_channels_, rd_ratio_, rd_divisor_,
                                   0.0);
 }

@@ -22,7 +22,10 @@ CecaOptions CecaOptions::from_state_dict(const StateDict& dict, const std::strin
 
 std::int64_t CecaOptions::effective_kernel_size() const {
   // The rule is EcaModule's (the same lines in timm's eca.py).
-  return EcaOptions(channels_).kernel_size(kernel_size_).gamma(gamma_).beta(beta_)
+  return EcaOptions(channels_)
+      .kernel_size(kernel_size_)
+      .gamma(gamma_)
+      .beta(beta_)
       .effective_kernel_size();
 }
 
@@ -51,9 +54,9 @@ Attended Ceca::forward_with_maps(const Tensor& x) const { return run(x, true); }
 Attended Ceca::run(const Tensor& x, bool keep_maps) const {
   const std::int64_t want = options_.channels() == 0 ? kAny : options_.channels();
   check_shape(x, {kAny, want, kAny, kAny}, "x", "Ceca::forward");
-  const Tensor s = F::channel_pool(x);                                           // [N, C]
+  const Tensor s = F::channel_pool(x);  // [N, C]
   const Tensor g = F::gate(F::circular_conv1d_channels(s, conv_weight_, conv_bias_),
-                           options_.gate_layer());                               // [N, C]
+                           options_.gate_layer());  // [N, C]
   Attended out{F::scale_channels(x, g), {}};
   if (keep_maps) out.maps.add(maps::kAttention, g);
   return out;

@@ -19,10 +19,12 @@ CondConv2dOptions CondConv2dOptions::from_state_dict(const StateDict& dict,
   const char* where = "CondConv2dOptions::from_state_dict";
   const StateDict d = detail::scoped(dict, prefix);
   const Shape& w = detail::require_shape(d, "weight", {kAny, kAny}, where);
-  CVATTN_CHECK(in_channels >= 1 && groups >= 1 && in_channels % groups == 0 &&
-                   kernel_size.h >= 1 && kernel_size.w >= 1,
-               ValueError, where, ": in_channels (", in_channels, ") must be a positive multiple "
-               "of groups (", groups, ") and the kernel size positive");
+  CVATTN_CHECK(in_channels >= 1 && groups >= 1 && in_channels % groups == 0 && kernel_size.h >= 1 &&
+                   kernel_size.w >= 1,
+               ValueError, where, ": in_channels (", in_channels,
+               ") must be a positive multiple "
+               "of groups (",
+               groups, ") and the kernel size positive");
   const std::int64_t per_out = in_channels / groups * kernel_size.h * kernel_size.w;
   std::int64_t co = 0;
   if (d.contains("bias")) {

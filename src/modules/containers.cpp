@@ -58,8 +58,8 @@ const std::shared_ptr<Module>& ModuleDict::at(const std::string& key) const {
   const std::vector<std::string> k = keys();
   std::string list;
   for (const auto& s : k) list += (list.empty() ? "" : ", ") + s;
-  throw ValueError(detail::concat("ModuleDict::at: no module under '", key, "' (keys: ",
-                                  list.empty() ? "none" : list, ")"));
+  throw ValueError(detail::concat("ModuleDict::at: no module under '", key,
+                                  "' (keys: ", list.empty() ? "none" : list, ")"));
 }
 
 const UnaryModule& ModuleDict::unary(const std::string& key) const {

@@ -51,14 +51,14 @@ Attended CoordAttn::forward_with_maps(const Tensor& x) const { return run(x, tru
 Attended CoordAttn::run(const Tensor& x, bool keep_maps) const {
   const std::int64_t c = options_.channels();
   check_shape(x, {kAny, c, kAny, kAny}, "x", "CoordAttn::forward");
-  const auto [x_h, x_w] = F::strip_pool(x);                        // [N, C, H], [N, C, W]
+  const auto [x_h, x_w] = F::strip_pool(x);  // [N, C, H], [N, C, W]
   // Each strip as a [N, C, L, 1] image: the 1x1 convs and BatchNorm act per position, so the
   // two strips run apart exactly as timm's concatenation does together.
   auto strip_gate = [&](const Tensor& strip, const Conv2d& conv_out) {
     const std::int64_t n = strip.dim(0), len = strip.dim(2);
     const Tensor z = F::activation(
         detail::maybe_batch_norm(bn1_, conv1_->forward(strip.reshape({n, c, len, 1}))),
-        options_.act_layer());                                       // [N, R, L, 1]
+        options_.act_layer());  // [N, R, L, 1]
     return F::gate(conv_out.forward(z), options_.gate_layer()).reshape({n, c, len});
   };
   const Tensor a_h = strip_gate(x_h, *conv_h_);

@@ -47,21 +47,21 @@ DeformConv2dOptions DeformConv2dOptions::from_state_dict(const StateDict& dict,
                deform_groups);
   const std::int64_t kh = w.dim(2), kw = w.dim(3);
   CVATTN_CHECK(o.dim(2) == kh && o.dim(3) == kw, ShapeError, kWhere, ": '", o_key,
-               "' expected the kernel (", kh, ", ", kw, ") of '", w_key, "' ",
-               to_string(w.shape()), ", got ", to_string(o.shape()));
+               "' expected the kernel (", kh, ", ", kw, ") of '", w_key, "' ", to_string(w.shape()),
+               ", got ", to_string(o.shape()));
   const std::int64_t in = o.dim(1);
   CVATTN_CHECK(w.dim(1) > 0 && in % w.dim(1) == 0, ShapeError, kWhere, ": '", w_key, "' ",
-               to_string(w.shape()), " expects a multiple of ", w.dim(1),
-               " input channels, but '", o_key, "' ", to_string(o.shape()), " has ", in);
+               to_string(w.shape()), " expects a multiple of ", w.dim(1), " input channels, but '",
+               o_key, "' ", to_string(o.shape()), " has ", in);
   const std::int64_t taps = kh * kw;
   const std::int64_t channels = o.dim(0);
   const bool v1 = channels == 2 * deform_groups * taps;
   const bool v2 = channels == 3 * deform_groups * taps;
-  CVATTN_CHECK(v1 || v2, ValueError, kWhere, ": '", o_key, "' ", to_string(o.shape()), " has ",
-               channels, " output channels; expected 2*deform_groups*kh*kw = ",
-               2 * deform_groups * taps, " (DCNv1) or 3*deform_groups*kh*kw = ",
-               3 * deform_groups * taps, " (DCNv2, modulated) for deform_groups=", deform_groups,
-               " and kernel (", kh, ", ", kw, ")");
+  CVATTN_CHECK(
+      v1 || v2, ValueError, kWhere, ": '", o_key, "' ", to_string(o.shape()), " has ", channels,
+      " output channels; expected 2*deform_groups*kh*kw = ", 2 * deform_groups * taps,
+      " (DCNv1) or 3*deform_groups*kh*kw = ", 3 * deform_groups * taps,
+      " (DCNv2, modulated) for deform_groups=", deform_groups, " and kernel (", kh, ", ", kw, ")");
   return DeformConv2dOptions(in, w.dim(0), {kh, kw})
       .groups(in / w.dim(1))
       .deform_groups(deform_groups)
@@ -72,9 +72,8 @@ DeformConv2dOptions DeformConv2dOptions::from_state_dict(const StateDict& dict,
 DeformConv2d::DeformConv2d(const DeformConv2dOptions& options) : options_(options) {
   const auto& o = options_;
   constexpr const char* kWhere = "DeformConv2dOptions";
-  CVATTN_CHECK(o.in_channels() > 0 && o.out_channels() > 0, ValueError, kWhere,
-               ": in_channels (", o.in_channels(), ") and out_channels (", o.out_channels(),
-               ") must be positive");
+  CVATTN_CHECK(o.in_channels() > 0 && o.out_channels() > 0, ValueError, kWhere, ": in_channels (",
+               o.in_channels(), ") and out_channels (", o.out_channels(), ") must be positive");
   CVATTN_CHECK(o.kernel_size().h > 0 && o.kernel_size().w > 0, ValueError, kWhere,
                ": kernel_size must be positive, got ", detail::tuple_repr(o.kernel_size()));
   CVATTN_CHECK(o.stride().h > 0 && o.stride().w > 0, ValueError, kWhere,
@@ -83,10 +82,10 @@ DeformConv2d::DeformConv2d(const DeformConv2dOptions& options) : options_(option
                ": padding must be non-negative, got ", detail::tuple_repr(o.padding()));
   CVATTN_CHECK(o.dilation().h > 0 && o.dilation().w > 0, ValueError, kWhere,
                ": dilation must be positive, got ", detail::tuple_repr(o.dilation()));
-  CVATTN_CHECK(o.groups() > 0 && o.in_channels() % o.groups() == 0 &&
-                   o.out_channels() % o.groups() == 0,
-               ValueError, kWhere, ": groups (", o.groups(), ") must divide in_channels (",
-               o.in_channels(), ") and out_channels (", o.out_channels(), ")");
+  CVATTN_CHECK(
+      o.groups() > 0 && o.in_channels() % o.groups() == 0 && o.out_channels() % o.groups() == 0,
+      ValueError, kWhere, ": groups (", o.groups(), ") must divide in_channels (", o.in_channels(),
+      ") and out_channels (", o.out_channels(), ")");
   CVATTN_CHECK(o.deform_groups() > 0 && o.in_channels() % o.deform_groups() == 0, ValueError,
                kWhere, ": deform_groups (", o.deform_groups(), ") must divide in_channels (",
                o.in_channels(), ")");
@@ -102,12 +101,12 @@ DeformConv2d::DeformConv2d(const DeformConv2dOptions& options) : options_(option
   if (o.bias()) bias_ = register_parameter("bias", {o.out_channels()});
   const std::int64_t offset_channels = (o.modulated() ? 3 : 2) * o.deform_groups() * taps;
   conv_offset_ = register_module(
-      "conv_offset", std::make_shared<Conv2d>(Conv2dOptions(o.in_channels(), offset_channels,
-                                                            o.kernel_size())
-                                                  .stride(o.stride())
-                                                  .padding(o.padding())
-                                                  .dilation(o.dilation())
-                                                  .bias(true)));
+      "conv_offset",
+      std::make_shared<Conv2d>(Conv2dOptions(o.in_channels(), offset_channels, o.kernel_size())
+                                   .stride(o.stride())
+                                   .padding(o.padding())
+                                   .dilation(o.dilation())
+                                   .bias(true)));
 }
 
 Attended DeformConv2d::run(const Tensor& x, bool keep_maps) const {
@@ -125,8 +124,8 @@ Attended DeformConv2d::run(const Tensor& x, bool keep_maps) const {
   }
   // mmcv: o1, o2, m = chunk(out, 3, dim=1); offset = cat(o1, o2); mask = sigmoid(m). The chunk
   // boundaries do not align with (dy, dx) pairs; only the concatenation matters.
-  const std::int64_t split = 2 * options_.deform_groups() * options_.kernel_size().h *
-                             options_.kernel_size().w;
+  const std::int64_t split =
+      2 * options_.deform_groups() * options_.kernel_size().h * options_.kernel_size().w;
   const Tensor offset = channel_slice(predicted, 0, split);
   const Tensor mask = F::sigmoid(channel_slice(predicted, split, predicted.dim(1)));
   result.output = F::deform_conv2d(x, offset, weight_, bias_, mask, fo);

@@ -41,8 +41,8 @@ DynamicConv2d::DynamicConv2d(const DynamicConv2dOptions& options) : options_(opt
                ": in_channels, out_channels, num_kernels, groups and kernel_size must be >= 1");
   CVATTN_CHECK(ci % g == 0 && co % g == 0, ValueError, who, ": groups (", g,
                ") must divide in_channels (", ci, ") and out_channels (", co, ")");
-  CVATTN_CHECK(std::isfinite(options_.temperature()) && options_.temperature() > 0, ValueError,
-               who, ": temperature must be positive and finite, got ", options_.temperature());
+  CVATTN_CHECK(std::isfinite(options_.temperature()) && options_.temperature() > 0, ValueError, who,
+               ": temperature must be positive and finite, got ", options_.temperature());
   CVATTN_CHECK(options_.hidden() >= 0, ValueError, who, ": hidden must be >= 0, got ",
                options_.hidden());
   hidden_ = options_.hidden() > 0 ? options_.hidden() : (ci / 4 > 0 ? ci / 4 : 1);
@@ -73,7 +73,7 @@ Attended DynamicConv2d::forward_with_maps(const Tensor& x) const { return run(x,
 Attended DynamicConv2d::run(const Tensor& x, bool keep_maps) const {
   check_shape(x, {kAny, options_.in_channels(), kAny, kAny}, "x", "DynamicConv2d::forward");
   const Tensor pi = F::dynamic_conv_attention(x, fc1_weight_, fc2_weight_, fc2_bias_,
-                                              options_.temperature());          // [N, K]
+                                              options_.temperature());  // [N, K]
   const auto conv = F::Conv2dOptions()
                         .stride(options_.stride())
                         .padding(options_.padding())

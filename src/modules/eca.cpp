@@ -48,10 +48,10 @@ std::int64_t EcaOptions::effective_kernel_size() const {
                "EcaOptions: gamma must be finite and non-zero and beta finite, got gamma=", gamma_,
                ", beta=", beta_);
   // Python: int(abs(math.log(channels, 2) + beta) / gamma); math.log(x, 2) is log(x) / log(2).
-  const double t = std::abs(std::log(static_cast<double>(channels_)) / std::log(2.0) + beta_) /
-                   gamma_;
-  CVATTN_CHECK(std::abs(t) <= (1 << 24), ValueError, "EcaOptions: kernel size |log2(",
-               channels_, ") + ", beta_, "| / ", gamma_, " is too large");
+  const double t =
+      std::abs(std::log(static_cast<double>(channels_)) / std::log(2.0) + beta_) / gamma_;
+  CVATTN_CHECK(std::abs(t) <= (1 << 24), ValueError, "EcaOptions: kernel size |log2(", channels_,
+               ") + ", beta_, "| / ", gamma_, " is too large");
   std::int64_t k = static_cast<std::int64_t>(t);  // truncation toward zero, as int()
   if (k % 2 == 0) k += 1;
   return k < 3 ? 3 : k;
@@ -65,8 +65,7 @@ std::int64_t EcaOptions::reduced_channels() const {
                                   0.9);
 }
 
-Eca::Eca(const EcaOptions& options)
-    : options_(options), k_(options.effective_kernel_size()) {
+Eca::Eca(const EcaOptions& options) : options_(options), k_(options.effective_kernel_size()) {
   if (options_.use_mlp()) {
     rd_ = options_.reduced_channels();
     conv_weight_ = register_parameter("conv.weight", {rd_, 1, 1});

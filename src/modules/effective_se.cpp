@@ -18,8 +18,7 @@ EffectiveSqueezeExcitationOptions EffectiveSqueezeExcitationOptions::from_state_
   const StateDict d = detail::scoped(dict, prefix);
   const Shape& w = detail::require_conv1x1(d, "fc.weight", where);
   CVATTN_CHECK(w[0] == w[1], ValueError, where,
-               ": 'fc.weight' expected [C, C, 1, 1] (fc maps C channels to C), got ",
-               to_string(w));
+               ": 'fc.weight' expected [C, C, 1, 1] (fc maps C channels to C), got ", to_string(w));
   return EffectiveSqueezeExcitationOptions(w[0]);
 }
 
@@ -27,8 +26,8 @@ EffectiveSqueezeExcitation::EffectiveSqueezeExcitation(
     const EffectiveSqueezeExcitationOptions& options)
     : options_(options) {
   const std::int64_t c = options_.channels();
-  CVATTN_CHECK(c >= 1, ValueError,
-               "EffectiveSqueezeExcitationOptions: channels must be >= 1, got ", c);
+  CVATTN_CHECK(c >= 1, ValueError, "EffectiveSqueezeExcitationOptions: channels must be >= 1, got ",
+               c);
   fc_ = register_module("fc", std::make_shared<Conv2d>(Conv2dOptions(c, c, 1)));
 }
 
@@ -49,9 +48,9 @@ Attended EffectiveSqueezeExcitation::forward_with_maps(const Tensor& x) const {
 Attended EffectiveSqueezeExcitation::run(const Tensor& x, bool keep_maps) const {
   const std::int64_t c = options_.channels();
   check_shape(x, {kAny, c, kAny, kAny}, "x", "EffectiveSqueezeExcitation::forward");
-  const Tensor s = F::channel_pool(x, options_.add_maxpool());                    // [N, C]
+  const Tensor s = F::channel_pool(x, options_.add_maxpool());  // [N, C]
   const Tensor g = F::gate(F::linear(s, fc_->weight().reshape({c, c}), fc_->bias()),
-                           options_.gate_layer());                                // [N, C]
+                           options_.gate_layer());  // [N, C]
   Attended out{F::scale_channels(x, g), {}};
   if (keep_maps) out.maps.add(maps::kAttention, g);
   return out;

@@ -127,8 +127,8 @@ Tensor GatherExcite::gather(const Tensor& x) const {
     return F::channel_pool(x, options_.add_maxpool()).reshape({s.n, s.c, 1, 1});
   }
   const std::int64_t k = 2 * e - 1;
-  Tensor t = F::avg_pool2d(x, F::AvgPool2dOptions(k).stride(e).padding(k / 2).count_include_pad(
-                                  false));
+  Tensor t =
+      F::avg_pool2d(x, F::AvgPool2dOptions(k).stride(e).padding(k / 2).count_include_pad(false));
   if (options_.add_maxpool()) {
     const Tensor m = F::max_pool2d(x, F::MaxPool2dOptions(k).stride(e).padding(k / 2));
     for (std::int64_t i = 0; i < t.numel(); ++i) t[i] = 0.5f * t[i] + 0.5f * m[i];
@@ -144,7 +144,7 @@ Attended GatherExcite::run(const Tensor& x, bool keep_maps) const {
   CVATTN_CHECK(s.h >= 1 && s.w >= 1, ShapeError, where,
                ": tensor 'x' expected H, W >= 1 (the gather pools over them), got ",
                to_string(x.shape()));
-  Tensor t = gather(x);                                                  // [N, C, h, w]
+  Tensor t = gather(x);  // [N, C, h, w]
   if (options_.use_mlp()) t = fc2_->forward(F::relu(fc1_->forward(t)));
   const Tensor g = F::gate(t, options_.gate_layer());
   Attended out;
@@ -152,7 +152,7 @@ Attended GatherExcite::run(const Tensor& x, bool keep_maps) const {
     out.output = F::scale_channels(x, g);
     if (keep_maps) out.maps.add(maps::kAttention, F::upsample_nearest(g, Pair2(s.h, s.w)));
   } else if (keep_maps) {
-    const Tensor up = F::upsample_nearest(g, Pair2(s.h, s.w));          // [N, C, H, W]
+    const Tensor up = F::upsample_nearest(g, Pair2(s.h, s.w));  // [N, C, H, W]
     out.output = F::multiply(x, up);
     out.maps.add(maps::kAttention, up);
   } else {

@@ -20,8 +20,7 @@ GeneralizedAttentionOptions GeneralizedAttentionOptions::from_state_dict(
   const Shape& v = detail::require_conv1x1(dict, p + "value_conv.weight", where);
   GeneralizedAttentionOptions o(v[1]);
   if (dict.contains(p + "appr_geom_fc_x.weight")) {
-    const Shape& fx =
-        detail::require_shape(dict, p + "appr_geom_fc_x.weight", {v[0], kAny}, where);
+    const Shape& fx = detail::require_shape(dict, p + "appr_geom_fc_x.weight", {v[0], kAny}, where);
     o.position_embedding_dim(2 * fx[1]);
   }
   return o;
@@ -60,7 +59,8 @@ F::GeneralizedAttentionOptions GeneralizedAttentionOptions::functional_options()
 
 GeneralizedAttention::GeneralizedAttention(const GeneralizedAttentionOptions& options)
     : options_(options), kernel_(options.functional_options()) {
-  const std::int64_t c = options_.in_channels(), hc = c / options_.num_heads() * options_.num_heads();
+  const std::int64_t c = options_.in_channels(),
+                     hc = c / options_.num_heads() * options_.num_heads();
   const F::AttentionTerms t = kernel_.attention_type();
   // Registration order is mmcv's.
   if (t[0] || t[1]) w_.query_weight = register_parameter("query_conv.weight", {hc, c, 1, 1});

@@ -27,9 +27,8 @@ GlobalContextOptions GlobalContextOptions::from_state_dict(const StateDict& dict
   for (const char* mlp : {"mlp_add", "mlp_scale"}) {
     if (!d.has_prefix(mlp)) continue;
     const Shape& w = detail::require_conv1x1(d, std::string(mlp) + ".fc1.weight", where);
-    CVATTN_CHECK(c == 0 || (c == w[1] && r == w[0]), ValueError, where, ": '", mlp,
-                 ".fc1.weight' ", to_string(w), " disagrees with 'mlp_add.fc1.weight' [", r,
-                 ", ", c, ", 1, 1]");
+    CVATTN_CHECK(c == 0 || (c == w[1] && r == w[0]), ValueError, where, ": '", mlp, ".fc1.weight' ",
+                 to_string(w), " disagrees with 'mlp_add.fc1.weight' [", r, ", ", c, ", 1, 1]");
     c = w[1];
     r = w[0];
   }
@@ -94,9 +93,9 @@ Attended GlobalContext::forward_with_maps(const Tensor& x) const { return run(x,
 
 Tensor GlobalContext::mlp(const Mlp& m, const Tensor& v) const {
   const std::int64_t c = options_.channels();
-  const Tensor h = F::linear(v, m.fc1_weight.reshape({rd_, c}), m.fc1_bias);        // [N, R]
+  const Tensor h = F::linear(v, m.fc1_weight.reshape({rd_, c}), m.fc1_bias);  // [N, R]
   const Tensor z = F::relu(F::layer_norm(h, {rd_}, m.norm_weight, m.norm_bias, kLayerNormEps));
-  return F::linear(z, m.fc2_weight.reshape({c, rd_}), m.fc2_bias);                  // [N, C]
+  return F::linear(z, m.fc2_weight.reshape({c, rd_}), m.fc2_bias);  // [N, C]
 }
 
 Attended GlobalContext::run(const Tensor& x, bool keep_maps) const {

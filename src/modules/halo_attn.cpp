@@ -39,8 +39,7 @@ HaloAttnOptions::Dims HaloAttnOptions::dims() const {
   CVATTN_CHECK(stride_ == 1 || stride_ == 2, ValueError, kWho, ": stride must be 1 or 2, got ",
                stride_);
   CVATTN_CHECK(block_size_ >= 1 && halo_size_ >= 0, ValueError, kWho,
-               ": need block_size >= 1 and halo_size >= 0, got ", block_size_, " and ",
-               halo_size_);
+               ": need block_size >= 1 and halo_size >= 0, got ", block_size_, " and ", halo_size_);
   const std::int64_t out = dim_out_ > 0 ? dim_out_ : dim_;
   const std::int64_t qk = detail::qk_head_width(kWho, out, num_heads_, dim_head_, qk_ratio_);
   Dims d{out, qk, out / num_heads_, 1, block_size_, block_size_ + 2 * halo_size_, false};
@@ -58,8 +57,10 @@ HaloAttn::HaloAttn(const HaloAttnOptions& options) : options_(options), dims_(op
   if (options_.qkv_bias()) q_bias_ = register_parameter("q.bias", {qk});
   kv_weight_ = register_parameter("kv.weight", {qk + dims_.dim_out, options_.dim(), 1, 1});
   if (options_.qkv_bias()) kv_bias_ = register_parameter("kv.bias", {qk + dims_.dim_out});
-  height_rel_ = register_parameter("pos_embed.height_rel", {2 * dims_.win_size - 1, dims_.dim_head_qk});
-  width_rel_ = register_parameter("pos_embed.width_rel", {2 * dims_.win_size - 1, dims_.dim_head_qk});
+  height_rel_ =
+      register_parameter("pos_embed.height_rel", {2 * dims_.win_size - 1, dims_.dim_head_qk});
+  width_rel_ =
+      register_parameter("pos_embed.width_rel", {2 * dims_.win_size - 1, dims_.dim_head_qk});
 }
 
 std::string HaloAttn::describe() const {
@@ -85,17 +86,16 @@ Attended HaloAttn::run(const Tensor& x, bool keep_maps) const {
   CVATTN_CHECK(s.h >= bs && s.w >= bs && s.h % bs == 0 && s.w % bs == 0, ShapeError, kWhere,
                ": tensor 'x' ", to_string(x.shape()),
                " must have H and W positive multiples of block_size ", bs);
-  const Tensor q = F::conv2d(x, q_weight_, q_bias_,
-                             F::Conv2dOptions().stride(Pair2(dims_.block_stride)));
+  const Tensor q =
+      F::conv2d(x, q_weight_, q_bias_, F::Conv2dOptions().stride(Pair2(dims_.block_stride)));
   const Tensor kv = F::conv2d(x, kv_weight_, kv_bias_);
-  const F::AttentionResult a = F::halo_attention(
-      q, kv, height_rel_, width_rel_,
-      F::HaloAttentionOptions()
-          .num_heads(options_.num_heads())
-          .block_size(bs)
-          .halo_size(options_.halo_size())
-          .scale_pos_embed(options_.scale_pos_embed())
-          .need_weights(keep_maps));
+  const F::AttentionResult a = F::halo_attention(q, kv, height_rel_, width_rel_,
+                                                 F::HaloAttentionOptions()
+                                                     .num_heads(options_.num_heads())
+                                                     .block_size(bs)
+                                                     .halo_size(options_.halo_size())
+                                                     .scale_pos_embed(options_.scale_pos_embed())
+                                                     .need_weights(keep_maps));
   Tensor y = a.output;
   if (dims_.avg_pool) y = F::avg_pool2d(y, F::AvgPool2dOptions(Pair2(2)));
   Attended result{y, {}};

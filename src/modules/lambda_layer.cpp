@@ -33,18 +33,20 @@ LambdaLayerOptions LambdaLayerOptions::from_state_dict(const StateDict& dict,
     k = e[2];
     o.r(0).feat_size(Pair2((e[0] + 1) / 2, (e[1] + 1) / 2));
   } else {
-    const Shape& c = detail::require_shape(dict, p + "conv_lambda.weight", {kAny, 1, kAny, kAny, 1},
-                                           where);
+    const Shape& c =
+        detail::require_shape(dict, p + "conv_lambda.weight", {kAny, 1, kAny, kAny, 1}, where);
     CVATTN_CHECK(c[0] >= 1 && c[2] == c[3] && c[2] % 2 == 1, ValueError, where, ": '", p,
                  "conv_lambda.weight' expected [K, 1, r, r, 1] with r odd, got ", to_string(c));
     k = c[0];
     o.r(c[2]);
   }
-  CVATTN_CHECK(nq[0] >= k && nq[0] % k == 0 && nv[0] >= 1 && w[0] == nq[0] + k + nv[0],
-               ValueError, where, ": '", p, "qkv.weight' ", to_string(w), ", '", p,
-               "norm_q.running_mean' ", to_string(nq), " and '", p, "norm_v.running_mean' ",
-               to_string(nv), " do not fit heads*K + K + V channels with K = ", k);
-  return o.dim_head(k).num_heads(nq[0] / k).dim_out(nq[0] / k * nv[0])
+  CVATTN_CHECK(nq[0] >= k && nq[0] % k == 0 && nv[0] >= 1 && w[0] == nq[0] + k + nv[0], ValueError,
+               where, ": '", p, "qkv.weight' ", to_string(w), ", '", p, "norm_q.running_mean' ",
+               to_string(nq), " and '", p, "norm_v.running_mean' ", to_string(nv),
+               " do not fit heads*K + K + V channels with K = ", k);
+  return o.dim_head(k)
+      .num_heads(nq[0] / k)
+      .dim_out(nq[0] / k * nv[0])
       .qkv_bias(dict.contains(p + "qkv.bias"));
 }
 

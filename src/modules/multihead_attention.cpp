@@ -50,8 +50,8 @@ MultiheadAttentionOptions MultiheadAttentionOptions::from_state_dict(const State
                                                                      const std::string& prefix,
                                                                      std::int64_t num_heads) {
   if (prefix.empty()) return from_state_dict(dict, num_heads);
-  return detail::with_key_scope(
-      dict, prefix, [&](const StateDict& d) { return from_state_dict(d, num_heads); });
+  return detail::with_key_scope(dict, prefix,
+                                [&](const StateDict& d) { return from_state_dict(d, num_heads); });
 }
 
 MultiheadAttentionOptions MultiheadAttentionOptions::from_state_dict(const StateDict& dict,
@@ -77,9 +77,8 @@ MultiheadAttentionOptions MultiheadAttentionOptions::from_state_dict(const State
 MultiheadAttention::MultiheadAttention(const MultiheadAttentionOptions& options)
     : options_(options) {
   const std::int64_t E = options_.embed_dim(), H = options_.num_heads();
-  CVATTN_CHECK(E >= 1 && H >= 1 && E % H == 0, ValueError,
-               "MultiheadAttentionOptions: num_heads (", H, ") must be >= 1 and divide embed_dim (",
-               E, ")");
+  CVATTN_CHECK(E >= 1 && H >= 1 && E % H == 0, ValueError, "MultiheadAttentionOptions: num_heads (",
+               H, ") must be >= 1 and divide embed_dim (", E, ")");
   CVATTN_CHECK(options_.kdim() >= 0 && options_.vdim() >= 0, ValueError,
                "MultiheadAttentionOptions: kdim (", options_.kdim(), ") and vdim (",
                options_.vdim(), ") must be >= 0 (0: embed_dim)");
@@ -143,8 +142,8 @@ F::AttentionResult MultiheadAttention::forward(const Tensor& query, const Tensor
   const bool am3 = am.defined() && am.rank() == 3;
   if (am.defined()) {
     CVATTN_CHECK(am.rank() == 2 || am.rank() == 3, ShapeError, kWhere,
-                 ": tensor 'attn_mask' expected [", L, ", ", S0, "] or [", B * H, ", ", L, ", ",
-                 S0, "], got ", to_string(am.shape()));
+                 ": tensor 'attn_mask' expected [", L, ", ", S0, "] or [", B * H, ", ", L, ", ", S0,
+                 "], got ", to_string(am.shape()));
     if (am3) {
       check_shape(am, {B * H, L, S0}, "attn_mask", kWhere);
     } else {

@@ -14,10 +14,10 @@ MultiheadSelfAttention::MultiheadSelfAttention(std::shared_ptr<MultiheadAttentio
                                                const MultiheadAttentionCall& call)
     : attention_(std::move(attention)), call_(call) {
   CVATTN_CHECK(attention_ != nullptr, ValueError, "MultiheadSelfAttention: module is null");
-  CVATTN_CHECK(attention_->options().packed(), ValueError,
-               "MultiheadSelfAttention: kdim (", attention_->options().key_dim(), ") and vdim (",
-               attention_->options().value_dim(), ") must equal embed_dim (",
-               attention_->options().embed_dim(), ") for self-attention");
+  CVATTN_CHECK(attention_->options().packed(), ValueError, "MultiheadSelfAttention: kdim (",
+               attention_->options().key_dim(), ") and vdim (", attention_->options().value_dim(),
+               ") must equal embed_dim (", attention_->options().embed_dim(),
+               ") for self-attention");
   register_inline_module(attention_);
 }
 

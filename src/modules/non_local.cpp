@@ -20,7 +20,8 @@ constexpr const char* kWhere = "NonLocalAttn::forward";
 
 }  // namespace
 
-NonLocalAttnOptions NonLocalAttnOptions::from_state_dict(const StateDict& dict, const std::string& prefix) {
+NonLocalAttnOptions NonLocalAttnOptions::from_state_dict(const StateDict& dict,
+                                                         const std::string& prefix) {
   if (!prefix.empty()) {
     return detail::with_key_scope(dict, prefix,
                                   [](const StateDict& d) { return from_state_dict(d); });
@@ -73,8 +74,7 @@ Attended NonLocalAttn::run(const Tensor& x, bool keep_maps) const {
   check_shape(x, {kAny, c, kAny, kAny}, "x", kWhere);
   const Tensor::Nchw s = x.nchw("x");
   CVATTN_CHECK(s.h >= 1 && s.w >= 1, ShapeError, kWhere,
-               ": tensor 'x' expected H, W >= 1 (positions to attend), got ",
-               to_string(x.shape()));
+               ": tensor 'x' expected H, W >= 1 (positions to attend), got ", to_string(x.shape()));
   // The 1x1 convs are linear maps of the tokens [N, H*W, C].
   const Tensor tokens = F::flatten_spatial(x);
   const Tensor t = F::linear(tokens, t_weight_.reshape({r, c}), t_bias_);  // [N, HW, R]
@@ -84,8 +84,8 @@ Attended NonLocalAttn::run(const Tensor& x, bool keep_maps) const {
   const double scale = options_.use_scale() ? 1.0 / std::sqrt(static_cast<double>(c)) : 1.0;
   const F::AttentionResult a = F::scaled_dot_product_attention(
       t, p, g, {}, F::SdpaOptions().scale(scale).need_weights(keep_maps));
-  const Tensor z = F::unflatten_spatial(
-      F::linear(a.output, z_weight_.reshape({c, r}), z_bias_), s.h, s.w);  // [N, C, H, W]
+  const Tensor z = F::unflatten_spatial(F::linear(a.output, z_weight_.reshape({c, r}), z_bias_),
+                                        s.h, s.w);  // [N, C, H, W]
 
   // y = BN(z) + x, BN as PyTorch's CPU kernel evaluates it (z * alpha + beta).
   const Tensor y = F::batch_norm_add(z, x, bn_mean_, bn_var_, bn_weight_, bn_bias_);

@@ -21,10 +21,12 @@ LearnedPositionEncodingOptions LearnedPositionEncodingOptions::from_state_dict(
 LearnedPositionEncoding::LearnedPositionEncoding(const LearnedPositionEncodingOptions& options)
     : options_(options) {
   CVATTN_CHECK(options_.channels() >= 1 && options_.height() >= 1 && options_.width() >= 1,
-               ValueError, "LearnedPositionEncodingOptions: channels, height and width must be "
-               ">= 1, got ", options_.channels(), ", ", options_.height(), ", ", options_.width());
-  pos_embed_ = register_parameter(
-      "pos_embed", {1, options_.channels(), options_.height(), options_.width()});
+               ValueError,
+               "LearnedPositionEncodingOptions: channels, height and width must be "
+               ">= 1, got ",
+               options_.channels(), ", ", options_.height(), ", ", options_.width());
+  pos_embed_ = register_parameter("pos_embed",
+                                  {1, options_.channels(), options_.height(), options_.width()});
 }
 
 Tensor LearnedPositionEncoding::forward(const Tensor& x) const {

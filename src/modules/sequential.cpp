@@ -32,13 +32,13 @@ const std::shared_ptr<UnaryModule>& Sequential::at(const std::string& name) cons
     if (layer.first == name) return layer.second;
     names += (names.empty() ? "" : ", ") + layer.first;
   }
-  throw ValueError(detail::concat("Sequential::at: no module named '", name, "' (names: ",
-                                  names.empty() ? "none" : names, ")"));
+  throw ValueError(detail::concat("Sequential::at: no module named '", name,
+                                  "' (names: ", names.empty() ? "none" : names, ")"));
 }
 
 const std::string& Sequential::name(std::size_t i) const {
-  CVATTN_CHECK(i < layers_.size(), ValueError, "Sequential::name: index ", i,
-               " out of range for ", layers_.size(), " modules");
+  CVATTN_CHECK(i < layers_.size(), ValueError, "Sequential::name: index ", i, " out of range for ",
+               layers_.size(), " modules");
   return layers_[i].first;
 }
 

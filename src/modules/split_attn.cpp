@@ -13,9 +13,8 @@ namespace F = cvattn::functional;
 
 namespace cvattn {
 
-SplitAttnOptions SplitAttnOptions::from_state_dict(const StateDict& dict,
-                                                   const std::string& prefix, std::int64_t radix,
-                                                   std::int64_t groups) {
+SplitAttnOptions SplitAttnOptions::from_state_dict(const StateDict& dict, const std::string& prefix,
+                                                   std::int64_t radix, std::int64_t groups) {
   const char* where = "SplitAttnOptions::from_state_dict";
   CVATTN_CHECK(radix >= 1 && groups >= 1, ValueError, where,
                ": radix and groups must be >= 1, got radix=", radix, ", groups=", groups);
@@ -23,17 +22,17 @@ SplitAttnOptions SplitAttnOptions::from_state_dict(const StateDict& dict,
   const Shape& wc = detail::require_shape(d, "conv.weight", {kAny, kAny, kAny, kAny}, where);
   const Shape& w1 = detail::require_conv1x1(d, "fc1.weight", where);
   const Shape& w2 = detail::require_conv1x1(d, "fc2.weight", where);
-  CVATTN_CHECK(wc[2] == wc[3], ValueError, where,
-               ": 'conv.weight' expected a square kernel, got ", to_string(wc));
+  CVATTN_CHECK(wc[2] == wc[3], ValueError, where, ": 'conv.weight' expected a square kernel, got ",
+               to_string(wc));
   const std::int64_t mid = wc[0];
-  CVATTN_CHECK(mid % radix == 0 && w1[1] * groups * radix == mid, ValueError, where,
-               ": radix ", radix, " and groups ", groups, " contradict the weights: 'conv.weight' ",
+  CVATTN_CHECK(mid % radix == 0 && w1[1] * groups * radix == mid, ValueError, where, ": radix ",
+               radix, " and groups ", groups, " contradict the weights: 'conv.weight' ",
                to_string(wc), " has radix * C_out = ", mid, " rows and 'fc1.weight' ",
                to_string(w1), " C_out / groups = ", w1[1], " inputs (radix * groups must be ",
                mid / w1[1], ")");
   CVATTN_CHECK(w2[0] == mid && w2[1] * groups == w1[0], ValueError, where, ": 'fc2.weight' ",
-               to_string(w2), " expected [", mid, ", ", w1[0] / groups, ", 1, 1] (from 'fc1.weight' ",
-               to_string(w1), " and groups ", groups, ")");
+               to_string(w2), " expected [", mid, ", ", w1[0] / groups,
+               ", 1, 1] (from 'fc1.weight' ", to_string(w1), " and groups ", groups, ")");
   return SplitAttnOptions(wc[1] * groups * radix, mid / radix)
       .kernel_size(wc[2])
       .radix(radix)
@@ -52,9 +51,9 @@ SplitAttn::SplitAttn(const SplitAttnOptions& options) : options_(options) {
   CVATTN_CHECK(in % (g * r) == 0 && out % g == 0, ValueError, who, ": groups * radix (", g * r,
                ") must divide in_channels (", in, ") and groups (", g, ") out_channels (", out,
                ")");
-  CVATTN_CHECK(options_.effective_padding() >= 0 && options_.stride() >= 1 &&
-                   options_.dilation() >= 1,
-               ValueError, who, ": padding must be >= 0 and stride, dilation >= 1");
+  CVATTN_CHECK(
+      options_.effective_padding() >= 0 && options_.stride() >= 1 && options_.dilation() >= 1,
+      ValueError, who, ": padding must be >= 0 and stride, dilation >= 1");
   attn_ = options_.attn_channels() > 0
               ? options_.attn_channels()
               : make_divisible(static_cast<double>(in * r) * options_.rd_ratio(),
@@ -62,13 +61,13 @@ SplitAttn::SplitAttn(const SplitAttnOptions& options) : options_(options) {
   CVATTN_CHECK(attn_ % g == 0, ValueError, who, ": groups (", g, ") must divide attn_channels (",
                attn_, ")");
   const std::int64_t mid = out * r;
-  conv_ = register_module("conv", std::make_shared<Conv2d>(
-                                      Conv2dOptions(in, mid, k)
-                                          .stride(options_.stride())
-                                          .padding(options_.effective_padding())
-                                          .dilation(options_.dilation())
-                                          .groups(g * r)
-                                          .bias(options_.bias())));
+  conv_ =
+      register_module("conv", std::make_shared<Conv2d>(Conv2dOptions(in, mid, k)
+                                                           .stride(options_.stride())
+                                                           .padding(options_.effective_padding())
+                                                           .dilation(options_.dilation())
+                                                           .groups(g * r)
+                                                           .bias(options_.bias())));
   if (options_.norm()) {
     bn0_ = register_module("bn0", std::make_shared<BatchNorm2d>(BatchNorm2dOptions(mid)));
   }
@@ -102,7 +101,7 @@ Attended SplitAttn::run(const Tensor& x, bool keep_maps) const {
   const std::int64_t n = u.dim(0);
   const Tensor s = F::radix_pool(u, r).reshape({n, out, 1, 1});
   const Tensor z = fc2_->forward(F::relu(detail::maybe_batch_norm(bn1_, fc1_->forward(s))));
-  const Tensor a = F::radix_softmax(z, r, options_.groups());                   // [N, r, C]
+  const Tensor a = F::radix_softmax(z, r, options_.groups());  // [N, r, C]
   Attended result{F::radix_combine(u, a), {}};
   if (keep_maps) result.maps.add(maps::kAttention, a);
   return result;

@@ -15,7 +15,8 @@ namespace F = cvattn::functional;
 constexpr const char* kWhere = "SqueezeExcitation::forward";
 }  // namespace
 
-SqueezeExcitationOptions SqueezeExcitationOptions::from_state_dict(const StateDict& dict, const std::string& prefix) {
+SqueezeExcitationOptions SqueezeExcitationOptions::from_state_dict(const StateDict& dict,
+                                                                   const std::string& prefix) {
   if (!prefix.empty()) {
     return detail::with_key_scope(dict, prefix,
                                   [](const StateDict& d) { return from_state_dict(d); });
@@ -84,8 +85,7 @@ Attended SqueezeExcitation::run(const Tensor& x, bool keep_maps) const {
     w.bn_mean = bn_mean_;
     w.bn_var = bn_var_;
   }
-  F::ChannelGated r =
-      F::squeeze_excitation(x, w, options_.add_maxpool(), options_.gate_layer());
+  F::ChannelGated r = F::squeeze_excitation(x, w, options_.add_maxpool(), options_.gate_layer());
   Attended result{r.output, {}};
   if (keep_maps) result.maps.add(maps::kAttention, r.gate);
   return result;

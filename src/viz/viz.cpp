@@ -13,10 +13,11 @@ namespace cvattn::viz {
 namespace {
 
 constexpr std::array<const char*, 22> kColormapNames = {
-    "autumn", "bone",   "jet",     "winter",  "rainbow", "ocean",    "summer",
-    "spring", "cool",   "hsv",     "pink",    "hot",     "parula",   "magma",
-    "inferno", "plasma", "viridis", "cividis", "twilight", "twilight_shifted", "turbo",
-    "deepgreen"};
+    "autumn", "bone",     "jet",     "winter",   "rainbow",
+    "ocean",  "summer",   "spring",  "cool",     "hsv",
+    "pink",   "hot",      "parula",  "magma",    "inferno",
+    "plasma", "viridis",  "cividis", "twilight", "twilight_shifted",
+    "turbo",  "deepgreen"};
 
 // Sub-pixel drawing: OpenCV takes fixed-point coordinates with this many fractional bits.
 constexpr int kShift = 4;
@@ -50,28 +51,28 @@ void check_norm(const Norm& norm, const char* where) {
       break;
     case Normalization::fixed:
       CVATTN_CHECK(std::isfinite(norm.low) && std::isfinite(norm.high) && norm.low < norm.high,
-                   ValueError, where, ": fixed range expected finite low < high, got [",
-                   norm.low, ", ", norm.high, "]");
+                   ValueError, where, ": fixed range expected finite low < high, got [", norm.low,
+                   ", ", norm.high, "]");
       break;
     default:
-      throw ValueError(detail::concat(where, ": unknown normalization ",
-                                      static_cast<int>(norm.mode)));
+      throw ValueError(
+          detail::concat(where, ": unknown normalization ", static_cast<int>(norm.mode)));
   }
 }
 
 void check_alpha(double alpha, const char* where) {
-  CVATTN_CHECK(alpha >= 0.0 && alpha <= 1.0, ValueError, where,
-               ": alpha expected in [0, 1], got ", alpha);
+  CVATTN_CHECK(alpha >= 0.0 && alpha <= 1.0, ValueError, where, ": alpha expected in [0, 1], got ",
+               alpha);
 }
 
 // A canvas cvattn is about to allocate: positive sides, within the allocation cap.
 void check_canvas(cv::Size size, const char* where) {
   CVATTN_CHECK(size.width > 0 && size.height > 0, ValueError, where,
                ": image size expected positive, got ", size.width, "x", size.height);
-  CVATTN_CHECK(static_cast<double>(size.width) * size.height * 3 <=
-                   static_cast<double>(max_tensor_bytes()),
-               ValueError, where, ": a ", size.width, "x", size.height,
-               " image exceeds the allocation cap of ", max_tensor_bytes(), " bytes");
+  CVATTN_CHECK(
+      static_cast<double>(size.width) * size.height * 3 <= static_cast<double>(max_tensor_bytes()),
+      ValueError, where, ": a ", size.width, "x", size.height,
+      " image exceeds the allocation cap of ", max_tensor_bytes(), " bytes");
 }
 
 // Any 8-bit 1/3/4-channel 2-D image -> a new BGR CV_8UC3 image.
@@ -92,8 +93,7 @@ cv::Mat to_bgr(const cv::Mat& m, const char* where) {
       cv::cvtColor(m, out, cv::COLOR_BGRA2BGR);
       break;
     default:
-      throw ValueError(detail::concat(where, ": expected 1, 3 or 4 channels, got ",
-                                      m.channels()));
+      throw ValueError(detail::concat(where, ": expected 1, 3 or 4 channels, got ", m.channels()));
   }
   return out;
 }
@@ -108,8 +108,8 @@ cv::Mat to_bgr(cv::InputArray image, const char* where) {
 }
 
 int to_int_side(std::int64_t v, const char* what, const char* where) {
-  CVATTN_CHECK(v >= 1 && v <= std::numeric_limits<int>::max(), ShapeError, where, ": ", what,
-               " ", v, " out of range");
+  CVATTN_CHECK(v >= 1 && v <= std::numeric_limits<int>::max(), ShapeError, where, ": ", what, " ",
+               v, " out of range");
   return static_cast<int>(v);
 }
 
@@ -146,8 +146,8 @@ cv::Mat map_plane(const Tensor& map, std::int64_t sample, const char* where) {
 cv::Mat mat_plane(const cv::Mat& map, const char* where) {
   CVATTN_CHECK(!map.empty(), ValueError, where, ": the map is empty");
   CVATTN_CHECK(map.dims == 2 && map.channels() == 1, ShapeError, where,
-               ": expected a single-channel 2-D map, got ", map.dims, " dims and ",
-               map.channels(), " channels");
+               ": expected a single-channel 2-D map, got ", map.dims, " dims and ", map.channels(),
+               " channels");
   cv::Mat out;
   map.convertTo(out, CV_32F);
   return out;
@@ -311,8 +311,7 @@ std::string format_value(double v) {
 }
 
 // Largest font scale <= start at which text fits max_width; then the text is shortened with "..".
-std::pair<std::string, double> fit_text(std::string text, double start, int max_width,
-                                        int font) {
+std::pair<std::string, double> fit_text(std::string text, double start, int max_width, int font) {
   double scale = start;
   int baseline = 0;
   while (scale > 0.3 && cv::getTextSize(text, font, scale, 1, &baseline).width > max_width) {
@@ -393,8 +392,8 @@ cv::Mat overlay(cv::InputArray image, const Tensor& map, const OverlayOptions& o
   const Norm norm{o.normalization(), o.low(), o.high(), o.colormap()};
   check_norm(norm, "overlay");
   const cv::Mat bgr = to_bgr(image, "overlay");
-  const cv::Mat heat = colourise(map_plane(map, o.sample(), "overlay"), bgr.size(), norm,
-                                 "overlay");
+  const cv::Mat heat =
+      colourise(map_plane(map, o.sample(), "overlay"), bgr.size(), norm, "overlay");
   return blend(bgr, heat, o.alpha());
 }
 
@@ -420,19 +419,18 @@ cv::Mat bar_chart(const Tensor& weights, const BarChartOptions& o) {
     check_sample(o.sample(), weights.dim(0), weights, "weights", where);
     sample = o.sample();
   }
-  CVATTN_CHECK(o.labels().empty() || static_cast<std::int64_t>(o.labels().size()) == c,
-               ValueError, where, ": expected ", c, " labels (one per channel), got ",
-               o.labels().size());
+  CVATTN_CHECK(o.labels().empty() || static_cast<std::int64_t>(o.labels().size()) == c, ValueError,
+               where, ": expected ", c, " labels (one per channel), got ", o.labels().size());
   CVATTN_CHECK(o.top_k() >= 0, ValueError, where, ": top_k expected >= 0, got ", o.top_k());
   CVATTN_CHECK(o.size().width >= 64 && o.size().height >= 64, ValueError, where,
                ": size expected at least 64x64, got ", o.size().width, "x", o.size().height);
   check_canvas(o.size(), where);
   check_colormap(o.colormap(), where);
   const bool auto_range = o.y_min() == o.y_max();
-  CVATTN_CHECK(auto_range || (std::isfinite(o.y_min()) && std::isfinite(o.y_max()) &&
-                              o.y_min() < o.y_max()),
-               ValueError, where, ": value axis expected finite y_min < y_max, got [", o.y_min(),
-               ", ", o.y_max(), "]");
+  CVATTN_CHECK(
+      auto_range || (std::isfinite(o.y_min()) && std::isfinite(o.y_max()) && o.y_min() < o.y_max()),
+      ValueError, where, ": value axis expected finite y_min < y_max, got [", o.y_min(), ", ",
+      o.y_max(), "]");
 
   const float* w = weights.data() + sample * c;
   auto value = [&](std::int64_t i) {  // NaN draws as an empty bar
@@ -530,8 +528,7 @@ cv::Mat draw_grid_outline(cv::InputArray image, const Tensor& grid, const GridOu
   check_sample(o.sample(), grid.dim(0), grid, "grid", where);
   CVATTN_CHECK(o.thickness() >= 1 && o.thickness() <= 64, ValueError, where,
                ": thickness expected in [1, 64], got ", o.thickness());
-  CVATTN_CHECK(o.lattice() >= 0, ValueError, where, ": lattice expected >= 0, got ",
-               o.lattice());
+  CVATTN_CHECK(o.lattice() >= 0, ValueError, where, ": lattice expected >= 0, got ", o.lattice());
   cv::Mat img = to_bgr(image, where);
   const std::int64_t gh = grid.dim(1), gw = grid.dim(2);
   const float* g = grid.data() + o.sample() * gh * gw * 2;
@@ -581,8 +578,8 @@ cv::Mat draw_sampling_points(cv::InputArray image, const Tensor& centers, const 
   CVATTN_CHECK(o.radius() >= 1 && o.radius() <= 256, ValueError, where,
                ": radius expected in [1, 256], got ", o.radius());
   CVATTN_CHECK(o.input_size().empty() || (o.input_size().width > 0 && o.input_size().height > 0),
-               ValueError, where, ": input_size expected positive, got ", o.input_size().width,
-               "x", o.input_size().height);
+               ValueError, where, ": input_size expected positive, got ", o.input_size().width, "x",
+               o.input_size().height);
   check_colormap(o.colormap(), where);
   cv::Mat img = to_bgr(image, where);
   const cv::Mat lut = colormap_lut(o.colormap());
@@ -595,8 +592,7 @@ cv::Mat draw_sampling_points(cv::InputArray image, const Tensor& centers, const 
       const cv::Point2d q = map_point(t[0], t[1], from, img.size());
       if (!finite2(q.x, q.y)) continue;
       if (o.lines() && finite2(c.x, c.y)) {
-        cv::line(img, fixed_point(c.x, c.y), fixed_point(q.x, q.y), colour, 1, cv::LINE_AA,
-                 kShift);
+        cv::line(img, fixed_point(c.x, c.y), fixed_point(q.x, q.y), colour, 1, cv::LINE_AA, kShift);
       }
     }
     // The marker goes under the dots: the taps are what the picture is about.
@@ -624,8 +620,8 @@ Tensor deform_sampling_positions(const Tensor& offset, const std::vector<cv::Poi
   constexpr const char* where = "deform_sampling_positions";
   const auto s = offset.nchw("offset");
   const Pair2 k = o.kernel_size(), st = o.stride(), pad = o.padding(), dil = o.dilation();
-  CVATTN_CHECK(k.h > 0 && k.w > 0 && st.h > 0 && st.w > 0 && dil.h > 0 && dil.w > 0 &&
-                   pad.h >= 0 && pad.w >= 0,
+  CVATTN_CHECK(k.h > 0 && k.w > 0 && st.h > 0 && st.w > 0 && dil.h > 0 && dil.w > 0 && pad.h >= 0 &&
+                   pad.w >= 0,
                ValueError, where,
                ": kernel_size, stride and dilation expected positive, padding >= 0");
   const std::int64_t taps = k.h * k.w;
@@ -673,34 +669,33 @@ cv::Mat query_overlay(cv::InputArray image, const Tensor& attention, cv::Point q
                feature_size.height);
   const std::int64_t hw = static_cast<std::int64_t>(feature_size.width) * feature_size.height;
   const bool batched = attention.rank() == 3;
-  CVATTN_CHECK((attention.rank() == 2 || batched) && attention.dim(-1) == hw &&
-                   attention.dim(-2) == hw,
-               ShapeError, where, ": tensor 'attention' expected [N, ", hw, ", ", hw, "] or [",
-               hw, ", ", hw, "] for a ", feature_size.height, "x", feature_size.width,
-               " feature map, got ", to_string(attention.shape()));
+  CVATTN_CHECK(
+      (attention.rank() == 2 || batched) && attention.dim(-1) == hw && attention.dim(-2) == hw,
+      ShapeError, where, ": tensor 'attention' expected [N, ", hw, ", ", hw, "] or [", hw, ", ", hw,
+      "] for a ", feature_size.height, "x", feature_size.width, " feature map, got ",
+      to_string(attention.shape()));
   if (batched) check_sample(o.sample(), attention.dim(0), attention, "attention", where);
-  CVATTN_CHECK(query.x >= 0 && query.x < feature_size.width && query.y >= 0 &&
-                   query.y < feature_size.height,
-               ValueError, where, ": query (x=", query.x, ", y=", query.y, ") outside the ",
-               feature_size.height, "x", feature_size.width, " feature map");
+  CVATTN_CHECK(
+      query.x >= 0 && query.x < feature_size.width && query.y >= 0 && query.y < feature_size.height,
+      ValueError, where, ": query (x=", query.x, ", y=", query.y, ") outside the ",
+      feature_size.height, "x", feature_size.width, " feature map");
   CVATTN_CHECK(o.marker_size() >= 0, ValueError, where, ": marker_size expected >= 0, got ",
                o.marker_size());
   cv::Mat bgr = to_bgr(image, where);
   const std::int64_t n = batched ? o.sample() : 0;
   const float* row =
-      attention.data() + (n * hw + static_cast<std::int64_t>(query.y) * feature_size.width +
-                          query.x) * hw;
+      attention.data() +
+      (n * hw + static_cast<std::int64_t>(query.y) * feature_size.width + query.x) * hw;
   const cv::Mat plane =
       cv::Mat(feature_size.height, feature_size.width, CV_32F, const_cast<float*>(row)).clone();
   cv::Mat out = blend(bgr, colourise(plane, bgr.size(), norm, where), o.alpha());
-  const int size = o.marker_size() > 0 ? o.marker_size()
-                                       : std::max(7, std::min(bgr.cols, bgr.rows) / 20);
+  const int size =
+      o.marker_size() > 0 ? o.marker_size() : std::max(7, std::min(bgr.cols, bgr.rows) / 20);
   draw_marker(out, map_point(query.y, query.x, feature_size, bgr.size()), o.marker_color(), size);
   return out;
 }
 
-cv::Mat contact_sheet(const std::vector<Panel>& panels, int columns,
-                      const ContactSheetOptions& o) {
+cv::Mat contact_sheet(const std::vector<Panel>& panels, int columns, const ContactSheetOptions& o) {
   constexpr const char* where = "contact_sheet";
   CVATTN_CHECK(!panels.empty(), ValueError, where, ": no panels");
   CVATTN_CHECK(columns >= 1, ValueError, where, ": columns expected >= 1, got ", columns);
@@ -709,8 +704,8 @@ cv::Mat contact_sheet(const std::vector<Panel>& panels, int columns,
   std::vector<cv::Mat> images;
   cv::Size cell = o.cell_size();
   CVATTN_CHECK(cell.width >= 0 && cell.height >= 0 && (cell.width > 0) == (cell.height > 0),
-               ValueError, where, ": cell_size expected positive or empty, got ", cell.width,
-               "x", cell.height);
+               ValueError, where, ": cell_size expected positive or empty, got ", cell.width, "x",
+               cell.height);
   const bool auto_cell = cell.empty();
   for (std::size_t i = 0; i < panels.size(); ++i) {
     const std::string what = detail::concat(where, ": panel ", i, " ('", panels[i].label, "')");
@@ -723,12 +718,11 @@ cv::Mat contact_sheet(const std::vector<Panel>& panels, int columns,
   const auto count = static_cast<int>(panels.size());
   const int rows = (count + columns - 1) / columns;
   const int row_h = cell.height + o.label_height();
-  const cv::Size sheet_size(static_cast<int>(std::min<std::int64_t>(
-                                static_cast<std::int64_t>(columns) * cell.width,
-                                std::numeric_limits<int>::max())),
-                            static_cast<int>(std::min<std::int64_t>(
-                                static_cast<std::int64_t>(rows) * row_h,
-                                std::numeric_limits<int>::max())));
+  const cv::Size sheet_size(
+      static_cast<int>(std::min<std::int64_t>(static_cast<std::int64_t>(columns) * cell.width,
+                                              std::numeric_limits<int>::max())),
+      static_cast<int>(std::min<std::int64_t>(static_cast<std::int64_t>(rows) * row_h,
+                                              std::numeric_limits<int>::max())));
   CVATTN_CHECK(static_cast<std::int64_t>(columns) * cell.width <= 1 << 16 &&
                    static_cast<std::int64_t>(rows) * row_h <= 1 << 16,
                ValueError, where, ": a sheet of ", columns, " x ", rows, " cells of ", cell.width,
@@ -742,10 +736,9 @@ cv::Mat contact_sheet(const std::vector<Panel>& panels, int columns,
     const double scale = std::min(static_cast<double>(cell.width) / im.cols,
                                   static_cast<double>(cell.height) / im.rows);
     const cv::Size fit(std::clamp(static_cast<int>(std::lround(im.cols * scale)), 1, cell.width),
-                       std::clamp(static_cast<int>(std::lround(im.rows * scale)), 1,
-                                  cell.height));
+                       std::clamp(static_cast<int>(std::lround(im.rows * scale)), 1, cell.height));
     // Small maps stay crisp when enlarged a lot; photos are smoothed when resized a little.
-    const int interp = scale >= 2.0 ? cv::INTER_NEAREST
+    const int interp = scale >= 2.0  ? cv::INTER_NEAREST
                        : scale > 1.0 ? cv::INTER_LINEAR
                                      : cv::INTER_AREA;
     cv::Mat fitted;

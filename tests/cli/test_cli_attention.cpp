@@ -45,8 +45,7 @@ class CliAttention : public test::CliTest {
   }
   static std::string mha_args(const test::Fixture& fx) {
     return "run mha --in query=" + fx.path("query.npy") + " --in key=" + fx.path("key.npy") +
-           " --in value=" + fx.path("value.npy") + " --weights " +
-           fx.path("weights.safetensors") +
+           " --in value=" + fx.path("value.npy") + " --weights " + fx.path("weights.safetensors") +
            " --set num_heads=" + std::to_string(fx.params()["num_heads"].get<int>());
   }
 };
@@ -75,7 +74,8 @@ TEST_F(CliAttention, PositionEncodingMatchesDetr) {
     if (fx.has("mask")) continue;  // the op has no padding mask
     const auto& p = fx.params();
     std::string size;
-    for (const auto& d : p["size"]) size += (size.empty() ? "" : ",") + std::to_string(d.get<int>());
+    for (const auto& d : p["size"])
+      size += (size.empty() ? "" : ",") + std::to_string(d.get<int>());
     std::string args = "run position_encoding --set size=" + size;
     if (p.contains("normalize")) {
       args += " --set normalize=" + test::bool_arg(p["normalize"]);
@@ -144,28 +144,27 @@ TEST_F(CliAttention, InputErrorsNameWhatIsWrongAndWriteNothing) {
                      "op 'scaled_dot_product_attention' needs --in value=FILE.npy");
   expect_input_error(run(sdpa + " --in value=" + sd.path("query.npy") + out),
                      "tensor 'value' expected [..., 9, *]");
-  expect_input_error(run(sdpa + " --in value=" + sd.path("value.npy") + " --in attn_mask=" +
-                         sd.path("query.npy") + out),
+  expect_input_error(run(sdpa + " --in value=" + sd.path("value.npy") +
+                         " --in attn_mask=" + sd.path("query.npy") + out),
                      "tensor 'attn_mask' expected a shape that broadcasts to [3, 6, 9]");
-  expect_input_error(run("run scaled_dot_product_attention --in query=" +
-                         test::fixture("attention/sdpa_mask_float_ls").path("query.npy") +
-                         " --in key=" +
-                         test::fixture("attention/sdpa_mask_float_ls").path("key.npy") +
-                         " --in value=" +
-                         test::fixture("attention/sdpa_mask_float_ls").path("value.npy") +
-                         " --in attn_mask=" +
-                         test::fixture("attention/sdpa_mask_float_ls").path("attn_mask.npy") +
-                         " --set is_causal=true" + out),
-                     "is_causal=true cannot be combined with an explicit attn_mask");
+  expect_input_error(
+      run("run scaled_dot_product_attention --in query=" +
+          test::fixture("attention/sdpa_mask_float_ls").path("query.npy") +
+          " --in key=" + test::fixture("attention/sdpa_mask_float_ls").path("key.npy") +
+          " --in value=" + test::fixture("attention/sdpa_mask_float_ls").path("value.npy") +
+          " --in attn_mask=" + test::fixture("attention/sdpa_mask_float_ls").path("attn_mask.npy") +
+          " --set is_causal=true" + out),
+      "is_causal=true cannot be combined with an explicit attn_mask");
   // position_encoding: size missing, C not a multiple of 4, scale without normalize.
   expect_input_error(run("run position_encoding" + out), "size");
   expect_input_error(run("run position_encoding --set size=1,6,3,3" + out), "multiple of 4");
   expect_input_error(run("run position_encoding --set size=1,8,3,3 --set normalize=false "
-                         "--set scale=2" + out),
+                         "--set scale=2" +
+                         out),
                      "normalize should be true if scale is passed");
   // mha: no weights, no num_heads, num_heads not dividing E, wrong shapes, bad weights.
-  const std::string qkv = " --in query=" + mh.path("query.npy") + " --in key=" +
-                          mh.path("key.npy") + " --in value=" + mh.path("value.npy");
+  const std::string qkv = " --in query=" + mh.path("query.npy") +
+                          " --in key=" + mh.path("key.npy") + " --in value=" + mh.path("value.npy");
   expect_input_error(run("run mha" + qkv + " --set num_heads=4" + out),
                      "op 'mha' needs --weights FILE.safetensors");
   expect_input_error(run("run mha" + qkv + " --weights " + mh.path("weights.safetensors") + out),
@@ -173,12 +172,12 @@ TEST_F(CliAttention, InputErrorsNameWhatIsWrongAndWriteNothing) {
   expect_input_error(run("run mha" + qkv + " --weights " + mh.path("weights.safetensors") +
                          " --set num_heads=3" + out),
                      "num_heads (3) must be >= 1 and divide embed_dim (16)");
-  expect_input_error(run("run mha --in query=" + mh.path("query.npy") + " --in key=" +
-                         sd.path("key.npy") + " --in value=" + mh.path("value.npy") +
-                         " --weights " + mh.path("weights.safetensors") +
-                         " --set num_heads=4" + out),
-                     "MultiheadAttention::forward: tensor 'key' expected shape [3, 9, 16], got "
-                     "[3, 9, 8]");
+  expect_input_error(
+      run("run mha --in query=" + mh.path("query.npy") + " --in key=" + sd.path("key.npy") +
+          " --in value=" + mh.path("value.npy") + " --weights " + mh.path("weights.safetensors") +
+          " --set num_heads=4" + out),
+      "MultiheadAttention::forward: tensor 'key' expected shape [3, 9, 16], got "
+      "[3, 9, 8]");
   expect_input_error(run("run mha" + qkv + " --weights " + edited_weights(mh, "in_proj_bias") +
                          " --set num_heads=4" + out),
                      "missing 'in_proj_bias'");

@@ -31,7 +31,8 @@ class CliBatch : public test::CliTest {
     for (int i = 0; i < 7; ++i) {
       const std::string name = "x_" + std::to_string(6 - i) + ".npy";
       Tensor x = Tensor::empty({1 + i % 2, 2, 5 + i, 4 + 2 * i});
-      for (std::int64_t k = 0; k < x.numel(); ++k) x[k] = static_cast<float>((k * 37 + i) % 23) / 7.0f - 1.5f;
+      for (std::int64_t k = 0; k < x.numel(); ++k)
+        x[k] = static_cast<float>((k * 37 + i) % 23) / 7.0f - 1.5f;
       io::write_npy(path("in/" + name), x);
       list += (i % 2 ? "input=" : "  ") + path("in/" + name) + "\n";
     }
@@ -90,8 +91,9 @@ TEST_F(CliBatch, EachJobIsTheSingleRun) {
   const auto batchout = files(path("whole"));
   for (int i = 0; i < 7; ++i) {
     const std::string stem = "x_" + std::to_string(i);
-    const Result r = run("run conv2d --in input=" + path("in/" + stem + ".npy") + " --in weight=" +
-                         path("weight.npy") + " --set padding=1 --out output=" + path("single.npy"));
+    const Result r = run("run conv2d --in input=" + path("in/" + stem + ".npy") +
+                         " --in weight=" + path("weight.npy") +
+                         " --set padding=1 --out output=" + path("single.npy"));
     ASSERT_EQ(r.exit_code, 0) << r.err;
     std::ifstream in(path("single.npy"), std::ios::binary);
     EXPECT_TRUE(std::string(std::istreambuf_iterator<char>(in), {}) == batchout.at(stem + ".npy"))
@@ -128,8 +130,9 @@ TEST_F(CliBatch, UsageErrors) {
   error(batch("o", " --repeat 2"), "--list and --repeat cannot be combined");
   EXPECT_FALSE(fs::exists(path("o")));
   // Without --list, {} in an --out file is an ordinary file name, as before.
-  const Result literal = run("run conv2d --in input=" + path("in/x_0.npy") + " --in weight=" +
-                             path("weight.npy") + " --out output=" + path("{}.npy"));
+  const Result literal =
+      run("run conv2d --in input=" + path("in/x_0.npy") + " --in weight=" + path("weight.npy") +
+          " --out output=" + path("{}.npy"));
   EXPECT_EQ(literal.exit_code, 0) << literal.err;
   EXPECT_TRUE(fs::exists(path("{}.npy")));
 }

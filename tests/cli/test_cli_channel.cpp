@@ -23,9 +23,8 @@ class CliChannel : public test::CliTest {
   // Runs `op` on a fixture, asking for every output, and compares each with the reference.
   void expect_matches(const std::string& op, const test::Fixture& fx,
                       const std::vector<std::string>& maps) {
-    std::string args = "run " + op + " --in input=" + fx.path("input.npy") +
-                       " --weights " + fx.path("weights.safetensors") +
-                       " --out output=" + path("output.npy");
+    std::string args = "run " + op + " --in input=" + fx.path("input.npy") + " --weights " +
+                       fx.path("weights.safetensors") + " --out output=" + path("output.npy");
     for (const auto& m : maps) args += " --out " + m + "=" + path(m + ".npy");
     const test::CliResult r = run(args);
     ASSERT_EQ(r.exit_code, 0) << fx.name() << ": " << r.err;
@@ -71,8 +70,8 @@ TEST_F(CliChannel, CbamMatchesTimm) {
 TEST_F(CliChannel, WritesOnlyTheRequestedOutputs) {
   const auto fx = test::fixture("channel/cbam_c64_default");
   const test::CliResult r = run("run cbam --in input=" + fx.path("input.npy") + " --weights " +
-                                fx.path("weights.safetensors") + " --out spatial_attention=" +
-                                path("s.npy") + " --threads 1");
+                                fx.path("weights.safetensors") +
+                                " --out spatial_attention=" + path("s.npy") + " --threads 1");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_TENSOR_NEAR(io::read_npy(path("s.npy")), fx.tensor("spatial_attention"),
                      test::Tolerance{});
@@ -83,7 +82,8 @@ TEST_F(CliChannel, WritesOnlyTheRequestedOutputs) {
 TEST_F(CliChannel, ListHelpAndRepeat) {
   test::CliResult r = run("list");
   ASSERT_EQ(r.exit_code, 0);
-  EXPECT_THAT(r.out, HasSubstr("se\tinputs: input,--weights\toutputs: output,attention\tsettings: -"));
+  EXPECT_THAT(r.out,
+              HasSubstr("se\tinputs: input,--weights\toutputs: output,attention\tsettings: -"));
   EXPECT_THAT(r.out,
               HasSubstr("eca\tinputs: input,--weights\toutputs: output,attention\tsettings: -"));
   EXPECT_THAT(r.out, HasSubstr("cbam\tinputs: input,--weights\toutputs: output,channel_attention,"
@@ -117,9 +117,10 @@ TEST_F(CliChannel, InputErrorsNameTheKeyAndWriteNothing) {
   const auto eca = test::fixture("channel/eca_c64_k3");
   const std::string out = " --out output=" + path("out.npy");
   // Wrong channel count: a C=24 input for C=64 weights.
-  expect_input_error(run("run se --in input=" + test::fixture("channel/se_c24_nobias").path("input.npy") +
-                         " --weights " + se.path("weights.safetensors") + out),
-                     "se: tensor 'input' expected shape [*, 64, *, *], got [3, 24, 5, 9]");
+  expect_input_error(
+      run("run se --in input=" + test::fixture("channel/se_c24_nobias").path("input.npy") +
+          " --weights " + se.path("weights.safetensors") + out),
+      "se: tensor 'input' expected shape [*, 64, *, *], got [3, 24, 5, 9]");
   // Weights of another module.
   expect_input_error(run("run se --in input=" + se.path("input.npy") + " --weights " +
                          cbam.path("weights.safetensors") + out),
@@ -137,10 +138,10 @@ TEST_F(CliChannel, InputErrorsNameTheKeyAndWriteNothing) {
   expect_input_error(run("run se --in input=" + se.path("input.npy") + " --weights " +
                          edited_weights(se, "", "fc2.weight", Tensor::zeros({64, 9, 1, 1})) + out),
                      "'fc2.weight' expected [64, 8, 1, 1], got [64, 9, 1, 1]");
-  expect_input_error(run("run cbam --in input=" + cbam.path("input.npy") + " --weights " +
-                         edited_weights(cbam, "", "spatial.conv.conv.weight",
-                                        Tensor::zeros({1, 2, 6, 6})) + out),
-                     "spatial_kernel_size must be odd");
+  expect_input_error(
+      run("run cbam --in input=" + cbam.path("input.npy") + " --weights " +
+          edited_weights(cbam, "", "spatial.conv.conv.weight", Tensor::zeros({1, 2, 6, 6})) + out),
+      "spatial_kernel_size must be odd");
   expect_input_error(run("run eca --in input=" + eca.path("input.npy") + " --weights " +
                          edited_weights(eca, "", "conv.weight", Tensor::zeros({1, 1, 4})) + out),
                      "kernel_size must be odd");
@@ -150,9 +151,9 @@ TEST_F(CliChannel, InputErrorsNameTheKeyAndWriteNothing) {
   // Malformed files.
   const std::string truncated =
       write("trunc.safetensors", test::slurp(se.path("weights.safetensors")).substr(0, 40));
-  expect_input_error(run("run se --in input=" + se.path("input.npy") + " --weights " + truncated +
-                         out),
-                     "--weights: ");
+  expect_input_error(
+      run("run se --in input=" + se.path("input.npy") + " --weights " + truncated + out),
+      "--weights: ");
   expect_input_error(run("run cbam --in input=" + write("x.npy", "garbage") + " --weights " +
                          cbam.path("weights.safetensors") + out),
                      "--in input: ");

@@ -16,8 +16,8 @@ namespace cvattn {
 namespace {
 
 namespace fs = std::filesystem;
-using ::testing::HasSubstr;
 using test::pair_arg;
+using ::testing::HasSubstr;
 using Result = test::CliResult;
 
 constexpr test::Tolerance kTol{1e-4, 1e-4};
@@ -27,10 +27,10 @@ class CliDeform : public test::CliTest {
   // The --in and --set arguments of a deform/functional fixture.
   static std::string functional_args(const test::Fixture& fx) {
     const auto& p = fx.params();
-    std::string args = " --in input=" + fx.path("input.npy") + " --in offset=" +
-                       fx.path("offset.npy") + " --in weight=" + fx.path("weight.npy") +
-                       " --set stride=" + pair_arg(p["stride"]) + " --set padding=" +
-                       pair_arg(p["padding"]) + " --set dilation=" + pair_arg(p["dilation"]);
+    std::string args =
+        " --in input=" + fx.path("input.npy") + " --in offset=" + fx.path("offset.npy") +
+        " --in weight=" + fx.path("weight.npy") + " --set stride=" + pair_arg(p["stride"]) +
+        " --set padding=" + pair_arg(p["padding"]) + " --set dilation=" + pair_arg(p["dilation"]);
     if (fx.has("bias")) args += " --in bias=" + fx.path("bias.npy");
     if (fx.has("mask")) args += " --in mask=" + fx.path("mask.npy");
     return args;
@@ -55,9 +55,8 @@ TEST_F(CliDeform, DeformConvMatchesMmcvWithMaps) {
   for (const auto& fx : cases) {
     const auto& p = fx.params();
     const bool modulated = p["modulated"].get<bool>();
-    std::string args = "run deform_conv --in input=" + fx.path("input.npy") +
-                       " --weights " + fx.path("weights.safetensors") +
-                       " --set stride=" + pair_arg(p["stride"]) +
+    std::string args = "run deform_conv --in input=" + fx.path("input.npy") + " --weights " +
+                       fx.path("weights.safetensors") + " --set stride=" + pair_arg(p["stride"]) +
                        " --set padding=" + pair_arg(p["padding"]) +
                        " --set dilation=" + pair_arg(p["dilation"]) +
                        " --set deform_groups=" + std::to_string(p["deform_groups"].get<int>()) +
@@ -78,7 +77,8 @@ TEST_F(CliDeform, ListAndHelpShowTheContract) {
   ASSERT_EQ(r.exit_code, 0);
   EXPECT_THAT(r.out, HasSubstr("deform_conv2d\tinputs: input,offset,weight,bias?,mask?\t"
                                "outputs: output"));
-  EXPECT_THAT(r.out, HasSubstr("deform_conv\tinputs: input,--weights\toutputs: output,offset,mask"));
+  EXPECT_THAT(r.out,
+              HasSubstr("deform_conv\tinputs: input,--weights\toutputs: output,offset,mask"));
   r = run("run deform_conv --help");
   EXPECT_EQ(r.exit_code, 0);
   EXPECT_THAT(r.out, HasSubstr("--set deform_groups=int"));
@@ -94,9 +94,10 @@ TEST_F(CliDeform, RepeatPrintsOneJsonLine) {
 
 TEST_F(CliDeform, MaskOfDcnV1IsAnInputError) {
   const auto fx = test::fixture("deform/module/dcn_v1_basic");
-  const Result r = run("run deform_conv --in input=" + fx.path("input.npy") + " --weights " +
-                       fx.path("weights.safetensors") + " --set padding=1 --out output=" +
-                       path("out.npy") + " --out mask=" + path("mask.npy"));
+  const Result r =
+      run("run deform_conv --in input=" + fx.path("input.npy") + " --weights " +
+          fx.path("weights.safetensors") + " --set padding=1 --out output=" + path("out.npy") +
+          " --out mask=" + path("mask.npy"));
   expect_input_error(r, "op 'deform_conv' produced no 'mask'");
   EXPECT_FALSE(fs::exists(path("out.npy")));
   EXPECT_FALSE(fs::exists(path("mask.npy")));
@@ -126,16 +127,16 @@ TEST_F(CliDeform, InputErrorsExitTwoAndWriteNothing) {
   expect_input_error(run("run deform_conv2d --in input=" + fx.path("input.npy") + " --in offset=" +
                          fx.path("offset.npy") + " --in weight=" + fx.path("weight.npy") + out),
                      "deform_conv2d: tensor 'offset' expected the output size (5, 7)");
-  expect_input_error(run("run deform_conv2d --in input=" + fx.path("input.npy") + " --in offset=" +
-                         fx.path("input.npy") + " --in weight=" + fx.path("weight.npy") +
-                         " --set padding=1" + out),
+  expect_input_error(run("run deform_conv2d --in input=" + fx.path("input.npy") +
+                         " --in offset=" + fx.path("input.npy") +
+                         " --in weight=" + fx.path("weight.npy") + " --set padding=1" + out),
                      "deform_conv2d: tensor 'offset' expected 2*offset_groups*kh*kw channels");
-  expect_input_error(run("run deform_conv2d --in input=" + fx.path("input.npy") + " --in weight=" +
-                         fx.path("weight.npy") + out),
+  expect_input_error(run("run deform_conv2d --in input=" + fx.path("input.npy") +
+                         " --in weight=" + fx.path("weight.npy") + out),
                      "needs --in offset");
-  expect_input_error(run("run deform_conv2d" + functional_args(fx) + " --in mask=" +
-                         fx.path("offset.npy") + out),
-                     "--in mask given twice");
+  expect_input_error(
+      run("run deform_conv2d" + functional_args(fx) + " --in mask=" + fx.path("offset.npy") + out),
+      "--in mask given twice");
   expect_input_error(run("run deform_conv --in input=" + fx.path("input.npy") + out),
                      "needs --weights");
   const auto mfx = test::fixture("deform/module/dcn_v2_basic");

@@ -105,8 +105,7 @@ TEST_F(CliGates, ConvSettingsTheWeightsContradictAreInputErrors) {
   expect_input_error(run(base("cond_conv", "cond_c8_co6_k3_bias") + " --in routing_weights=" +
                          fx.path("routing_weights.npy") + " --set kernel_size=5"),
                      "'weight' [4, 432] does not hold K experts of Co x 8 x 5 x 5");
-  expect_input_error(run(base("cond_conv", "cond_c8_co6_k3_bias")),
-                     "routing_weights");
+  expect_input_error(run(base("cond_conv", "cond_c8_co6_k3_bias")), "routing_weights");
   expect_input_error(run(base("dynamic_conv", "dyn_c8_co6_k3_bias") + " --set temperature=0"),
                      "temperature must be positive");
 }
@@ -136,8 +135,7 @@ TEST_F(CliGates, GeInfersFeatSizeAndRejectsContradictions) {
 }
 
 TEST_F(CliGates, BadSettingsAndWeightsAreInputErrors) {
-  expect_input_error(run(base("ese", "ese_c24_default") + " --set gate_layer=swish"),
-                     "gate_layer");
+  expect_input_error(run(base("ese", "ese_c24_default") + " --set gate_layer=swish"), "gate_layer");
   const auto fx = test::fixture("gates/ese_c24_default");
   expect_input_error(run("run ese --in input=" + fx.path("input.npy") + " --weights " +
                          edited_weights(fx, "fc.bias")),

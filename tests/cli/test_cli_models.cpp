@@ -21,7 +21,6 @@ namespace {
 using ::testing::HasSubstr;
 using Result = test::CliResult;
 
-
 class CliModels : public test::CliTest {
  protected:
   // Writes the case's generated weights (with num_batches_tracked, as timm's state_dict has
@@ -45,11 +44,12 @@ TEST_F(CliModels, MatchesTimm) {
                            "models/ecaresnet26t_64x64_n2"}) {
     SCOPED_TRACE(name);
     const auto fx = test::fixture(name);
-    std::string outs = " --out output=" + path("out.npy") + " --out features=" +
-                       path("features.npy") + " --out cam=" + path("cam.npy");
+    std::string outs = " --out output=" + path("out.npy") +
+                       " --out features=" + path("features.npy") + " --out cam=" + path("cam.npy");
     const auto saved = fx.params()["saved_maps"];
     for (std::size_t i = 0; i < saved.size(); ++i) {
-      outs += " --out " + saved[i].get<std::string>() + "=" + path("map" + std::to_string(i) + ".npy");
+      outs +=
+          " --out " + saved[i].get<std::string>() + "=" + path("map" + std::to_string(i) + ".npy");
     }
     const Result r = run("run timm_model" + prepare(fx) + outs);
     ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -72,12 +72,13 @@ TEST_F(CliModels, MatchesTimm) {
 TEST_F(CliModels, VitOutputsRolloutAndMaps) {
   const auto fx = test::fixture("models/deit_tiny_distilled_patch16_224_224x224_n2");
   const std::string io = prepare(fx);
-  Result r = run("run timm_model" + io + " --out output=" + path("out.npy") + " --out features=" +
-                 path("f.npy") + " --out rollout=" + path("roll.npy") +
+  Result r = run("run timm_model" + io + " --out output=" + path("out.npy") +
+                 " --out features=" + path("f.npy") + " --out rollout=" + path("roll.npy") +
                  " --out blocks.11.attn.attention=" + path("a11.npy"));
   ASSERT_EQ(r.exit_code, 0) << r.err;
   for (const auto& [file, ref] : {std::pair<std::string, std::string>{"out", "output"},
-                                  {"f", "features"}, {"roll", "rollout"}}) {
+                                  {"f", "features"},
+                                  {"roll", "rollout"}}) {
     const Tensor expected = fx.tensor(ref);
     EXPECT_TENSOR_NEAR(io::read_npy(path(file + ".npy")), expected,
                        test::network_tolerance(expected))
@@ -94,9 +95,9 @@ TEST_F(CliModels, VitOutputsRolloutAndMaps) {
   EXPECT_TENSOR_NEAR(io::read_npy(path("max.npy")), max_ref, test::network_tolerance(max_ref));
   expect_input_error(run("run timm_model" + io + " --out cam=" + path("cam.npy")),
                      "produced no 'cam'");
-  expect_input_error(run("run timm_model" + io + " --set discard_ratio=1.5" + " --out rollout=" +
-                         path("x.npy")),
-                     "discard_ratio must be in [0, 1), got 1.5");
+  expect_input_error(
+      run("run timm_model" + io + " --set discard_ratio=1.5" + " --out rollout=" + path("x.npy")),
+      "discard_ratio must be in [0, 1), got 1.5");
 }
 
 TEST_F(CliModels, RepeatPrintsOneJsonLine) {

@@ -53,10 +53,10 @@ TEST_F(CliSampling, AffineGridMatchesTorch) {
     for (const auto& d : fx.params().at("size")) {
       size += (size.empty() ? "" : ",") + std::to_string(d.get<long long>());
     }
-    const auto r = run("run affine_grid --in theta=" + fx.path("theta.npy") + " --set size=" +
-                       size + " --set align_corners=" +
-                       test::bool_arg(fx.params().at("align_corners")) +
-                       " --out output=" + path("output.npy"));
+    const auto r =
+        run("run affine_grid --in theta=" + fx.path("theta.npy") + " --set size=" + size +
+            " --set align_corners=" + test::bool_arg(fx.params().at("align_corners")) +
+            " --out output=" + path("output.npy"));
     expect_ok(r, fx.name());
     EXPECT_TENSOR_NEAR(io::read_npy(path("output.npy")), fx.tensor("output"), test::Tolerance{})
         << fx.name();
@@ -80,11 +80,11 @@ TEST_F(CliSampling, GridSampleBackwardMatchesTorch) {
   const auto fxs = cases("grid_sample_backward", {"bwd_random_", "bwd_single_"});
   ASSERT_GE(fxs.size(), 36u);
   for (const auto& fx : fxs) {
-    const auto r = run("run grid_sample_backward --in input=" + fx.path("input.npy") +
-                       " --in grid=" + fx.path("grid.npy") +
-                       " --in grad_output=" + fx.path("grad_output.npy") + grid_settings(fx) +
-                       " --out grad_input=" + path("gi.npy") + " --out grad_grid=" +
-                       path("gg.npy"));
+    const auto r =
+        run("run grid_sample_backward --in input=" + fx.path("input.npy") +
+            " --in grid=" + fx.path("grid.npy") +
+            " --in grad_output=" + fx.path("grad_output.npy") + grid_settings(fx) +
+            " --out grad_input=" + path("gi.npy") + " --out grad_grid=" + path("gg.npy"));
     expect_ok(r, fx.name());
     EXPECT_TENSOR_NEAR(io::read_npy(path("gi.npy")), fx.tensor("grad_input"), test::Tolerance{})
         << fx.name();
@@ -101,14 +101,16 @@ TEST_F(CliSampling, AffineGridInputErrors) {
   // Batch of size (3) disagrees with theta's batch (2).
   expect_input_error(run("run affine_grid" + theta + " --set size=3,1,2,3" + out), "theta");
   expect_input_error(run("run affine_grid" + theta + " --set size=2,1,x,3" + out), "size");
-  expect_input_error(run("run affine_grid" + theta + " --set size=2,1,2,3 --set align_corners=maybe" + out),
-                     "align_corners");
+  expect_input_error(
+      run("run affine_grid" + theta + " --set size=2,1,2,3 --set align_corners=maybe" + out),
+      "align_corners");
   EXPECT_TRUE(no_temporary_files());
 }
 
 TEST_F(CliSampling, GridSampleInputErrors) {
   const auto fx = test::fixture("sampling/fwd_random_bilinear_zeros_ac0");
-  const std::string ins = " --in input=" + fx.path("input.npy") + " --in grid=" + fx.path("grid.npy");
+  const std::string ins =
+      " --in input=" + fx.path("input.npy") + " --in grid=" + fx.path("grid.npy");
   const std::string out = " --out output=" + path("o.npy");
   expect_input_error(run("run grid_sample" + ins + " --set mode=linear" + out),
                      "setting mode='linear' is not one of bilinear, nearest, bicubic");
@@ -123,17 +125,17 @@ TEST_F(CliSampling, GridSampleInputErrors) {
 
 TEST_F(CliSampling, GridSampleBackwardInputErrors) {
   const auto fx = test::fixture("sampling/bwd_random_bilinear_zeros_ac0");
-  const std::string ins = " --in input=" + fx.path("input.npy") + " --in grid=" +
-                          fx.path("grid.npy");
-  const std::string outs = " --out grad_input=" + path("gi.npy") + " --out grad_grid=" +
-                           path("gg.npy");
+  const std::string ins =
+      " --in input=" + fx.path("input.npy") + " --in grid=" + fx.path("grid.npy");
+  const std::string outs =
+      " --out grad_input=" + path("gi.npy") + " --out grad_grid=" + path("gg.npy");
   expect_input_error(run("run grid_sample_backward" + ins + " --in grad_output=" +
                          fx.path("grad_output.npy") + " --set mode=area" + outs),
                      "setting mode='area' is not one of");
   // grad_output must have the output's shape; the input is not that.
-  expect_input_error(run("run grid_sample_backward" + ins + " --in grad_output=" +
-                         fx.path("input.npy") + outs),
-                     "grad_output");
+  expect_input_error(
+      run("run grid_sample_backward" + ins + " --in grad_output=" + fx.path("input.npy") + outs),
+      "grad_output");
 }
 
 TEST_F(CliSampling, StnWholeNetMatchesTutorial) {
@@ -170,8 +172,7 @@ TEST_F(CliSampling, StnInputErrors) {
   const auto net = test::fixture("stn/net_n3_28_ac0");
   // logits need the classifier keys.
   expect_input_error(run("run stn --in input=" + stn_only.path("input.npy") + " --weights " +
-                         stn_only.path("weights.safetensors") + " --out logits=" +
-                         path("l.npy")),
+                         stn_only.path("weights.safetensors") + " --out logits=" + path("l.npy")),
                      "logits");
   // The whole Net cannot classify a 27 x 27 image.
   expect_input_error(run("run stn --in input=" + stn_only.path("input.npy") + " --weights " +
@@ -182,9 +183,9 @@ TEST_F(CliSampling, StnInputErrors) {
                          net.path("weights.safetensors") + " --out output=" + path("o.npy")),
                      "input");
   // Weights are required, and a truncated Net is reported.
-  expect_input_error(run("run stn --in input=" + net.path("input.npy") + " --out output=" +
-                         path("o.npy")),
-                     "weights");
+  expect_input_error(
+      run("run stn --in input=" + net.path("input.npy") + " --out output=" + path("o.npy")),
+      "weights");
   StateDict d = io::load_safetensors(net.path("weights.safetensors"));
   d.erase("fc2.bias");
   io::save_safetensors(path("cut.safetensors"), d);

@@ -17,9 +17,9 @@ namespace cvattn {
 namespace {
 
 namespace fs = std::filesystem;
-using ::testing::HasSubstr;
 using test::bool_arg;
 using test::list_arg;
+using ::testing::HasSubstr;
 using Result = test::CliResult;
 using CliSk = test::CliTest;
 
@@ -121,13 +121,12 @@ TEST_F(CliSk, InputErrorsExitTwoAndWriteNothing) {
   // The input must be [N, C, H, W] with C a multiple of the per-group width.
   const auto run_on = [&](const std::string& file, const Tensor& input) {
     io::write_npy(path(file), input);
-    return run("run sk --in input=" + path(file) + " --weights " +
-               fx.path("weights.safetensors") + out);
+    return run("run sk --in input=" + path(file) + " --weights " + fx.path("weights.safetensors") +
+               out);
   };
   const Tensor x = fx.tensor("input");
-  expect_input_error(
-      run_on("rank3.npy", x.reshape({x.dim(0) * x.dim(1), x.dim(2), x.dim(3)})),
-      "sk: tensor 'input'");
+  expect_input_error(run_on("rank3.npy", x.reshape({x.dim(0) * x.dim(1), x.dim(2), x.dim(3)})),
+                     "sk: tensor 'input'");
   expect_input_error(run_on("c20.npy", Tensor::zeros({1, 20, 5, 5})),
                      "has 8 input channels per group, which must divide the 10 input channels of "
                      "each path");

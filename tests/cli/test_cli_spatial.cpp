@@ -20,7 +20,8 @@ class CliSpatial : public test::CliTest {
   void expect_matches(const std::string& op, const test::Fixture& fx, const std::string& sets,
                       bool attention) {
     std::string args = "run " + op + " --in input=" + fx.path("input.npy") + " --weights " +
-                       fx.path("weights.safetensors") + sets + " --out output=" + path("output.npy");
+                       fx.path("weights.safetensors") + sets +
+                       " --out output=" + path("output.npy");
     if (attention) args += " --out attention=" + path("attention.npy");
     const test::CliResult r = run(args);
     ASSERT_EQ(r.exit_code, 0) << fx.name() << ": " << r.err;
@@ -78,10 +79,10 @@ TEST_F(CliSpatial, HaloAttnMatchesTimm) {
   }
   // avg_down, the one setting docs/cli.md's row does not list, is accepted as an added key.
   const auto fx = test::fixture("spatial/halo_n1_c8_8x8_b4_h2_stride2_avgdown");
-  expect_matches("halo_attn", fx,
-                 set("block_size", "4") + set("halo_size", "2") + set("stride", "2") +
-                     set("avg_down", "true"),
-                 true);
+  expect_matches(
+      "halo_attn", fx,
+      set("block_size", "4") + set("halo_size", "2") + set("stride", "2") + set("avg_down", "true"),
+      true);
 }
 
 TEST_F(CliSpatial, LambdaMatchesTimm) {
@@ -106,8 +107,8 @@ TEST_F(CliSpatial, GeneralizedAttentionMatchesMmcv) {
     const auto& p = fx.params();
     std::string sets = set("num_heads", std::to_string(p.value("num_heads", 9)));
     sets += set("attention_type", p.value("attention_type", std::string("1111")));
-    for (const char* key :
-         {"kv_stride", "q_stride", "position_embedding_dim", "position_magnitude", "spatial_range"}) {
+    for (const char* key : {"kv_stride", "q_stride", "position_embedding_dim", "position_magnitude",
+                            "spatial_range"}) {
       if (p.contains(key)) sets += set(key, std::to_string(p[key].get<int>()));
     }
     expect_matches("generalized_attention", fx, sets, true);
@@ -122,19 +123,21 @@ TEST_F(CliSpatial, SettingsThatContradictTheWeightsAreInputErrors) {
   expect_input_error(run(run_args("bottleneck_attn", bot) + " --out output=" + path("o.npy")),
                      "feat_size");
   const auto halo = test::fixture("spatial/halo_n2_c16_8x12_b4_h1");
-  expect_input_error(run(run_args("halo_attn", halo) + set("block_size", "4") +
-                         set("halo_size", "1") + set("num_heads", "4") + " --out output=" +
-                         path("o.npy")),
-                     "--set num_heads=4 contradicts the weights, whose 'q.weight' gives num_heads=2");
+  expect_input_error(
+      run(run_args("halo_attn", halo) + set("block_size", "4") + set("halo_size", "1") +
+          set("num_heads", "4") + " --out output=" + path("o.npy")),
+      "--set num_heads=4 contradicts the weights, whose 'q.weight' gives num_heads=2");
   expect_input_error(run(run_args("halo_attn", halo) + set("block_size", "4") +
                          set("halo_size", "2") + " --out output=" + path("o.npy")),
                      "make a window of 8, but 'pos_embed.height_rel' has 11 rows");
   const auto lam = test::fixture("spatial/lambda_n2_c16_5x7_r3");
-  expect_input_error(run(run_args("lambda", lam) + set("r", "5") + " --out output=" + path("o.npy")),
-                     "--set r=5 contradicts the weights, whose 'conv_lambda.weight' gives r=3");
+  expect_input_error(
+      run(run_args("lambda", lam) + set("r", "5") + " --out output=" + path("o.npy")),
+      "--set r=5 contradicts the weights, whose 'conv_lambda.weight' gives r=3");
   const auto bat = test::fixture("spatial/bat_n2_c16_6x9_b3_g2");
-  expect_input_error(run(run_args("bat", bat) + set("groups", "4") + " --out output=" + path("o.npy")),
-                     "--set groups=4 contradicts the weights");
+  expect_input_error(
+      run(run_args("bat", bat) + set("groups", "4") + " --out output=" + path("o.npy")),
+      "--set groups=4 contradicts the weights");
   const auto ga = test::fixture("spatial/ga_n2_c12_5x7_1000_h3");
   expect_input_error(run(run_args("generalized_attention", ga) + set("num_heads", "3") +
                          " --out output=" + path("o.npy")),

@@ -2,11 +2,9 @@
 // cv::dnn custom layers and instantiates one through OpenCV's layer factory.
 #include <cmath>
 #include <cstdio>
-
+#include <cvattn/cvattn.hpp>
 #include <opencv2/core.hpp>
 #include <opencv2/dnn.hpp>
-
-#include <cvattn/cvattn.hpp>
 
 int main() {
   namespace F = cvattn::functional;
@@ -15,7 +13,8 @@ int main() {
   const cvattn::Tensor w = cvattn::Tensor::full({1, 3, 1, 1}, 1.0f);
   const cvattn::Tensor y = F::conv2d(x, w);
   const float expected = 60.0f / 255.0f;
-  std::printf("consumer: cvattn %s, y[0] = %f (expected %f)\n", CVATTN_VERSION_STRING, y[0], expected);
+  std::printf("consumer: cvattn %s, y[0] = %f (expected %f)\n", CVATTN_VERSION_STRING, y[0],
+              expected);
 
   cvattn::dnn::registerLayers();
   cv::dnn::LayerParams params;

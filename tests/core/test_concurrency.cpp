@@ -67,8 +67,7 @@ TEST(Concurrency, Conv2dEveryPathOnSharedTensors) {
   const Tensor w3 = test::random_tensor({6, 2, 3, 3}, 5);
   test::expect_thread_safe([&] {
     return std::vector<Tensor>{
-        F::conv2d(x, w1),
-        F::conv2d(x, wd, {}, F::Conv2dOptions().groups(4).padding(1)),
+        F::conv2d(x, w1), F::conv2d(x, wd, {}, F::Conv2dOptions().groups(4).padding(1)),
         F::conv2d(x, w3, {}, F::Conv2dOptions().groups(2).stride(2).dilation(2))};
   });
 }

@@ -40,10 +40,11 @@ class Net final : public UnaryModule {
  public:
   Net() {
     stem_ = register_module(
-        "stem", std::make_shared<Sequential>(Sequential{
-                    {"conv", std::make_shared<Conv2d>(Conv2dOptions(3, 8, 3).padding(1).bias(false))},
-                    {"bn", std::make_shared<BatchNorm2d>(BatchNorm2dOptions(8))},
-                    {"act", std::make_shared<ReLU>()}}));
+        "stem",
+        std::make_shared<Sequential>(Sequential{
+            {"conv", std::make_shared<Conv2d>(Conv2dOptions(3, 8, 3).padding(1).bias(false))},
+            {"bn", std::make_shared<BatchNorm2d>(BatchNorm2dOptions(8))},
+            {"act", std::make_shared<ReLU>()}}));
     blocks_ = register_module("blocks", std::make_shared<ModuleList>());
     for (int i = 0; i < 2; ++i) {
       blocks_->push_back(std::make_shared<Sequential>(Sequential{
@@ -88,7 +89,8 @@ class Net final : public UnaryModule {
 // The (key, shape) table of params.json.
 std::vector<std::pair<std::string, Shape>> fixture_keys(const test::Fixture& fx) {
   std::vector<std::pair<std::string, Shape>> out;
-  for (const auto& k : fx.params()["keys"]) out.emplace_back(k[0].get<std::string>(), k[1].get<Shape>());
+  for (const auto& k : fx.params()["keys"])
+    out.emplace_back(k[0].get<std::string>(), k[1].get<Shape>());
   return out;
 }
 
@@ -133,12 +135,12 @@ TEST(Containers, ForwardHookTakesAnIntermediateTensorByPath) {
   net.load_state_dict(fx.weights());
   std::vector<std::string> paths;
   Tensor taken, taken_input;
-  net.register_forward_hook("blocks.1.0", [&](const std::string& path, const Tensor& in,
-                                              const Tensor& out) {
-    paths.push_back(path);
-    taken_input = in;
-    taken = out;
-  });
+  net.register_forward_hook("blocks.1.0",
+                            [&](const std::string& path, const Tensor& in, const Tensor& out) {
+                              paths.push_back(path);
+                              taken_input = in;
+                              taken = out;
+                            });
   (void)net.forward(fx.tensor("input"));
   EXPECT_THAT(paths, ElementsAre("blocks.1.0"));
   EXPECT_TENSOR_NEAR(taken, fx.tensor("hook_blocks.1.0"), test::Tolerance{});
@@ -151,8 +153,8 @@ TEST(Containers, ForwardHookTakesAnIntermediateTensorByPath) {
 }
 
 TEST(Containers, HooksFireInExecutionOrderAndOnTheRootWhenCalled) {
-  auto seq = std::make_shared<Sequential>(Sequential{
-      {"a", std::make_shared<ReLU>()}, {"b", std::make_shared<Sigmoid>()}});
+  auto seq = std::make_shared<Sequential>(
+      Sequential{{"a", std::make_shared<ReLU>()}, {"b", std::make_shared<Sigmoid>()}});
   std::vector<std::string> order;
   auto record = [&](const std::string& p, const Tensor&, const Tensor&) { order.push_back(p); };
   seq->register_forward_hook("b", record);
@@ -182,8 +184,11 @@ TEST(Containers, HookRegistrationErrorsNameThePath) {
 TEST(Containers, ShapeErrorNamesTheModulePath) {
   Net net;
   // 5 channels where stem.conv wants 3.
-  EXPECT_THAT([&] { (void)net.forward(Tensor::zeros({1, 5, 7, 5})); },
-              ThrowsMessage<ShapeError>(HasSubstr("stem.conv: Conv2d::forward: tensor 'x'")));
+  EXPECT_THAT(
+      [&] {
+        (void)net.forward(Tensor::zeros({1, 5, 7, 5}));
+      },
+      ThrowsMessage<ShapeError>(HasSubstr("stem.conv: Conv2d::forward: tensor 'x'")));
   try {
     (void)net.forward_with_maps(Tensor::zeros({1, 5, 7, 5}));
     FAIL() << "expected a ShapeError";
@@ -195,27 +200,35 @@ TEST(Containers, ShapeErrorNamesTheModulePath) {
 
 TEST(Containers, NestedPathsAreJoinedOncePerLevel) {
   const Sequential net{
-      {"stem", std::make_shared<Sequential>(Sequential{std::make_shared<Sequential>(Sequential{
-                   {"conv", std::make_shared<Conv2d>(Conv2dOptions(3, 4, 3))}})})}};
-  EXPECT_THAT([&] { (void)net.forward(Tensor::zeros({1, 2, 5, 5})); },
-              ThrowsMessage<ShapeError>(::testing::StartsWith(
-                  "stem.0.conv: Conv2d::forward: tensor 'x' expected shape [*, 3, *, *]")));
+      {"stem", std::make_shared<Sequential>(Sequential{std::make_shared<Sequential>(
+                   Sequential{{"conv", std::make_shared<Conv2d>(Conv2dOptions(3, 4, 3))}})})}};
+  EXPECT_THAT(
+      [&] {
+        (void)net.forward(Tensor::zeros({1, 2, 5, 5}));
+      },
+      ThrowsMessage<ShapeError>(::testing::StartsWith(
+          "stem.0.conv: Conv2d::forward: tensor 'x' expected shape [*, 3, *, *]")));
   // A ValueError stays a ValueError.
-  EXPECT_THAT([&] { (void)with_module_path("outer", [] { throw ValueError("bad"); return 0; }); },
-              ThrowsMessage<ValueError>(::testing::StrEq("outer: bad")));
+  EXPECT_THAT(
+      [&] {
+        (void)with_module_path("outer", [] {
+          throw ValueError("bad");
+          return 0;
+        });
+      },
+      ThrowsMessage<ValueError>(::testing::StrEq("outer: bad")));
 }
 
 TEST(Containers, MapsOfNestedSequentialsAreDotted) {
   auto se = std::make_shared<SqueezeExcitation>(SqueezeExcitationOptions(4).rd_channels(2));
-  const Sequential net{
-      {"layer1", std::make_shared<Sequential>(Sequential{
-                     std::make_shared<Sequential>(Sequential{{"se", se}})})}};
+  const Sequential net{{"layer1", std::make_shared<Sequential>(Sequential{
+                                      std::make_shared<Sequential>(Sequential{{"se", se}})})}};
   const Tensor x = test::random_tensor({2, 4, 3, 5}, 3);
   const Attended r = net.forward_with_maps(x);
   ASSERT_EQ(r.maps.size(), 1u);
   EXPECT_EQ(r.maps.items()[0].first, "layer1.0.se.attention");
-  EXPECT_TENSOR_NEAR(r.maps.at("layer1.0.se.attention"), se->forward_with_maps(x).maps.at("attention"),
-                     (test::Tolerance{0, 0}));
+  EXPECT_TENSOR_NEAR(r.maps.at("layer1.0.se.attention"),
+                     se->forward_with_maps(x).maps.at("attention"), (test::Tolerance{0, 0}));
 }
 
 TEST(Containers, DefaultForwardWithMapsHasNoMaps) {
@@ -250,17 +263,18 @@ TEST(Containers, SequentialNamesAndIndices) {
   auto conv = std::make_shared<Conv2d>(Conv2dOptions(2, 3, 1));
   auto bn = std::make_shared<BatchNorm2d>(BatchNorm2dOptions(3));
   Sequential named{{"conv", conv}, {"bn", bn}};
-  EXPECT_EQ(named.state_dict().keys(),
-            (std::vector<std::string>{"conv.weight", "conv.bias", "bn.weight", "bn.bias",
-                                      "bn.running_mean", "bn.running_var",
-                                      "bn.num_batches_tracked"}));
+  EXPECT_EQ(
+      named.state_dict().keys(),
+      (std::vector<std::string>{"conv.weight", "conv.bias", "bn.weight", "bn.bias",
+                                "bn.running_mean", "bn.running_var", "bn.num_batches_tracked"}));
   EXPECT_EQ(named.at("bn"), bn);
   EXPECT_EQ(named.name(0), "conv");
   std::shared_ptr<ReLU> act = named.push_back("act", std::make_shared<ReLU>());
   EXPECT_EQ(named.size(), 3u);
   EXPECT_EQ(named.at(2), act);
-  EXPECT_THAT([&] { (void)named.at("nope"); },
-              ThrowsMessage<ValueError>(HasSubstr("no module named 'nope' (names: conv, bn, act)")));
+  EXPECT_THAT(
+      [&] { (void)named.at("nope"); },
+      ThrowsMessage<ValueError>(HasSubstr("no module named 'nope' (names: conv, bn, act)")));
   EXPECT_THAT([&] { named.push_back("bn", std::make_shared<ReLU>()); },
               ThrowsMessage<ValueError>(HasSubstr("'bn' is already registered")));
   EXPECT_THAT([&] { named.push_back("a.b", std::make_shared<ReLU>()); },
@@ -283,7 +297,8 @@ TEST(Containers, ModuleListAndModuleDict) {
   int count = 0;
   for (const auto& m : list) count += m != nullptr;
   EXPECT_EQ(count, 2);
-  EXPECT_THAT([&] { (void)list.at(2); }, ThrowsMessage<ValueError>(HasSubstr("index 2 out of range")));
+  EXPECT_THAT([&] { (void)list.at(2); },
+              ThrowsMessage<ValueError>(HasSubstr("index 2 out of range")));
 
   ModuleDict dict{{"zeta", std::make_shared<Linear>(LinearOptions(1, 1))},
                   {"alpha", std::make_shared<Linear>(LinearOptions(1, 2))}};
@@ -292,10 +307,12 @@ TEST(Containers, ModuleListAndModuleDict) {
   EXPECT_EQ(dict.state_dict().keys(),
             (std::vector<std::string>{"zeta.weight", "zeta.bias", "alpha.weight", "alpha.bias"}));
   EXPECT_TRUE(dict.contains("alpha"));
-  EXPECT_THAT([&] { (void)dict.unary("list"); },
-              ThrowsMessage<ValueError>(HasSubstr("module 'list' (ModuleList) is not a UnaryModule")));
-  EXPECT_THAT([&] { (void)dict.at("beta"); },
-              ThrowsMessage<ValueError>(HasSubstr("no module under 'beta' (keys: zeta, alpha, list)")));
+  EXPECT_THAT(
+      [&] { (void)dict.unary("list"); },
+      ThrowsMessage<ValueError>(HasSubstr("module 'list' (ModuleList) is not a UnaryModule")));
+  EXPECT_THAT(
+      [&] { (void)dict.at("beta"); },
+      ThrowsMessage<ValueError>(HasSubstr("no module under 'beta' (keys: zeta, alpha, list)")));
   EXPECT_THAT([&] { dict.insert("alpha", std::make_shared<ReLU>()); },
               ThrowsMessage<ValueError>(HasSubstr("'alpha' is already registered")));
 }
@@ -324,8 +341,9 @@ TEST(Containers, PublicRegistrationOnAUserModule) {
   s.load_state_dict(d);
   EXPECT_EQ(s.offset[1], 5.0f);  // the registered tensor's own storage was written
   EXPECT_EQ(s.gain[2], 7.0f);
-  EXPECT_THAT([&] { s.register_parameter("gain", Shape{1}); },
-              ThrowsMessage<ValueError>(HasSubstr("register_parameter: 'gain' is already registered")));
+  EXPECT_THAT(
+      [&] { s.register_parameter("gain", Shape{1}); },
+      ThrowsMessage<ValueError>(HasSubstr("register_parameter: 'gain' is already registered")));
   std::vector<std::string> paths;
   for (const auto& [p, m] : s.named_modules()) paths.push_back(p);
   EXPECT_THAT(paths, ElementsAre("", "inner"));
@@ -336,14 +354,16 @@ TEST(Containers, TimmAttentionRenamedIntoMultiheadSelfAttention) {
   const auto fx = test::fixture("containers/timm_attention");
   const auto E = fx.params()["embed_dim"].get<std::int64_t>();
   const auto H = fx.params()["num_heads"].get<std::int64_t>();
-  Sequential block{{"attn", std::make_shared<MultiheadSelfAttention>(MultiheadAttentionOptions(E, H))}};
+  Sequential block{
+      {"attn", std::make_shared<MultiheadSelfAttention>(MultiheadAttentionOptions(E, H))}};
   EXPECT_EQ(block.state_dict().keys(),
             (std::vector<std::string>{"attn.in_proj_weight", "attn.in_proj_bias",
                                       "attn.out_proj.weight", "attn.out_proj.bias"}));
   // timm's Attention: qkv rows are [q; k; v] as in in_proj_weight; proj is out_proj.
-  const StateDict renamed = rename_keys(fx.weights(), KeyRenames()
-                                                          .regex(R"(\.qkv\.(weight|bias)$)", ".in_proj_$1")
-                                                          .regex(R"(\.proj\.)", ".out_proj."));
+  const StateDict renamed =
+      rename_keys(fx.weights(), KeyRenames()
+                                    .regex(R"(\.qkv\.(weight|bias)$)", ".in_proj_$1")
+                                    .regex(R"(\.proj\.)", ".out_proj."));
   block.load_state_dict(renamed);
   const Tensor x = fx.tensor("input");
   EXPECT_TENSOR_NEAR(block.forward(x), fx.tensor("output"), test::Tolerance{});
@@ -354,8 +374,11 @@ TEST(Containers, TimmAttentionRenamedIntoMultiheadSelfAttention) {
   const auto& msa = dynamic_cast<const MultiheadSelfAttention&>(*block.at("attn"));
   EXPECT_TENSOR_NEAR(msa.attention().state_dict().at("in_proj_bias"),
                      renamed.at("attn.in_proj_bias"), (test::Tolerance{0, 0}));
-  EXPECT_THAT([&] { (void)block.forward(Tensor::zeros({2, 5, E + 1})); },
-              ThrowsMessage<ShapeError>(::testing::StartsWith("attn: MultiheadAttention::forward")));
+  EXPECT_THAT(
+      [&] {
+        (void)block.forward(Tensor::zeros({2, 5, E + 1}));
+      },
+      ThrowsMessage<ShapeError>(::testing::StartsWith("attn: MultiheadAttention::forward")));
 }
 
 TEST(Containers, MultiheadSelfAttentionRejectsCrossDims) {

@@ -1,9 +1,8 @@
-#include "cvattn/core/image.hpp"
-
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include "cvattn/core/error.hpp"
+#include "cvattn/core/image.hpp"
 
 namespace cvattn {
 namespace {
@@ -37,7 +36,10 @@ TEST(Image, FromImageFollowsBlobFromImageWithStd) {
 
 TEST(Image, ToImageInvertsFromImage) {
   const cv::Mat img = bgr_image();
-  const ImageOptions o = ImageOptions().scale(1.0 / 255).mean(cv::Scalar(5, 6, 7)).swap_rb(true)
+  const ImageOptions o = ImageOptions()
+                             .scale(1.0 / 255)
+                             .mean(cv::Scalar(5, 6, 7))
+                             .swap_rb(true)
                              .std(cv::Scalar(0.2, 0.3, 0.4));
   const cv::Mat back = to_image(from_image(img, o), 0, o);
   ASSERT_EQ(back.type(), CV_8UC3);

@@ -35,8 +35,8 @@ Sequential conv_bn() {
 }
 
 void expect_fixture_values(const Module& m, const test::Fixture& fx) {
-  for (const char* k : {"0.weight", "0.bias", "1.weight", "1.bias", "1.running_mean",
-                        "1.running_var"}) {
+  for (const char* k :
+       {"0.weight", "0.bias", "1.weight", "1.bias", "1.running_mean", "1.running_var"}) {
     std::string file = k;
     for (auto& c : file) c = c == '.' ? '_' : c;
     EXPECT_TENSOR_NEAR(m.state_dict().at(k), fx.tensor(file), (test::Tolerance{0, 0})) << k;
@@ -52,7 +52,7 @@ TEST(Loading, NonStrictReportsMissingAndUnexpectedKeys) {
   d.set("1.extra", Tensor::zeros({1}));
   Sequential m = conv_bn();
   const IncompatibleKeys r = m.load_state_dict(d, Strict::no);
-  EXPECT_THAT(r.missing_keys, ElementsAre("0.bias", "1.running_var"));  // the module's order
+  EXPECT_THAT(r.missing_keys, ElementsAre("0.bias", "1.running_var"));    // the module's order
   EXPECT_THAT(r.unexpected_keys, ElementsAre("head.weight", "1.extra"));  // the dict's order
   EXPECT_FALSE(r.empty());
   // What was present was loaded, what was missing kept its value (BatchNorm's fresh var = 1).
@@ -96,10 +96,10 @@ TEST(Loading, RenameKeysByPrefixRegexAndDrop) {
                                          .drop(R"(^head\.)")
                                          .regex(R"(\.qkv\.(weight|bias)$)", ".in_proj_$1")
                                          .regex(R"(\.proj\.)", ".out_proj."));
-  EXPECT_EQ(r.keys(), (std::vector<std::string>{"encoder.blocks.0.attn.in_proj_weight",
-                                                "encoder.blocks.0.attn.in_proj_bias",
-                                                "encoder.blocks.0.attn.out_proj.weight",
-                                                "encoder.norm.num_batches_tracked"}));
+  EXPECT_EQ(r.keys(),
+            (std::vector<std::string>{
+                "encoder.blocks.0.attn.in_proj_weight", "encoder.blocks.0.attn.in_proj_bias",
+                "encoder.blocks.0.attn.out_proj.weight", "encoder.norm.num_batches_tracked"}));
   EXPECT_EQ(r.at("encoder.blocks.0.attn.in_proj_bias").data(),
             d.at("module.backbone.blocks.0.attn.qkv.bias").data());  // shared, not copied
   EXPECT_TRUE(r.find("encoder.norm.num_batches_tracked")->integer);
@@ -112,8 +112,8 @@ TEST(Loading, RenameKeysRefusesCollisionsAndBadPatterns) {
   d.set("a.weight", Tensor::zeros({1}));
   d.set("b.weight", Tensor::zeros({1}));
   EXPECT_THAT([&] { (void)rename_keys(d, KeyRenames().regex("^[ab]", "c")); },
-              ThrowsMessage<ValueError>(HasSubstr(
-                  "rename_keys: 'a.weight' and 'b.weight' both become 'c.weight'")));
+              ThrowsMessage<ValueError>(
+                  HasSubstr("rename_keys: 'a.weight' and 'b.weight' both become 'c.weight'")));
   EXPECT_THAT([&] { (void)rename_keys(d, KeyRenames().regex(".*", "")); },
               ThrowsMessage<ValueError>(HasSubstr("'a.weight' becomes an empty key")));
   EXPECT_THAT([] { (void)KeyRenames().regex("(unclosed", "x"); },
@@ -134,7 +134,8 @@ TEST(Loading, FromStateDictTakesAPrefix) {
 
   const auto tfx = test::fixture("containers/timm_attention");
   const StateDict renamed = rename_keys(
-      tfx.weights(), KeyRenames().regex(R"(qkv\.(weight|bias))", "in_proj_$1").regex(R"(\.proj\.)", ".out_proj."));
+      tfx.weights(),
+      KeyRenames().regex(R"(qkv\.(weight|bias))", "in_proj_$1").regex(R"(\.proj\.)", ".out_proj."));
   const auto mha = MultiheadAttentionOptions::from_state_dict(renamed, "attn", 3);
   EXPECT_EQ(mha.embed_dim(), 12);
   EXPECT_TRUE(mha.bias());
@@ -143,11 +144,11 @@ TEST(Loading, FromStateDictTakesAPrefix) {
 TEST(Loading, PyTorchFilesAreRefusedWithTheConversionCommand) {
   const auto fx = test::fixture("containers/pt_files");
   const std::string zip = fx.path("state_dict.pt");
-  EXPECT_THAT([&] { (void)io::load_safetensors(zip); },
-              ThrowsMessage<IoError>(AllOf(
-                  HasSubstr("is a zip archive"), HasSubstr("saved by torch.save"),
-                  HasSubstr("convert it with: python3 tools/export_weights.py " + zip + " " +
-                            fx.path("state_dict.safetensors")))));
+  EXPECT_THAT(
+      [&] { (void)io::load_safetensors(zip); },
+      ThrowsMessage<IoError>(AllOf(HasSubstr("is a zip archive"), HasSubstr("saved by torch.save"),
+                                   HasSubstr("convert it with: python3 tools/export_weights.py " +
+                                             zip + " " + fx.path("state_dict.safetensors")))));
   EXPECT_THAT([&] { (void)io::load_safetensors(fx.path("legacy.pt")); },
               ThrowsMessage<IoError>(AllOf(HasSubstr("is a Python pickle (protocol 2)"),
                                            HasSubstr("legacy torch.save format"),

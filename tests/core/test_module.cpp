@@ -1,9 +1,8 @@
-#include "cvattn/core/module.hpp"
-
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include "cvattn/core/error.hpp"
+#include "cvattn/core/module.hpp"
 #include "cvattn/io/safetensors.hpp"
 #include "support/fixtures.hpp"
 #include "support/tensor_near.hpp"

@@ -1,11 +1,10 @@
-#include "cvattn/core/tensor.hpp"
-
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <opencv2/dnn.hpp>
 
 #include "cvattn/core/error.hpp"
+#include "cvattn/core/tensor.hpp"
 #include "support/random.hpp"
 
 namespace cvattn {
@@ -52,8 +51,11 @@ TEST(Tensor, ReshapeIsAViewAndInfersMinusOne) {
   EXPECT_EQ(b.shape(), (Shape{3, 2}));
   b[5] = 50.0f;
   EXPECT_EQ(a[5], 50.0f);
-  EXPECT_THAT([&] { (void)a.reshape({4, 2}); },
-              ThrowsMessage<ShapeError>(HasSubstr("cannot view [2, 3]")));
+  EXPECT_THAT(
+      [&] {
+        (void)a.reshape({4, 2});
+      },
+      ThrowsMessage<ShapeError>(HasSubstr("cannot view [2, 3]")));
   EXPECT_THROW((void)a.reshape({-1, -1}), ShapeError);
 }
 
@@ -119,7 +121,8 @@ TEST(Tensor, RejectsNonFloatAndNonContinuousMats) {
 TEST(Tensor, NchwRequiresRankFour) {
   Tensor t = Tensor::zeros({2, 3, 4});
   EXPECT_THAT([&] { (void)t.nchw("x"); },
-              ThrowsMessage<ShapeError>(HasSubstr("x: expected a rank-4 [N, C, H, W] tensor, got [2, 3, 4]")));
+              ThrowsMessage<ShapeError>(
+                  HasSubstr("x: expected a rank-4 [N, C, H, W] tensor, got [2, 3, 4]")));
 }
 
 TEST(Tensor, SizesAreOverflowChecked) {
@@ -142,17 +145,20 @@ TEST(Tensor, AllocationCapIsEnforcedBeforeAllocating) {
 TEST(Tensor, CheckShapeNamesTensorAndShapes) {
   Tensor t = Tensor::zeros({2, 32, 14, 14});
   EXPECT_NO_THROW(check_shape(t, {kAny, 32, kAny, kAny}, "x", "Foo::forward"));
-  EXPECT_THAT([&] { check_shape(t, {kAny, 64, kAny, kAny}, "x", "Foo::forward"); },
-              ThrowsMessage<ShapeError>(HasSubstr(
-                  "Foo::forward: tensor 'x' expected shape [*, 64, *, *], got [2, 32, 14, 14]")));
+  EXPECT_THAT(
+      [&] {
+        check_shape(t, {kAny, 64, kAny, kAny}, "x", "Foo::forward");
+      },
+      ThrowsMessage<ShapeError>(
+          HasSubstr("Foo::forward: tensor 'x' expected shape [*, 64, *, *], got [2, 32, 14, 14]")));
 }
 
 // fuzz_npy and fuzz_cli_args found that formatting this message computed numel * 4 with signed
 // overflow for shapes of more than 2^61 elements.
 TEST(Tensor, CapMessageForShapesBeyondInt64Bytes) {
   EXPECT_THAT([] { (void)Tensor::empty({std::int64_t{1} << 62}); },
-              ThrowsMessage<ValueError>(HasSubstr(
-                  "needs more than 9223372036854775807 bytes, over the allocation cap")));
+              ThrowsMessage<ValueError>(
+                  HasSubstr("needs more than 9223372036854775807 bytes, over the allocation cap")));
   EXPECT_THAT([] { (void)Tensor::empty({std::int64_t{1} << 40}); },
               ThrowsMessage<ValueError>(HasSubstr("needs 4398046511104 bytes")));
 }

@@ -1,12 +1,12 @@
 // cvattn::dnn custom layers inside cv::dnn: ONNX models written by tests/fixtures/onnx_models.py
 // run through cv::dnn::readNetFromONNX + Net::forward and are compared with the PyTorch
 // reference and with the same computation done directly with cvattn's kernels.
+#include <gtest/gtest.h>
+
 #include <map>
+#include <opencv2/dnn.hpp>
 #include <string>
 #include <vector>
-
-#include <gtest/gtest.h>
-#include <opencv2/dnn.hpp>
 
 #include "cvattn/dnn/layers.hpp"
 #include "cvattn/functional/deform_conv.hpp"
@@ -105,7 +105,8 @@ TEST_F(DnnLayers, SpatialTransformerWithThetaFromLinear) {
   EXPECT_TENSOR_NEAR(y.at("theta"), fx.tensor("theta"), test::Tolerance{});
   EXPECT_TENSOR_NEAR(y.at("Y"), fx.tensor("Y"), test::Tolerance{});
   const Shape size = fx.params()["size"];
-  const auto options = F::GridSampleOptions().padding_mode(F::PaddingMode::border).align_corners(true);
+  const auto options =
+      F::GridSampleOptions().padding_mode(F::PaddingMode::border).align_corners(true);
   const Tensor direct =
       F::grid_sample(fx.tensor("X"), F::affine_grid(fx.tensor("theta"), size, true), options);
   EXPECT_TENSOR_NEAR(direct, fx.tensor("Y"), test::Tolerance{});
@@ -209,7 +210,8 @@ TEST_F(DnnLayers, BadAttributesGiveClearErrors) {
       {"bad_gs_padding", "mirror"},
       {"bad_affine_size", "theta must be [N, 3, 4]"},
       {"bad_affine_huge", "over the allocation cap"},
-      {"bad_deform_pads", "offset must be [1, 18, 4, 5], got [1, 18, 3, 4]"},  // pads [1, 1, 0, 0] are valid now
+      {"bad_deform_pads",
+       "offset must be [1, 18, 4, 5], got [1, 18, 3, 4]"},  // pads [1, 1, 0, 0] are valid now
       {"bad_deform_group", "group = 3"},
   };
   for (const auto& [name, needle] : cases) {

@@ -2,14 +2,14 @@
 // with tools/onnx_export.py at a dynamic batch (tests/fixtures/onnx_export.py), other producers'
 // spellings and volumetric ops (tests/fixtures/onnx_alias.py), malformed attributes, and
 // intermediate outputs of an imported net drawn with cvattn::viz.
+#include <gtest/gtest.h>
+
 #include <cmath>
 #include <map>
-#include <string>
-#include <vector>
-
-#include <gtest/gtest.h>
 #include <opencv2/dnn.hpp>
 #include <opencv2/imgproc.hpp>
+#include <string>
+#include <vector>
 
 #include "cvattn/dnn/layers.hpp"
 #include "cvattn/functional/deform_conv.hpp"
@@ -197,7 +197,8 @@ TEST_F(DnnOnnx, OnnxBackendNodeTestsPass) {
       EXPECT_EQ(differ, p.at("disagreeing_elements").get<int>());
       ++ties;
     }
-    if (op == "GridSample") (fx.name().find("volumetric") != std::string::npos ? volumetric : grid_sample)++;
+    if (op == "GridSample")
+      (fx.name().find("volumetric") != std::string::npos ? volumetric : grid_sample)++;
     affine += op == "AffineGrid";
     deform += op == "DeformConv";
   }
@@ -216,8 +217,7 @@ TEST_F(DnnOnnx, BicubicBorderFollowsPyTorchNotTheOnnxReference) {
   for (const Fixture& fx : cases) {
     SCOPED_TRACE(fx.name());
     cv::dnn::Net net = cv::dnn::readNetFromONNX(fx.path("model.onnx"));
-    const Tensor y =
-        run(net, {{"X", fx.tensor("X")}, {"Grid", fx.tensor("Grid")}}, {"Y"}).at("Y");
+    const Tensor y = run(net, {{"X", fx.tensor("X")}, {"Grid", fx.tensor("Grid")}}, {"Y"}).at("Y");
     EXPECT_TENSOR_NEAR(y, fx.tensor("Y"), test::Tolerance{});
     const Tensor onnx = fx.tensor("Y_onnx");
     int differ = 0;
@@ -246,7 +246,8 @@ TEST_F(DnnOnnx, IntermediateOutputsOfAnImportedNetDrawnWithViz) {
   ASSERT_EQ(mats.size(), 3u);
   const Tensor grid(mats[1].clone());
   ASSERT_EQ(grid.shape(), Shape({1, 28, 28, 2}));
-  EXPECT_TENSOR_NEAR(Tensor(mats[0].clone()), fx.tensor("logprobs").slice0(0, 1), test::Tolerance{});
+  EXPECT_TENSOR_NEAR(Tensor(mats[0].clone()), fx.tensor("logprobs").slice0(0, 1),
+                     test::Tolerance{});
   // The same grid from theta with cvattn, and the same drawing.
   const Tensor theta = fx.tensor("theta").slice0(0, 1).clone();
   const Tensor direct = F::affine_grid(theta, {1, 1, 28, 28}, false);
@@ -274,13 +275,12 @@ TEST_F(DnnOnnx, IntermediateOutputsOfAnImportedNetDrawnWithViz) {
   const Tensor offset(mats[0].clone());
   EXPECT_TENSOR_NEAR(offset, dcn.tensor("offset"), test::Tolerance{});
   EXPECT_TENSOR_NEAR(Tensor(mats[1].clone()), dcn.tensor("Y"), test::Tolerance{});
-  const auto options = viz::DeformSamplingOptions()
-                           .stride(Pair2(2, 1))
-                           .padding(Pair2(1, 2))
-                           .dilation(Pair2(1, 2));
+  const auto options =
+      viz::DeformSamplingOptions().stride(Pair2(2, 1)).padding(Pair2(1, 2)).dilation(Pair2(1, 2));
   const std::vector<cv::Point> outputs{{3, 2}, {8, 1}};
   const Tensor positions = viz::deform_sampling_positions(offset, outputs, options);
-  EXPECT_TENSOR_NEAR(positions, viz::deform_sampling_positions(dcn.tensor("offset"), outputs, options),
+  EXPECT_TENSOR_NEAR(positions,
+                     viz::deform_sampling_positions(dcn.tensor("offset"), outputs, options),
                      test::Tolerance{});
   // Each output pixel's own position: (oy*sh - ph + dh*(kh-1)/2, ox*sw - pw + dw*(kw-1)/2).
   std::vector<float> centre_values;

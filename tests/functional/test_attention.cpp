@@ -1,7 +1,5 @@
 // scaled_dot_product_attention (docs/modules.md §11, §14), its packed-heads entry, and the
 // spatial <-> token helpers.
-#include "cvattn/functional/attention.hpp"
-
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -12,6 +10,7 @@
 #include <vector>
 
 #include "cvattn/core/error.hpp"
+#include "cvattn/functional/attention.hpp"
 #include "support/fixtures.hpp"
 #include "support/random.hpp"
 #include "support/tensor_near.hpp"
@@ -45,8 +44,8 @@ F::SdpaOptions options_of(const cvattn::test::Fixture& fx) {
 
 // Naive double-precision SDPA on [B, L, E] x [B, S, E] (mask [L, S] additive or empty), the
 // oracle for shapes the fixtures do not cover.
-void naive_sdpa(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& mask,
-                bool causal, double scale, Tensor& out, Tensor& w) {
+void naive_sdpa(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& mask, bool causal,
+                double scale, Tensor& out, Tensor& w) {
   const auto B = q.dim(0), L = q.dim(1), E = q.dim(2), S = k.dim(1), Ev = v.dim(2);
   out = Tensor::zeros({B, L, Ev});
   w = Tensor::zeros({B, L, S});
@@ -56,7 +55,8 @@ void naive_sdpa(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor&
       double m = -INFINITY;
       for (std::int64_t j = 0; j < S; ++j) {
         double acc = 0;
-        for (std::int64_t e = 0; e < E; ++e) acc += double(q[(b * L + i) * E + e]) * k[(b * S + j) * E + e];
+        for (std::int64_t e = 0; e < E; ++e)
+          acc += double(q[(b * L + i) * E + e]) * k[(b * S + j) * E + e];
         acc *= scale;
         if (mask.defined()) acc += mask[i * S + j];
         if (causal && j > i) acc = -INFINITY;
@@ -177,9 +177,14 @@ TEST(ScaledDotProductAttention, SeedExampleWithDefaultScale) {
 TEST(ScaledDotProductAttention, MatchesNaiveReferenceOnOddShapes) {
   // Sizes around the 6-row / 16-column tiles and the 8-lane vectors, causal and masked; the
   // last key panel is 4 wide (S = 1, 17, 35, 36, 130), 8 wide (S = 22, 200) or 16 (S = 64).
-  for (const auto& dims : std::vector<std::vector<std::int64_t>>{
-           {1, 1, 1, 1, 1}, {2, 13, 35, 5, 19}, {1, 50, 17, 33, 16}, {3, 7, 64, 8, 40},
-           {1, 97, 130, 12, 7}, {2, 19, 22, 9, 33}, {1, 13, 36, 32, 32}, {1, 7, 200, 16, 8}}) {
+  for (const auto& dims : std::vector<std::vector<std::int64_t>>{{1, 1, 1, 1, 1},
+                                                                 {2, 13, 35, 5, 19},
+                                                                 {1, 50, 17, 33, 16},
+                                                                 {3, 7, 64, 8, 40},
+                                                                 {1, 97, 130, 12, 7},
+                                                                 {2, 19, 22, 9, 33},
+                                                                 {1, 13, 36, 32, 32},
+                                                                 {1, 7, 200, 16, 8}}) {
     const auto B = dims[0], L = dims[1], S = dims[2], E = dims[3], Ev = dims[4];
     const Tensor q = cvattn::test::random_tensor({B, L, E}, 11, -2, 2);
     const Tensor k = cvattn::test::random_tensor({B, S, E}, 12, -2, 2);
@@ -217,7 +222,8 @@ TEST(ScaledDotProductAttention, WeightRowsSumToOne) {
 }
 
 TEST(ScaledDotProductAttention, MaskedKeysGetExactlyZeroWeight) {
-  const Tensor q = cvattn::test::random_tensor({4, 8}, 1), k = cvattn::test::random_tensor({6, 8}, 2);
+  const Tensor q = cvattn::test::random_tensor({4, 8}, 1),
+               k = cvattn::test::random_tensor({6, 8}, 2);
   const Tensor v = cvattn::test::random_tensor({6, 3}, 3);
   Tensor mask = Tensor::zeros({4, 6});
   mask[1] = -kInf;
@@ -232,7 +238,8 @@ TEST(ScaledDotProductAttention, MaskedKeysGetExactlyZeroWeight) {
 }
 
 TEST(ScaledDotProductAttention, FullyMaskedRowGivesZeros) {
-  const Tensor q = cvattn::test::random_tensor({3, 4}, 1), k = cvattn::test::random_tensor({5, 4}, 2);
+  const Tensor q = cvattn::test::random_tensor({3, 4}, 1),
+               k = cvattn::test::random_tensor({5, 4}, 2);
   const Tensor v = cvattn::test::random_tensor({5, 2}, 3);
   Tensor mask = Tensor::zeros({3, 5});
   for (int j = 0; j < 5; ++j) mask[5 + j] = -kInf;
@@ -246,13 +253,13 @@ TEST(ScaledDotProductAttention, FullyMaskedRowGivesZeros) {
 }
 
 TEST(ScaledDotProductAttention, EmptyDimensions) {
-  const auto none = F::scaled_dot_product_attention(Tensor::zeros({2, 3, 4}), Tensor::zeros({2, 0, 4}),
-                                                    Tensor::zeros({2, 0, 5}));
+  const auto none = F::scaled_dot_product_attention(
+      Tensor::zeros({2, 3, 4}), Tensor::zeros({2, 0, 4}), Tensor::zeros({2, 0, 5}));
   EXPECT_EQ(none.output.shape(), (Shape{2, 3, 5}));
   EXPECT_EQ(none.attn_weights.shape(), (Shape{2, 3, 0}));
   for (std::int64_t i = 0; i < none.output.numel(); ++i) EXPECT_EQ(none.output[i], 0.0f);
-  const auto empty = F::scaled_dot_product_attention(Tensor::zeros({0, 3, 4}), Tensor::zeros({0, 2, 4}),
-                                                     Tensor::zeros({0, 2, 5}));
+  const auto empty = F::scaled_dot_product_attention(
+      Tensor::zeros({0, 3, 4}), Tensor::zeros({0, 2, 4}), Tensor::zeros({0, 2, 5}));
   EXPECT_EQ(empty.output.shape(), (Shape{0, 3, 5}));
   const auto no_rows = F::scaled_dot_product_attention(Tensor::zeros({0, 4}), Tensor::zeros({2, 4}),
                                                        Tensor::zeros({2, 5}));
@@ -267,7 +274,7 @@ TEST(ScaledDotProductAttention, NonFiniteInputsDoNotCrash) {
   q[20] = kInf;
   q[30] = -kInf;
   const auto r = F::scaled_dot_product_attention(q, k, v);
-  EXPECT_TRUE(std::isnan(r.output[0]));   // row 0 holds the NaN
+  EXPECT_TRUE(std::isnan(r.output[0]));  // row 0 holds the NaN
   EXPECT_EQ(r.output.shape(), (Shape{2, 9, 8}));
 }
 
@@ -290,16 +297,25 @@ TEST(ScaledDotProductAttention, RejectsBadInput) {
   const Tensor v = Tensor::zeros({2, 3, 7, 6});
   using cvattn::ShapeError;
   using cvattn::ValueError;
-  EXPECT_THAT([&] { (void)F::scaled_dot_product_attention(q, Tensor::zeros({2, 3, 7, 4}), v); },
-              ThrowsMessage<ShapeError>(HasSubstr(
-                  "scaled_dot_product_attention: tensor 'key' expected [..., *, 8] (E of 'query' "
-                  "[2, 3, 5, 8]), got [2, 3, 7, 4]")));
-  EXPECT_THAT([&] { (void)F::scaled_dot_product_attention(q, k, Tensor::zeros({2, 3, 6, 6})); },
-              ThrowsMessage<ShapeError>(HasSubstr(
-                  "tensor 'value' expected [..., 7, *] (S of 'key' [2, 3, 7, 8]), got "
-                  "[2, 3, 6, 6]")));
-  EXPECT_THAT([&] { (void)F::scaled_dot_product_attention(q, Tensor::zeros({4, 3, 7, 8}), v); },
-              ThrowsMessage<ShapeError>(HasSubstr("do not broadcast")));
+  EXPECT_THAT(
+      [&] {
+        (void)F::scaled_dot_product_attention(q, Tensor::zeros({2, 3, 7, 4}), v);
+      },
+      ThrowsMessage<ShapeError>(
+          HasSubstr("scaled_dot_product_attention: tensor 'key' expected [..., *, 8] (E of 'query' "
+                    "[2, 3, 5, 8]), got [2, 3, 7, 4]")));
+  EXPECT_THAT(
+      [&] {
+        (void)F::scaled_dot_product_attention(q, k, Tensor::zeros({2, 3, 6, 6}));
+      },
+      ThrowsMessage<ShapeError>(
+          HasSubstr("tensor 'value' expected [..., 7, *] (S of 'key' [2, 3, 7, 8]), got "
+                    "[2, 3, 6, 6]")));
+  EXPECT_THAT(
+      [&] {
+        (void)F::scaled_dot_product_attention(q, Tensor::zeros({4, 3, 7, 8}), v);
+      },
+      ThrowsMessage<ShapeError>(HasSubstr("do not broadcast")));
   EXPECT_THAT([&] { (void)F::scaled_dot_product_attention(Tensor::zeros({8}), k, v); },
               ThrowsMessage<ShapeError>(HasSubstr("tensor 'query' expected [B..., L, E]")));
   EXPECT_THAT([&] { (void)F::scaled_dot_product_attention(Tensor(), k, v); },
@@ -310,12 +326,18 @@ TEST(ScaledDotProductAttention, RejectsBadInput) {
                                               F::SdpaOptions().is_causal(true));
       },
       ThrowsMessage<ValueError>(HasSubstr("is_causal=true cannot be combined")));
-  EXPECT_THAT([&] { (void)F::scaled_dot_product_attention(q, k, v, Tensor::zeros({5, 6})); },
-              ThrowsMessage<ShapeError>(HasSubstr(
-                  "tensor 'attn_mask' expected a shape that broadcasts to [2, 3, 5, 7], got "
-                  "[5, 6]")));
-  EXPECT_THAT([&] { (void)F::scaled_dot_product_attention(q, k, v, Tensor::zeros({1, 2, 3, 5, 7})); },
-              ThrowsMessage<ShapeError>(HasSubstr("broadcasts to")));
+  EXPECT_THAT(
+      [&] {
+        (void)F::scaled_dot_product_attention(q, k, v, Tensor::zeros({5, 6}));
+      },
+      ThrowsMessage<ShapeError>(
+          HasSubstr("tensor 'attn_mask' expected a shape that broadcasts to [2, 3, 5, 7], got "
+                    "[5, 6]")));
+  EXPECT_THAT(
+      [&] {
+        (void)F::scaled_dot_product_attention(q, k, v, Tensor::zeros({1, 2, 3, 5, 7}));
+      },
+      ThrowsMessage<ShapeError>(HasSubstr("broadcasts to")));
   EXPECT_THAT(
       [&] {
         (void)F::scaled_dot_product_attention(q, k, v, Tensor::full({5, 7}, 2.0f),
@@ -324,28 +346,36 @@ TEST(ScaledDotProductAttention, RejectsBadInput) {
       ThrowsMessage<ValueError>(HasSubstr("is boolean and must hold only 0 and 1, got 2")));
   EXPECT_THAT(
       [&] {
-        (void)F::scaled_dot_product_attention(q, k, v, {},
-                                              F::SdpaOptions().scale(std::nan("")));
+        (void)F::scaled_dot_product_attention(q, k, v, {}, F::SdpaOptions().scale(std::nan("")));
       },
       ThrowsMessage<ValueError>(HasSubstr("scale must be finite")));
-  EXPECT_THAT([&] { (void)F::scaled_dot_product_attention(Tensor::zeros({3, 0}), Tensor::zeros({3, 0}), v); },
-              ThrowsMessage<ShapeError>(HasSubstr("positive embedding size")));
+  EXPECT_THAT(
+      [&] {
+        (void)F::scaled_dot_product_attention(Tensor::zeros({3, 0}), Tensor::zeros({3, 0}), v);
+      },
+      ThrowsMessage<ShapeError>(HasSubstr("positive embedding size")));
 }
 
 TEST(ScaledDotProductAttentionHeads, RejectsBadInput) {
   const Tensor q = Tensor::zeros({2, 5, 12}), k = Tensor::zeros({2, 7, 12});
   const Tensor v = Tensor::zeros({2, 7, 9});
   using cvattn::ShapeError;
-  EXPECT_THAT([&] { (void)F::scaled_dot_product_attention_heads(q, k, v, 5); },
-              ThrowsMessage<ShapeError>(HasSubstr("expected [B, L, num_heads*E] with num_heads = 5")));
+  EXPECT_THAT(
+      [&] { (void)F::scaled_dot_product_attention_heads(q, k, v, 5); },
+      ThrowsMessage<ShapeError>(HasSubstr("expected [B, L, num_heads*E] with num_heads = 5")));
   EXPECT_THAT([&] { (void)F::scaled_dot_product_attention_heads(q, k, v, 2); },
               ThrowsMessage<ShapeError>(HasSubstr("tensor 'value' expected [B, S, num_heads*Ev]")));
-  EXPECT_THAT([&] { (void)F::scaled_dot_product_attention_heads(q, Tensor::zeros({2, 7, 6}), v, 3); },
-              ThrowsMessage<ShapeError>(HasSubstr("tensor 'key' expected shape [2, *, 12]")));
+  EXPECT_THAT(
+      [&] {
+        (void)F::scaled_dot_product_attention_heads(q, Tensor::zeros({2, 7, 6}), v, 3);
+      },
+      ThrowsMessage<ShapeError>(HasSubstr("tensor 'key' expected shape [2, *, 12]")));
   EXPECT_THAT([&] { (void)F::scaled_dot_product_attention_heads(q, k, v, 0); },
               ThrowsMessage<cvattn::ValueError>(HasSubstr("num_heads must be positive")));
   EXPECT_THAT(
-      [&] { (void)F::scaled_dot_product_attention_heads(q, k, v, 3, Tensor::zeros({2, 2, 5, 7})); },
+      [&] {
+        (void)F::scaled_dot_product_attention_heads(q, k, v, 3, Tensor::zeros({2, 2, 5, 7}));
+      },
       ThrowsMessage<ShapeError>(HasSubstr("broadcasts to [2, 3, 5, 7]")));
 }
 
@@ -385,11 +415,20 @@ TEST(FlattenSpatial, MatchesIndexingOnBlockedAndOddSizes) {
 }
 
 TEST(FlattenSpatial, RejectsBadShapes) {
-  EXPECT_THAT([] { (void)F::flatten_spatial(Tensor::zeros({2, 3, 4})); },
-              ThrowsMessage<cvattn::ShapeError>(HasSubstr("x")));
-  EXPECT_THAT([] { (void)F::unflatten_spatial(Tensor::zeros({2, 12, 3}), 4, 4); },
-              ThrowsMessage<cvattn::ShapeError>(HasSubstr(
-                  "unflatten_spatial: tensor 'tokens' expected [*, 16 (4*4), *], got [2, 12, 3]")));
-  EXPECT_THAT([] { (void)F::unflatten_spatial(Tensor::zeros({2, 12, 3}), -3, -4); },
-              ThrowsMessage<cvattn::ValueError>(HasSubstr("non-negative")));
+  EXPECT_THAT(
+      [] {
+        (void)F::flatten_spatial(Tensor::zeros({2, 3, 4}));
+      },
+      ThrowsMessage<cvattn::ShapeError>(HasSubstr("x")));
+  EXPECT_THAT(
+      [] {
+        (void)F::unflatten_spatial(Tensor::zeros({2, 12, 3}), 4, 4);
+      },
+      ThrowsMessage<cvattn::ShapeError>(HasSubstr(
+          "unflatten_spatial: tensor 'tokens' expected [*, 16 (4*4), *], got [2, 12, 3]")));
+  EXPECT_THAT(
+      [] {
+        (void)F::unflatten_spatial(Tensor::zeros({2, 12, 3}), -3, -4);
+      },
+      ThrowsMessage<cvattn::ValueError>(HasSubstr("non-negative")));
 }

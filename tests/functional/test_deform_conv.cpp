@@ -20,10 +20,10 @@ namespace cvattn {
 namespace {
 
 namespace F = functional;
-using ::testing::HasSubstr;
-using ::testing::ThrowsMessage;
 using test::pair;
 using test::ThreadScope;
+using ::testing::HasSubstr;
+using ::testing::ThrowsMessage;
 
 constexpr test::Tolerance kTol{1e-4, 1e-4};
 constexpr test::Tolerance kTight{1e-6, 0};
@@ -44,9 +44,7 @@ F::DeformConv2dOptions options_of(const test::Fixture& fx) {
 }
 
 // The 3x3 input [[1,2,3],[4,5,6],[7,8,9]] of the §10.1 worked examples.
-Tensor worked_input() {
-  return Tensor::from_vector({1, 1, 3, 3}, {1, 2, 3, 4, 5, 6, 7, 8, 9});
-}
+Tensor worked_input() { return Tensor::from_vector({1, 1, 3, 3}, {1, 2, 3, 4, 5, 6, 7, 8, 9}); }
 
 // docs/modules.md §10.1 transcribed literally, accumulating in double.
 Tensor naive_deform_conv2d(const Tensor& input, const Tensor& offset, const Tensor& weight,
@@ -111,9 +109,9 @@ TEST(DeformConv2d, MatchesTorchvision) {
     ThreadScope scope(threads);
     for (const auto& fx : cases) {
       SCOPED_TRACE(fx.name() + " threads=" + std::to_string(threads));
-      const Tensor y = F::deform_conv2d(fx.tensor("input"), fx.tensor("offset"),
-                                        fx.tensor("weight"), optional(fx, "bias"),
-                                        optional(fx, "mask"), options_of(fx));
+      const Tensor y =
+          F::deform_conv2d(fx.tensor("input"), fx.tensor("offset"), fx.tensor("weight"),
+                           optional(fx, "bias"), optional(fx, "mask"), options_of(fx));
       EXPECT_TENSOR_NEAR(y, fx.tensor("output"), kTol);
     }
   }
@@ -133,8 +131,8 @@ TEST(DeformConv2d, WorkedExampleBoundaryRule) {
   // A 1x1 kernel at output (0, 0) samples exactly at (dy, dx).
   const struct {
     float py, px, expected;
-  } samples[] = {{-1.0f, 0.0f, 0.0f}, {-0.5f, 0.0f, 0.5f}, {3.0f, 0.0f, 0.0f},
-                 {1.5f, -0.75f, 1.375f}};
+  } samples[] = {
+      {-1.0f, 0.0f, 0.0f}, {-0.5f, 0.0f, 0.5f}, {3.0f, 0.0f, 0.0f}, {1.5f, -0.75f, 1.375f}};
   for (const auto& s : samples) {
     SCOPED_TRACE(std::to_string(s.py) + ", " + std::to_string(s.px));
     Tensor offset = Tensor::zeros({1, 2, 3, 3});
@@ -149,8 +147,7 @@ TEST(DeformConv2d, WorkedExampleThreeByThree) {
   const Tensor ones = Tensor::full({1, 1, 3, 3}, 1.0f);
   const auto pad1 = F::DeformConv2dOptions().padding(1);
   Tensor offset = Tensor::zeros({1, 18, 3, 3});
-  const Tensor expected =
-      Tensor::from_vector({1, 1, 3, 3}, {12, 21, 16, 27, 45, 33, 24, 39, 28});
+  const Tensor expected = Tensor::from_vector({1, 1, 3, 3}, {12, 21, 16, 27, 45, 33, 24, 39, 28});
   EXPECT_TENSOR_NEAR(F::deform_conv2d(worked_input(), offset, ones, {}, {}, pad1), expected,
                      kTight);
   // At output (1, 1): centre tap (k=4) dx = +1 (channel 9), top-left tap (k=0) dy = +0.5
@@ -184,11 +181,12 @@ TEST(DeformConv2d, ZeroOffsetsAndUnitMaskEqualConv2d) {
     const Tensor w = test::random_tensor(cfg.weight, 2);
     const Tensor b = test::random_tensor({cfg.weight[0]}, 3);
     const std::int64_t groups = cfg.input[1] / cfg.weight[1];
-    const Tensor ref = F::conv2d(x, w, b, F::Conv2dOptions()
-                                              .stride(cfg.stride)
-                                              .padding(cfg.padding)
-                                              .dilation(cfg.dilation)
-                                              .groups(groups));
+    const Tensor ref = F::conv2d(x, w, b,
+                                 F::Conv2dOptions()
+                                     .stride(cfg.stride)
+                                     .padding(cfg.padding)
+                                     .dilation(cfg.dilation)
+                                     .groups(groups));
     const std::int64_t taps = cfg.weight[2] * cfg.weight[3];
     const Tensor offset =
         Tensor::zeros({ref.dim(0), 2 * cfg.offset_groups * taps, ref.dim(2), ref.dim(3)});
@@ -241,8 +239,8 @@ TEST(DeformConv2d, MatchesFormulaOnRandomConfigurations) {
     const Tensor wt = test::random_tensor({cout, cin / gw, k.h, k.w}, seed + 2);
     const Tensor b = trial % 2 ? test::random_tensor({cout}, seed + 3) : Tensor();
     const Tensor off = test::random_tensor({n, 2 * go * taps, ho, wo}, seed + 4, -4.0f, 4.0f);
-    const Tensor m = trial % 3 ? test::random_tensor({n, go * taps, ho, wo}, seed + 5, -1, 2)
-                               : Tensor();
+    const Tensor m =
+        trial % 3 ? test::random_tensor({n, go * taps, ho, wo}, seed + 5, -1, 2) : Tensor();
     SCOPED_TRACE("trial " + std::to_string(trial));
     for (int threads : {1, 2}) {
       ThreadScope scope(threads);
@@ -328,9 +326,9 @@ TEST(DeformConv2d, EmptyImageReadsZeros) {
   // H = 0 with padding: every sample lies outside the (empty) image, only the bias remains.
   const Tensor off = test::random_tensor({1, 2, 2, 4}, 51, -1, 1);
   const Tensor b = Tensor::from_vector({3}, {1, 2, 3});
-  const Tensor y = F::deform_conv2d(Tensor::zeros({1, 2, 0, 4}), off,
-                                    test::random_tensor({3, 2, 1, 1}, 52), b, {},
-                                    F::DeformConv2dOptions().padding({1, 0}));
+  const Tensor y =
+      F::deform_conv2d(Tensor::zeros({1, 2, 0, 4}), off, test::random_tensor({3, 2, 1, 1}, 52), b,
+                       {}, F::DeformConv2dOptions().padding({1, 0}));
   ASSERT_EQ(y.shape(), (Shape{1, 3, 2, 4}));
   for (std::int64_t i = 0; i < y.numel(); ++i) EXPECT_EQ(y[i], b[i / 8]) << i;
 }
@@ -363,9 +361,10 @@ TEST(DeformConv2d, RejectsInconsistentShapes) {
               ThrowsMessage<ShapeError>(HasSubstr("deform_conv2d: tensor 'input'")));
   EXPECT_THAT(call(x, Tensor(), w),
               ThrowsMessage<ShapeError>(HasSubstr("deform_conv2d: tensor 'offset'")));
-  EXPECT_THAT(call(x, Tensor::zeros({1, 18, 5, 5}), w),
-              ThrowsMessage<ShapeError>(HasSubstr(
-                  "tensor 'offset' expected batch 2 (of 'input' [2, 4, 7, 7]), got [1, 18, 5, 5]")));
+  EXPECT_THAT(
+      call(x, Tensor::zeros({1, 18, 5, 5}), w),
+      ThrowsMessage<ShapeError>(HasSubstr(
+          "tensor 'offset' expected batch 2 (of 'input' [2, 4, 7, 7]), got [1, 18, 5, 5]")));
   EXPECT_THAT(call(x, Tensor::zeros({2, 17, 5, 5}), w),
               ThrowsMessage<ShapeError>(HasSubstr("a positive multiple of 18 for the 3x3 kernel")));
   EXPECT_THAT(call(x, Tensor::zeros({2, 0, 5, 5}), w),
@@ -381,20 +380,21 @@ TEST(DeformConv2d, RejectsInconsistentShapes) {
   EXPECT_THAT(call(x, off, Tensor::zeros({6, 3, 3, 3})),
               ThrowsMessage<ShapeError>(HasSubstr(
                   "tensor 'input' expected a multiple of 3 channels (weight [6, 3, 3, 3])")));
-  EXPECT_THAT(call(x, off, Tensor::zeros({5, 2, 3, 3})),
-              ThrowsMessage<ShapeError>(HasSubstr("5 output channels, not a multiple of its 2 groups")));
+  EXPECT_THAT(
+      call(x, off, Tensor::zeros({5, 2, 3, 3})),
+      ThrowsMessage<ShapeError>(HasSubstr("5 output channels, not a multiple of its 2 groups")));
   EXPECT_THAT(call(x, off, Tensor::zeros({6, 0, 3, 3})),
               ThrowsMessage<ShapeError>(HasSubstr("at least one input channel")));
   EXPECT_THAT(call(Tensor::zeros({2, 0, 7, 7}), off, Tensor::zeros({6, 1, 3, 3})),
-              ThrowsMessage<ShapeError>(HasSubstr(
-                  "tensor 'input' expected at least one channel, got [2, 0, 7, 7]")));
+              ThrowsMessage<ShapeError>(
+                  HasSubstr("tensor 'input' expected at least one channel, got [2, 0, 7, 7]")));
   EXPECT_THAT(call(x, off, Tensor::zeros({0, 4, std::int64_t{1} << 20, std::int64_t{1} << 20})),
               ThrowsMessage<ShapeError>(HasSubstr("more kernel taps than an offset tensor")));
   EXPECT_THAT(call(x, off, Tensor::zeros({6, 4, 0, 3})),
               ThrowsMessage<ShapeError>(HasSubstr("has an empty kernel")));
   EXPECT_THAT(call(x, off, w, {}, Tensor::zeros({2, 18, 5, 5})),
-              ThrowsMessage<ShapeError>(HasSubstr(
-                  "tensor 'mask' expected shape [2, 9, 5, 5], got [2, 18, 5, 5]")));
+              ThrowsMessage<ShapeError>(
+                  HasSubstr("tensor 'mask' expected shape [2, 9, 5, 5], got [2, 18, 5, 5]")));
   EXPECT_THAT(call(x, off, w, Tensor::zeros({5})),
               ThrowsMessage<ShapeError>(HasSubstr("tensor 'bias' expected shape [6], got [5]")));
   EXPECT_THAT(call(Tensor::zeros({1, 4, 2, 2}), Tensor::zeros({1, 18, 1, 1}), w),
@@ -405,8 +405,7 @@ TEST(DeformConv2d, RejectsInconsistentShapes) {
               ThrowsMessage<ValueError>(HasSubstr("padding must be non-negative")));
   EXPECT_THAT(call(x, off, w, {}, {}, F::DeformConv2dOptions().dilation({1, 0})),
               ThrowsMessage<ValueError>(HasSubstr("dilation must be positive")));
-  EXPECT_THAT(call(x, off, w, {}, {},
-                   F::DeformConv2dOptions().dilation(std::int64_t{1} << 40)),
+  EXPECT_THAT(call(x, off, w, {}, {}, F::DeformConv2dOptions().dilation(std::int64_t{1} << 40)),
               ThrowsMessage<ValueError>(HasSubstr("dilation must be at most")));
 }
 

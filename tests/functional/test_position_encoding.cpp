@@ -1,6 +1,4 @@
 // DETR sine position encoding (docs/modules.md §13), learned tables, Swin relative position bias.
-#include "cvattn/functional/position_encoding.hpp"
-
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -8,6 +6,7 @@
 #include <string>
 
 #include "cvattn/core/error.hpp"
+#include "cvattn/functional/position_encoding.hpp"
 #include "support/fixtures.hpp"
 #include "support/random.hpp"
 #include "support/tensor_near.hpp"
@@ -39,7 +38,8 @@ TEST(PositionEncodingSine, MatchesDetr) {
 
 // §13 worked example, normalize=false, pixel (1, 2) of an unpadded map, F = 4.
 TEST(PositionEncodingSine, WorkedExampleRaw) {
-  const Tensor pos = F::position_encoding_sine({1, 8, 3, 4}, F::PositionEncodingOptions().normalize(false));
+  const Tensor pos =
+      F::position_encoding_sine({1, 8, 3, 4}, F::PositionEncodingOptions().normalize(false));
   const float expected[8] = {0.909297f, -0.416147f, 0.019999f, 0.999800f,
                              0.141120f, -0.989992f, 0.029996f, 0.999550f};
   for (int c = 0; c < 8; ++c) EXPECT_NEAR(pos.at(0, c, 1, 2), expected[c], 1e-6) << "channel " << c;
@@ -49,7 +49,7 @@ TEST(PositionEncodingSine, WorkedExampleRaw) {
 TEST(PositionEncodingSine, WorkedExampleNormalized) {
   const Tensor pos = F::position_encoding_sine({1, 8, 2, 3});
   const float expected[8] = {0.0000016f, -1.000000f, 0.031411f, 0.999507f,
-                             0.866026f, -0.499999f, 0.020942f, 0.999781f};
+                             0.866026f,  -0.499999f, 0.020942f, 0.999781f};
   for (int c = 0; c < 8; ++c) EXPECT_NEAR(pos.at(0, c, 0, 0), expected[c], 1e-6) << "channel " << c;
 }
 
@@ -65,10 +65,16 @@ TEST(PositionEncodingSine, EmptySizeWithAHugeExtentReturnsAtOnce) {
 TEST(PositionEncodingSine, RejectsBadInput) {
   using cvattn::ShapeError;
   using cvattn::ValueError;
-  EXPECT_THAT([] { (void)F::position_encoding_sine({1, 6, 2, 2}); },
-              ThrowsMessage<ShapeError>(HasSubstr("positive multiple of 4")));
-  EXPECT_THAT([] { (void)F::position_encoding_sine({1, 8, 2}); },
-              ThrowsMessage<ShapeError>(HasSubstr("size expected [N, C, H, W], got [1, 8, 2]")));
+  EXPECT_THAT(
+      [] {
+        (void)F::position_encoding_sine({1, 6, 2, 2});
+      },
+      ThrowsMessage<ShapeError>(HasSubstr("positive multiple of 4")));
+  EXPECT_THAT(
+      [] {
+        (void)F::position_encoding_sine({1, 8, 2});
+      },
+      ThrowsMessage<ShapeError>(HasSubstr("size expected [N, C, H, W], got [1, 8, 2]")));
   EXPECT_THAT(
       [] {
         (void)F::position_encoding_sine({1, 8, 2, 2},
@@ -76,14 +82,26 @@ TEST(PositionEncodingSine, RejectsBadInput) {
       },
       ThrowsMessage<ValueError>(HasSubstr("normalize should be true if scale is passed")));
   EXPECT_THAT(
-      [] { (void)F::position_encoding_sine({1, 8, 2, 2}, F::PositionEncodingOptions().temperature(0)); },
+      [] {
+        (void)F::position_encoding_sine({1, 8, 2, 2}, F::PositionEncodingOptions().temperature(0));
+      },
       ThrowsMessage<ValueError>(HasSubstr("temperature must be finite and positive")));
-  EXPECT_THAT([] { (void)F::position_encoding_sine({2, 8, 2, 2}, {}, Tensor::zeros({1, 2, 2})); },
-              ThrowsMessage<ShapeError>(HasSubstr("tensor 'mask' expected shape [2, 2, 2], got [1, 2, 2]")));
-  EXPECT_THAT([] { (void)F::position_encoding_sine({1, 8, 2, 2}, {}, Tensor::full({1, 2, 2}, 0.5f)); },
-              ThrowsMessage<ValueError>(HasSubstr("must hold only 0 (valid) and 1 (padded)")));
-  EXPECT_THAT([] { (void)F::position_encoding_sine({1, 8, -2, 2}); },
-              ThrowsMessage<ShapeError>(HasSubstr("negative")));
+  EXPECT_THAT(
+      [] {
+        (void)F::position_encoding_sine({2, 8, 2, 2}, {}, Tensor::zeros({1, 2, 2}));
+      },
+      ThrowsMessage<ShapeError>(
+          HasSubstr("tensor 'mask' expected shape [2, 2, 2], got [1, 2, 2]")));
+  EXPECT_THAT(
+      [] {
+        (void)F::position_encoding_sine({1, 8, 2, 2}, {}, Tensor::full({1, 2, 2}, 0.5f));
+      },
+      ThrowsMessage<ValueError>(HasSubstr("must hold only 0 (valid) and 1 (padded)")));
+  EXPECT_THAT(
+      [] {
+        (void)F::position_encoding_sine({1, 8, -2, 2});
+      },
+      ThrowsMessage<ShapeError>(HasSubstr("negative")));
 }
 
 TEST(AddPositionEncoding, AddsTheTableToEverySample) {
@@ -93,10 +111,17 @@ TEST(AddPositionEncoding, AddsTheTableToEverySample) {
     const Tensor y = F::add_position_encoding(x, t);
     for (std::int64_t i = 0; i < x.numel(); ++i) EXPECT_EQ(y[i], x[i] + table[i % 60]);
   }
-  EXPECT_THAT([&] { (void)F::add_position_encoding(x, Tensor::zeros({3, 5, 4})); },
-              ThrowsMessage<cvattn::ShapeError>(HasSubstr("tensor 'table' expected shape [3, 4, 5], got [3, 5, 4]")));
-  EXPECT_THAT([&] { (void)F::add_position_encoding(x, Tensor::zeros({2, 3, 4, 5})); },
-              ThrowsMessage<cvattn::ShapeError>(HasSubstr("expected shape [1, 3, 4, 5]")));
+  EXPECT_THAT(
+      [&] {
+        (void)F::add_position_encoding(x, Tensor::zeros({3, 5, 4}));
+      },
+      ThrowsMessage<cvattn::ShapeError>(
+          HasSubstr("tensor 'table' expected shape [3, 4, 5], got [3, 5, 4]")));
+  EXPECT_THAT(
+      [&] {
+        (void)F::add_position_encoding(x, Tensor::zeros({2, 3, 4, 5}));
+      },
+      ThrowsMessage<cvattn::ShapeError>(HasSubstr("expected shape [1, 3, 4, 5]")));
 }
 
 TEST(RelativePositionBias, MatchesSwin) {
@@ -118,10 +143,16 @@ TEST(RelativePositionBias, MatchesSwin) {
 }
 
 TEST(RelativePositionBias, RejectsBadInput) {
-  EXPECT_THAT([] { (void)F::relative_position_bias(Tensor::zeros({24, 2}), cvattn::Pair2(3, 4)); },
-              ThrowsMessage<cvattn::ShapeError>(HasSubstr(
-                  "relative_position_bias: tensor 'table' expected [35, heads] ((2*3-1)*(2*4-1) "
-                  "rows for a 3x4 window), got [24, 2]")));
-  EXPECT_THAT([] { (void)F::relative_position_bias(Tensor::zeros({1, 2}), cvattn::Pair2(0, 1)); },
-              ThrowsMessage<cvattn::ValueError>(HasSubstr("window must be in [1, 4096]")));
+  EXPECT_THAT(
+      [] {
+        (void)F::relative_position_bias(Tensor::zeros({24, 2}), cvattn::Pair2(3, 4));
+      },
+      ThrowsMessage<cvattn::ShapeError>(
+          HasSubstr("relative_position_bias: tensor 'table' expected [35, heads] ((2*3-1)*(2*4-1) "
+                    "rows for a 3x4 window), got [24, 2]")));
+  EXPECT_THAT(
+      [] {
+        (void)F::relative_position_bias(Tensor::zeros({1, 2}), cvattn::Pair2(0, 1));
+      },
+      ThrowsMessage<cvattn::ValueError>(HasSubstr("window must be in [1, 4096]")));
 }

@@ -1,5 +1,3 @@
-#include "cvattn/functional/sampling.hpp"
-
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -11,6 +9,7 @@
 
 #include "cvattn/core/error.hpp"
 #include "cvattn/core/parallel.hpp"
+#include "cvattn/functional/sampling.hpp"
 #include "support/fixtures.hpp"
 #include "support/random.hpp"
 #include "support/tensor_near.hpp"
@@ -19,9 +18,9 @@ namespace cvattn {
 namespace {
 
 namespace F = cvattn::functional;
+using test::Tolerance;
 using ::testing::HasSubstr;
 using ::testing::ThrowsMessage;
-using test::Tolerance;
 
 constexpr Tolerance kTol{1e-4, 1e-4};
 
@@ -108,9 +107,9 @@ Tensor example_input() { return Tensor::from_vector({1, 1, 2, 3}, {1, 2, 3, 4, 5
 float sample_at(const Tensor& input, float x, float y, F::Interpolation mode,
                 F::PaddingMode padding, bool align_corners) {
   const Tensor grid = Tensor::from_vector({1, 1, 1, 2}, {x, y});
-  return F::grid_sample(input, grid,
-                        F::GridSampleOptions().mode(mode).padding_mode(padding).align_corners(
-                            align_corners))[0];
+  return F::grid_sample(
+      input, grid,
+      F::GridSampleOptions().mode(mode).padding_mode(padding).align_corners(align_corners))[0];
 }
 
 struct ExampleRow {
@@ -134,8 +133,8 @@ TEST(GridSample, WorkedExamplesAlignCornersFalse) {
     SCOPED_TRACE(testing::Message() << "grid (" << r.x << ", " << r.y << ")");
     EXPECT_NEAR(sample_at(in, r.x, r.y, I::bilinear, P::zeros, false), r.bilinear_zeros, 1e-5);
     EXPECT_NEAR(sample_at(in, r.x, r.y, I::bilinear, P::border, false), r.bilinear_border, 1e-5);
-    EXPECT_NEAR(sample_at(in, r.x, r.y, I::bilinear, P::reflection, false),
-                r.bilinear_reflection, 1e-5);
+    EXPECT_NEAR(sample_at(in, r.x, r.y, I::bilinear, P::reflection, false), r.bilinear_reflection,
+                1e-5);
     EXPECT_EQ(sample_at(in, r.x, r.y, I::nearest, P::zeros, false), r.nearest_zeros);
     EXPECT_NEAR(sample_at(in, r.x, r.y, I::bicubic, P::zeros, false), r.bicubic_zeros, 1e-5);
     EXPECT_NEAR(sample_at(in, r.x, r.y, I::bicubic, P::border, false), r.bicubic_border, 1e-5);
@@ -212,8 +211,8 @@ TEST(AffineGrid, IdentityThetaReproducesInput) {
          {F::Interpolation::bilinear, F::Interpolation::nearest, F::Interpolation::bicubic}) {
       SCOPED_TRACE(std::string(F::interpolation_name(mode)) + (ac ? " ac" : ""));
       const Tensor grid = F::affine_grid(theta, input.shape(), ac);
-      const Tensor out = F::grid_sample(
-          input, grid, F::GridSampleOptions().mode(mode).align_corners(ac));
+      const Tensor out =
+          F::grid_sample(input, grid, F::GridSampleOptions().mode(mode).align_corners(ac));
       EXPECT_TENSOR_NEAR(out, input, (Tolerance{1e-5, 1e-5}));
     }
   }
@@ -274,9 +273,9 @@ TEST(TpsGrid, InterpolatesControlPointsAndReducesToAffine) {
   // align_corners=true puts base points exactly on the lattice corners.
   const Tensor tps = F::tps_grid(src, targets, {1, 1, 3, 3}, true);
   EXPECT_TENSOR_NEAR(tps, F::affine_grid(theta, {1, 1, 3, 3}, true), (Tolerance{1e-5, 0}));
-  const Tensor bent = F::tps_grid(
-      Tensor::from_vector({1, 3, 2}, {0.5f, 0.5f, -0.5f, 0.25f, 0.1f, -0.7f}),
-      Tensor::from_vector({3, 2}, {-1, -1, 1, -1, -1, 1}), {1, 1, 2, 2}, true);
+  const Tensor bent =
+      F::tps_grid(Tensor::from_vector({1, 3, 2}, {0.5f, 0.5f, -0.5f, 0.25f, 0.1f, -0.7f}),
+                  Tensor::from_vector({3, 2}, {-1, -1, 1, -1, -1, 1}), {1, 1, 2, 2}, true);
   EXPECT_NEAR(bent[0], 0.5f, 1e-5);   // base (-1,-1) = target 0 -> source 0
   EXPECT_NEAR(bent[3], 0.25f, 1e-5);  // base (1,-1) = target 1 -> source 1 (y)
 }
@@ -289,8 +288,8 @@ TEST(GridSampleBackward, MatchesFiniteDifferencesOfForward) {
   const Tensor input = test::random_tensor({1, 2, 5, 6}, 21);
   Tensor grid = test::random_tensor({1, 3, 4, 2}, 22, -0.7f, 0.7f);
   const Tensor gout = test::random_tensor({1, 2, 3, 4}, 23);
-  for (const auto padding : {F::PaddingMode::zeros, F::PaddingMode::border,
-                             F::PaddingMode::reflection}) {
+  for (const auto padding :
+       {F::PaddingMode::zeros, F::PaddingMode::border, F::PaddingMode::reflection}) {
     const auto opt = F::GridSampleOptions().padding_mode(padding);
     const auto grads = F::grid_sample_backward(input, grid, gout, opt);
     auto loss = [&](const Tensor& g) {
@@ -340,12 +339,12 @@ TEST(GridSampleBackward, NonFiniteGridNeverReadsOutOfBounds) {
   const Tensor gout = test::random_tensor({1, 2, 1, 4}, 42);
   for (const auto mode :
        {F::Interpolation::bilinear, F::Interpolation::nearest, F::Interpolation::bicubic}) {
-    for (const auto padding : {F::PaddingMode::zeros, F::PaddingMode::border,
-                               F::PaddingMode::reflection}) {
+    for (const auto padding :
+         {F::PaddingMode::zeros, F::PaddingMode::border, F::PaddingMode::reflection}) {
       for (const bool ac : {false, true}) {
         const auto grads = F::grid_sample_backward(
-            input, grid, gout, F::GridSampleOptions().mode(mode).padding_mode(padding)
-                                   .align_corners(ac));
+            input, grid, gout,
+            F::GridSampleOptions().mode(mode).padding_mode(padding).align_corners(ac));
         EXPECT_EQ(grads.grad_input.shape(), input.shape());
         EXPECT_EQ(grads.grad_grid.shape(), grid.shape());
       }
@@ -404,28 +403,40 @@ TEST(Sampling, ParsesPyTorchWords) {
   EXPECT_STREQ(F::padding_mode_name(F::PaddingMode::border), "border");
   EXPECT_STREQ(F::interpolation_name(F::Interpolation::nearest), "nearest");
   EXPECT_THAT([] { (void)F::parse_interpolation("linear"); },
-              ThrowsMessage<ValueError>(HasSubstr(
-                  "mode expected one of bilinear, nearest, bicubic, got 'linear'")));
+              ThrowsMessage<ValueError>(
+                  HasSubstr("mode expected one of bilinear, nearest, bicubic, got 'linear'")));
   EXPECT_THAT([] { (void)F::parse_padding_mode("zero"); },
-              ThrowsMessage<ValueError>(HasSubstr(
-                  "padding_mode expected one of zeros, border, reflection, got 'zero'")));
+              ThrowsMessage<ValueError>(
+                  HasSubstr("padding_mode expected one of zeros, border, reflection, got 'zero'")));
 }
 
 TEST(GridSample, RejectsBadShapes) {
   const Tensor input = Tensor::zeros({2, 3, 32, 32});
-  EXPECT_THAT([&] { (void)F::grid_sample(input, Tensor::zeros({1, 16, 16, 2})); },
-              ThrowsMessage<ShapeError>(HasSubstr(
-                  "grid_sample: tensor 'grid' expected [2, *, *, 2] (batch of 'input' "
-                  "[2, 3, 32, 32]), got [1, 16, 16, 2]")));
-  EXPECT_THAT([&] { (void)F::grid_sample(input, Tensor::zeros({2, 16, 16, 3})); },
-              ThrowsMessage<ShapeError>(HasSubstr("got [2, 16, 16, 3]")));
-  EXPECT_THAT([&] { (void)F::grid_sample(Tensor::zeros({3, 32, 32}), Tensor::zeros({3, 4, 4, 2})); },
-              ThrowsMessage<ShapeError>(HasSubstr(
-                  "grid_sample: tensor 'input' expected rank 4, got shape [3, 32, 32]")));
-  EXPECT_THAT([&] { (void)F::grid_sample(Tensor::zeros({1, 1, 0, 4}), Tensor::zeros({1, 2, 2, 2})); },
-              ThrowsMessage<ShapeError>(HasSubstr(
-                  "grid_sample: tensor 'input' expected non-empty spatial dimensions, got "
-                  "[1, 1, 0, 4]")));
+  EXPECT_THAT(
+      [&] {
+        (void)F::grid_sample(input, Tensor::zeros({1, 16, 16, 2}));
+      },
+      ThrowsMessage<ShapeError>(
+          HasSubstr("grid_sample: tensor 'grid' expected [2, *, *, 2] (batch of 'input' "
+                    "[2, 3, 32, 32]), got [1, 16, 16, 2]")));
+  EXPECT_THAT(
+      [&] {
+        (void)F::grid_sample(input, Tensor::zeros({2, 16, 16, 3}));
+      },
+      ThrowsMessage<ShapeError>(HasSubstr("got [2, 16, 16, 3]")));
+  EXPECT_THAT(
+      [&] {
+        (void)F::grid_sample(Tensor::zeros({3, 32, 32}), Tensor::zeros({3, 4, 4, 2}));
+      },
+      ThrowsMessage<ShapeError>(
+          HasSubstr("grid_sample: tensor 'input' expected rank 4, got shape [3, 32, 32]")));
+  EXPECT_THAT(
+      [&] {
+        (void)F::grid_sample(Tensor::zeros({1, 1, 0, 4}), Tensor::zeros({1, 2, 2, 2}));
+      },
+      ThrowsMessage<ShapeError>(
+          HasSubstr("grid_sample: tensor 'input' expected non-empty spatial dimensions, got "
+                    "[1, 1, 0, 4]")));
   EXPECT_THAT([&] { (void)F::grid_sample(input, Tensor()); },
               ThrowsMessage<ShapeError>(HasSubstr("grid_sample: tensor 'grid' is undefined")));
   EXPECT_THAT(
@@ -459,38 +470,58 @@ TEST(GridSampleBackward, RejectsBadGradOutput) {
 
 TEST(AffineGrid, RejectsBadArguments) {
   const Tensor theta = Tensor::zeros({2, 2, 3});
-  EXPECT_THAT([&] { (void)F::affine_grid(theta, {2, 3, 8}); },
-              ThrowsMessage<ShapeError>(HasSubstr(
-                  "affine_grid: size expected 4 entries {N, C, H, W}, got [2, 3, 8]")));
-  EXPECT_THAT([&] { (void)F::affine_grid(theta, {2, 3, 0, 8}); },
-              ThrowsMessage<ValueError>(HasSubstr(
-                  "affine_grid: size expected positive entries {N, C, H, W}, got [2, 3, 0, 8]")));
-  EXPECT_THAT([&] { (void)F::affine_grid(Tensor::zeros({2, 3, 2}), {2, 3, 8, 8}); },
-              ThrowsMessage<ShapeError>(HasSubstr(
-                  "affine_grid: tensor 'theta' expected [2, 2, 3] (N of size [2, 3, 8, 8]), got "
-                  "[2, 3, 2]")));
-  EXPECT_THAT([&] { (void)F::affine_grid(theta, {1, 3, 8, 8}); },
-              ThrowsMessage<ShapeError>(HasSubstr("got [2, 2, 3]")));
-  EXPECT_THAT([&] { (void)F::affine_grid_backward(Tensor::zeros({2, 8, 7, 2}), {2, 3, 8, 8}); },
-              ThrowsMessage<ShapeError>(HasSubstr(
-                  "affine_grid_backward: tensor 'grad_grid' expected [2, 8, 8, 2]")));
-  EXPECT_THAT([&] { (void)F::affine_grid(theta, {2, 3, 1 << 20, 1 << 20}); },
-              ThrowsMessage<ValueError>(HasSubstr("affine_grid")));
+  EXPECT_THAT(
+      [&] {
+        (void)F::affine_grid(theta, {2, 3, 8});
+      },
+      ThrowsMessage<ShapeError>(
+          HasSubstr("affine_grid: size expected 4 entries {N, C, H, W}, got [2, 3, 8]")));
+  EXPECT_THAT(
+      [&] {
+        (void)F::affine_grid(theta, {2, 3, 0, 8});
+      },
+      ThrowsMessage<ValueError>(
+          HasSubstr("affine_grid: size expected positive entries {N, C, H, W}, got [2, 3, 0, 8]")));
+  EXPECT_THAT(
+      [&] {
+        (void)F::affine_grid(Tensor::zeros({2, 3, 2}), {2, 3, 8, 8});
+      },
+      ThrowsMessage<ShapeError>(
+          HasSubstr("affine_grid: tensor 'theta' expected [2, 2, 3] (N of size [2, 3, 8, 8]), got "
+                    "[2, 3, 2]")));
+  EXPECT_THAT(
+      [&] {
+        (void)F::affine_grid(theta, {1, 3, 8, 8});
+      },
+      ThrowsMessage<ShapeError>(HasSubstr("got [2, 2, 3]")));
+  EXPECT_THAT(
+      [&] {
+        (void)F::affine_grid_backward(Tensor::zeros({2, 8, 7, 2}), {2, 3, 8, 8});
+      },
+      ThrowsMessage<ShapeError>(
+          HasSubstr("affine_grid_backward: tensor 'grad_grid' expected [2, 8, 8, 2]")));
+  EXPECT_THAT(
+      [&] {
+        (void)F::affine_grid(theta, {2, 3, 1 << 20, 1 << 20});
+      },
+      ThrowsMessage<ValueError>(HasSubstr("affine_grid")));
 }
 
 TEST(ProjectiveGrid, RejectsBadShapes) {
-  EXPECT_THAT([] { (void)F::projective_grid(Tensor::zeros({1, 2, 3}), {1, 1, 4, 4}); },
-              ThrowsMessage<ShapeError>(HasSubstr(
-                  "projective_grid: tensor 'homography' expected [1, 3, 3] (N of size "
-                  "[1, 1, 4, 4]), got [1, 2, 3]")));
+  EXPECT_THAT(
+      [] {
+        (void)F::projective_grid(Tensor::zeros({1, 2, 3}), {1, 1, 4, 4});
+      },
+      ThrowsMessage<ShapeError>(
+          HasSubstr("projective_grid: tensor 'homography' expected [1, 3, 3] (N of size "
+                    "[1, 1, 4, 4]), got [1, 2, 3]")));
 }
 
 TEST(TpsGrid, RejectsDegenerateOrMismatchedPoints) {
   const Tensor src = Tensor::zeros({1, 3, 2});
   EXPECT_THAT(
       [&] {
-        (void)F::tps_grid(src, Tensor::from_vector({3, 2}, {0, 0, 0.5f, 0.5f, 1, 1}),
-                          {1, 1, 4, 4});
+        (void)F::tps_grid(src, Tensor::from_vector({3, 2}, {0, 0, 0.5f, 0.5f, 1, 1}), {1, 1, 4, 4});
       },
       ThrowsMessage<ValueError>(HasSubstr("tps_grid: tensor 'target_points' expected K distinct "
                                           "points not all on one line")));
@@ -500,13 +531,19 @@ TEST(TpsGrid, RejectsDegenerateOrMismatchedPoints) {
                           Tensor::from_vector({4, 2}, {0, 0, 1, 0, 0, 1, 1, 0}), {1, 1, 4, 4});
       },
       ThrowsMessage<ValueError>(HasSubstr("the TPS system is singular")));
-  EXPECT_THAT([&] { (void)F::tps_grid(Tensor::zeros({1, 2, 2}), Tensor::zeros({2, 2}), {1, 1, 4, 4}); },
-              ThrowsMessage<ValueError>(HasSubstr(
-                  "tps_grid: tensor 'source_points' expected at least 3 control points, got 2")));
-  EXPECT_THAT([&] { (void)F::tps_grid(src, Tensor::zeros({4, 2}), {1, 1, 4, 4}); },
-              ThrowsMessage<ShapeError>(HasSubstr(
-                  "tps_grid: tensor 'target_points' expected [3, 2] or [1, 3, 2] (K of "
-                  "'source_points' [1, 3, 2]), got [4, 2]")));
+  EXPECT_THAT(
+      [&] {
+        (void)F::tps_grid(Tensor::zeros({1, 2, 2}), Tensor::zeros({2, 2}), {1, 1, 4, 4});
+      },
+      ThrowsMessage<ValueError>(
+          HasSubstr("tps_grid: tensor 'source_points' expected at least 3 control points, got 2")));
+  EXPECT_THAT(
+      [&] {
+        (void)F::tps_grid(src, Tensor::zeros({4, 2}), {1, 1, 4, 4});
+      },
+      ThrowsMessage<ShapeError>(
+          HasSubstr("tps_grid: tensor 'target_points' expected [3, 2] or [1, 3, 2] (K of "
+                    "'source_points' [1, 3, 2]), got [4, 2]")));
   const float nan = std::numeric_limits<float>::quiet_NaN();
   EXPECT_THAT(
       [&] {
@@ -514,8 +551,8 @@ TEST(TpsGrid, RejectsDegenerateOrMismatchedPoints) {
       },
       ThrowsMessage<ValueError>(HasSubstr("tps_grid: tensor 'target_points' must be finite")));
   EXPECT_THAT([] { (void)F::regular_control_points(1, 3); },
-              ThrowsMessage<ValueError>(HasSubstr(
-                  "regular_control_points: rows and cols expected >= 2, got 1 x 3")));
+              ThrowsMessage<ValueError>(
+                  HasSubstr("regular_control_points: rows and cols expected >= 2, got 1 x 3")));
 }
 
 }  // namespace

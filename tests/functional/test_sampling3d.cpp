@@ -1,8 +1,6 @@
 // Volumetric grid_sample / affine_grid (sampling3d.hpp) against PyTorch 1.13 fixtures
 // (tests/fixtures/sampling3d.py), through the rank-dispatching entry points
 // functional::grid_sample / grid_sample_backward / affine_grid / affine_grid_backward.
-#include "cvattn/functional/sampling3d.hpp"
-
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -12,6 +10,7 @@
 
 #include "cvattn/core/error.hpp"
 #include "cvattn/core/parallel.hpp"
+#include "cvattn/functional/sampling3d.hpp"
 #include "cvattn/modules/bilinear_sampler.hpp"
 #include "support/fixtures.hpp"
 #include "support/tensor_near.hpp"
@@ -20,9 +19,9 @@ namespace cvattn {
 namespace {
 
 namespace F = cvattn::functional;
+using test::Tolerance;
 using ::testing::HasSubstr;
 using ::testing::ThrowsMessage;
-using test::Tolerance;
 
 constexpr Tolerance kTol{1e-4, 1e-4};
 
@@ -96,8 +95,7 @@ TEST(Sampling3dFixtures, CoverTheOptionSpace) {
 // align_corners=true, reads the mean 3.5; at a corner the corner value.
 TEST(GridSample3d, WorkedExample) {
   const Tensor input = Tensor::from_vector({1, 1, 2, 2, 2}, {0, 1, 2, 3, 4, 5, 6, 7});
-  const Tensor grid =
-      Tensor::from_vector({1, 1, 1, 3, 3}, {0, 0, 0, 1, -1, 1, -1, 1, -1});
+  const Tensor grid = Tensor::from_vector({1, 1, 1, 3, 3}, {0, 0, 0, 1, -1, 1, -1, 1, -1});
   const auto options = F::GridSampleOptions().align_corners(true);
   const Tensor out = F::grid_sample(input, grid, options);
   EXPECT_TENSOR_NEAR(out, Tensor::from_vector({1, 1, 1, 1, 3}, {3.5f, 5.0f, 2.0f}),
@@ -119,39 +117,58 @@ TEST(GridSample3d, RejectsBicubicAndBadShapes) {
                                       F::GridSampleOptions().mode(F::Interpolation::bicubic));
       },
       ThrowsMessage<ValueError>(HasSubstr("grid_sample_backward: mode 'bicubic'")));
-  EXPECT_THAT([&] { (void)F::grid_sample(input, Tensor::zeros({2, 4, 4, 2})); },
-              ThrowsMessage<ShapeError>(HasSubstr(
-                  "grid_sample: tensor 'grid' expected rank 5, got shape [2, 4, 4, 2]")));
-  EXPECT_THAT([&] { (void)F::grid_sample(input, Tensor::zeros({2, 1, 2, 2, 2})); },
-              ThrowsMessage<ShapeError>(HasSubstr(
-                  "grid_sample: tensor 'grid' expected [2, *, *, *, 3] (batch of 'input' "
-                  "[2, 3, 4, 5, 6]), got [2, 1, 2, 2, 2]")));
   EXPECT_THAT(
-      [&] { (void)F::grid_sample(Tensor::zeros({1, 1, 0, 2, 2}), Tensor::zeros({1, 1, 1, 1, 3})); },
+      [&] {
+        (void)F::grid_sample(input, Tensor::zeros({2, 4, 4, 2}));
+      },
+      ThrowsMessage<ShapeError>(
+          HasSubstr("grid_sample: tensor 'grid' expected rank 5, got shape [2, 4, 4, 2]")));
+  EXPECT_THAT(
+      [&] {
+        (void)F::grid_sample(input, Tensor::zeros({2, 1, 2, 2, 2}));
+      },
+      ThrowsMessage<ShapeError>(
+          HasSubstr("grid_sample: tensor 'grid' expected [2, *, *, *, 3] (batch of 'input' "
+                    "[2, 3, 4, 5, 6]), got [2, 1, 2, 2, 2]")));
+  EXPECT_THAT(
+      [&] {
+        (void)F::grid_sample(Tensor::zeros({1, 1, 0, 2, 2}), Tensor::zeros({1, 1, 1, 1, 3}));
+      },
       ThrowsMessage<ShapeError>(HasSubstr("expected non-empty spatial dimensions")));
   EXPECT_THAT(
       [&] {
         (void)F::grid_sample_backward(input, Tensor::zeros({2, 1, 2, 2, 3}),
                                       Tensor::zeros({2, 3, 2, 2, 1}));
       },
-      ThrowsMessage<ShapeError>(HasSubstr(
-          "grid_sample_backward: tensor 'grad_output' expected [2, 3, 1, 2, 2]")));
-  EXPECT_THAT([&] { (void)F::grid_sample(input, Tensor::zeros({2, 1 << 20, 1 << 20, 1, 3})); },
-              ::testing::Throws<Error>());
+      ThrowsMessage<ShapeError>(
+          HasSubstr("grid_sample_backward: tensor 'grad_output' expected [2, 3, 1, 2, 2]")));
+  EXPECT_THAT(
+      [&] {
+        (void)F::grid_sample(input, Tensor::zeros({2, 1 << 20, 1 << 20, 1, 3}));
+      },
+      ::testing::Throws<Error>());
 }
 
 TEST(AffineGrid3d, RejectsBadArguments) {
-  EXPECT_THAT([] { (void)F::affine_grid(Tensor::zeros({2, 2, 3}), {2, 1, 3, 4, 5}); },
-              ThrowsMessage<ShapeError>(HasSubstr(
-                  "affine_grid: tensor 'theta' expected [2, 3, 4] (N of size [2, 1, 3, 4, 5]), "
-                  "got [2, 2, 3]")));
-  EXPECT_THAT([] { (void)F::affine_grid(Tensor::zeros({1, 3, 4}), {1, 1, 0, 4, 5}); },
-              ThrowsMessage<ValueError>(HasSubstr(
-                  "affine_grid: size expected positive entries {N, C, D, H, W}")));
   EXPECT_THAT(
-      [] { (void)F::affine_grid_backward(Tensor::zeros({1, 3, 4, 5, 2}), {1, 1, 3, 4, 5}); },
-      ThrowsMessage<ShapeError>(HasSubstr(
-          "affine_grid_backward: tensor 'grad_grid' expected [1, 3, 4, 5, 3]")));
+      [] {
+        (void)F::affine_grid(Tensor::zeros({2, 2, 3}), {2, 1, 3, 4, 5});
+      },
+      ThrowsMessage<ShapeError>(
+          HasSubstr("affine_grid: tensor 'theta' expected [2, 3, 4] (N of size [2, 1, 3, 4, 5]), "
+                    "got [2, 2, 3]")));
+  EXPECT_THAT(
+      [] {
+        (void)F::affine_grid(Tensor::zeros({1, 3, 4}), {1, 1, 0, 4, 5});
+      },
+      ThrowsMessage<ValueError>(
+          HasSubstr("affine_grid: size expected positive entries {N, C, D, H, W}")));
+  EXPECT_THAT(
+      [] {
+        (void)F::affine_grid_backward(Tensor::zeros({1, 3, 4, 5, 2}), {1, 1, 3, 4, 5});
+      },
+      ThrowsMessage<ShapeError>(
+          HasSubstr("affine_grid_backward: tensor 'grad_grid' expected [1, 3, 4, 5, 3]")));
 }
 
 // The identity theta samples a volume back onto itself (both align_corners).
@@ -163,8 +180,8 @@ TEST(AffineGrid3d, IdentityReproducesInput) {
   for (const bool ac : {false, true}) {
     const Tensor grid = F::affine_grid(theta, {1, 1, 3, 4, 5}, ac);
     EXPECT_EQ(grid.shape(), Shape({1, 3, 4, 5, 3}));
-    EXPECT_TENSOR_NEAR(F::grid_sample(input, grid, F::GridSampleOptions().align_corners(ac)),
-                       input, (Tolerance{1e-5, 0.0}));
+    EXPECT_TENSOR_NEAR(F::grid_sample(input, grid, F::GridSampleOptions().align_corners(ac)), input,
+                       (Tolerance{1e-5, 0.0}));
   }
 }
 
@@ -175,7 +192,8 @@ TEST(BilinearSampler3d, ForwardAndBackwardMatchTorch) {
   const auto fwd = test::fixture("sampling3d/fwd_random_bilinear_reflection_ac1");
   EXPECT_TENSOR_NEAR(sampler.forward(fwd.tensor("input"), fwd.tensor("grid")), fwd.tensor("output"),
                      kTol);
-  const auto grads = sampler.backward(fx.tensor("input"), fx.tensor("grid"), fx.tensor("grad_output"));
+  const auto grads =
+      sampler.backward(fx.tensor("input"), fx.tensor("grid"), fx.tensor("grad_output"));
   EXPECT_TENSOR_NEAR(grads.grad_input, fx.tensor("grad_input"), kTol);
   EXPECT_TENSOR_NEAR(grads.grad_grid, fx.tensor("grad_grid"), kTol);
 }

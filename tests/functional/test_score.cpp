@@ -1,7 +1,5 @@
 // Score functions (dot, scaled_dot, general, additive, cosine) and normalisers (softmax, hard,
 // top-k) against PyTorch.
-#include "cvattn/functional/score.hpp"
-
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -10,6 +8,7 @@
 #include <string>
 
 #include "cvattn/core/error.hpp"
+#include "cvattn/functional/score.hpp"
 #include "support/fixtures.hpp"
 #include "support/random.hpp"
 #include "support/tensor_near.hpp"
@@ -46,8 +45,8 @@ TEST(Attend, MatchesPyTorchForEveryScoreAndNormalizer) {
     const auto params = params_of(fx);
     const Tensor s = F::attention_scores(fx.tensor("q"), fx.tensor("k"), score, params);
     EXPECT_TENSOR_NEAR(s, fx.tensor("scores"), Tolerance{});
-    const auto r = F::attend(fx.tensor("q"), fx.tensor("k"), fx.tensor("v"), score, norm, params,
-                             top_k);
+    const auto r =
+        F::attend(fx.tensor("q"), fx.tensor("k"), fx.tensor("v"), score, norm, params, top_k);
     EXPECT_TENSOR_NEAR(r.attn_weights, fx.tensor("attn_weights"), Tolerance{});
     EXPECT_TENSOR_NEAR(r.output, fx.tensor("output"), Tolerance{});
   }
@@ -70,8 +69,10 @@ TEST(AttentionScores, AdditiveMatchesDoubleReferenceAcrossTheTanhRange) {
         double acc = 0;
         for (int a = 0; a < 13; ++a) {
           double t = 0;
-          for (int e = 0; e < 5; ++e) t += double(p.query_weight[a * 5 + e]) * q[(b * 9 + l) * 5 + e];
-          for (int e = 0; e < 3; ++e) t += double(p.key_weight[a * 3 + e]) * k[(b * 11 + j) * 3 + e];
+          for (int e = 0; e < 5; ++e)
+            t += double(p.query_weight[a * 5 + e]) * q[(b * 9 + l) * 5 + e];
+          for (int e = 0; e < 3; ++e)
+            t += double(p.key_weight[a * 3 + e]) * k[(b * 11 + j) * 3 + e];
           acc += p.vector[a] * std::tanh(t);
         }
         expected[(b * 9 + l) * 11 + j] = static_cast<float>(acc);
@@ -111,18 +112,25 @@ TEST(NormalizeScores, SoftmaxRowsSumToOne) {
 TEST(AttentionScores, RejectsBadInput) {
   const Tensor q = Tensor::zeros({2, 5, 6}), k = Tensor::zeros({2, 7, 6});
   using cvattn::ShapeError;
-  EXPECT_THAT([&] { (void)F::attention_scores(q, Tensor::zeros({2, 7, 4}), F::Score::dot); },
-              ThrowsMessage<ShapeError>(HasSubstr(
-                  "attention_scores: tensor 'k' expected [2, *, 6] (score 'dot' needs the E of "
-                  "'q' [2, 5, 6]), got [2, 7, 4]")));
-  EXPECT_THAT([&] { (void)F::attention_scores(q, Tensor::zeros({3, 7, 6}), F::Score::dot); },
-              ThrowsMessage<ShapeError>(HasSubstr("tensor 'k' expected [2, *, *]")));
+  EXPECT_THAT(
+      [&] {
+        (void)F::attention_scores(q, Tensor::zeros({2, 7, 4}), F::Score::dot);
+      },
+      ThrowsMessage<ShapeError>(
+          HasSubstr("attention_scores: tensor 'k' expected [2, *, 6] (score 'dot' needs the E of "
+                    "'q' [2, 5, 6]), got [2, 7, 4]")));
+  EXPECT_THAT(
+      [&] {
+        (void)F::attention_scores(q, Tensor::zeros({3, 7, 6}), F::Score::dot);
+      },
+      ThrowsMessage<ShapeError>(HasSubstr("tensor 'k' expected [2, *, *]")));
   EXPECT_THAT([&] { (void)F::attention_scores(q, k, F::Score::general); },
               ThrowsMessage<ShapeError>(HasSubstr("'weight'")));
   F::ScoreParams p;
   p.weight = Tensor::zeros({6, 5});
-  EXPECT_THAT([&] { (void)F::attention_scores(q, k, F::Score::general, p); },
-              ThrowsMessage<ShapeError>(HasSubstr("tensor 'weight' expected shape [6, 6], got [6, 5]")));
+  EXPECT_THAT(
+      [&] { (void)F::attention_scores(q, k, F::Score::general, p); },
+      ThrowsMessage<ShapeError>(HasSubstr("tensor 'weight' expected shape [6, 6], got [6, 5]")));
   F::ScoreParams a;
   a.query_weight = Tensor::zeros({4, 6});
   a.key_weight = Tensor::zeros({4, 6});
@@ -133,10 +141,16 @@ TEST(AttentionScores, RejectsBadInput) {
   c.eps = -1;
   EXPECT_THAT([&] { (void)F::attention_scores(q, k, F::Score::cosine, c); },
               ThrowsMessage<cvattn::ValueError>(HasSubstr("eps must be finite and non-negative")));
-  EXPECT_THAT([&] { (void)F::normalize_scores(Tensor::zeros({2, 3}), F::Normalizer::topk, 4); },
-              ThrowsMessage<cvattn::ValueError>(HasSubstr("top_k must be in [1, 3]")));
-  EXPECT_THAT([&] { (void)F::attend(q, k, Tensor::zeros({2, 6, 3}), F::Score::dot, F::Normalizer::softmax); },
-              ThrowsMessage<ShapeError>(HasSubstr("tensor 'v' expected shape [2, 7, *]")));
+  EXPECT_THAT(
+      [&] {
+        (void)F::normalize_scores(Tensor::zeros({2, 3}), F::Normalizer::topk, 4);
+      },
+      ThrowsMessage<cvattn::ValueError>(HasSubstr("top_k must be in [1, 3]")));
+  EXPECT_THAT(
+      [&] {
+        (void)F::attend(q, k, Tensor::zeros({2, 6, 3}), F::Score::dot, F::Normalizer::softmax);
+      },
+      ThrowsMessage<ShapeError>(HasSubstr("tensor 'v' expected shape [2, 7, *]")));
 }
 
 TEST(ParseScore, Words) {

@@ -1,12 +1,12 @@
 // Every runtime-dispatched kernel against its reference twin (src/functional/reference/), on
 // every SIMD target this build and CPU support, over random sizes that hit the loop tails.
+#include <gtest/gtest.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <limits>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 #include "cvattn/core/error.hpp"
 #include "cvattn/core/simd.hpp"
@@ -52,8 +52,8 @@ TEST(SimdTargets, NamesAreConsistent) {
 
 TEST(SimdParity, PlaneMeanMax) {
   // Sizes around the vector groups (up to 64 floats on AVX-512) and the 2048-element block.
-  const std::int64_t sizes[] = {1, 3, 15, 16, 17, 63, 64, 65, 127, 1000, 2047, 2048, 2049, 5003,
-                                12544};
+  const std::int64_t sizes[] = {1,   3,    15,   16,   17,   63,   64,   65,
+                                127, 1000, 2047, 2048, 2049, 5003, 12544};
   for_each_simd_target([&] {
     for (const std::int64_t n : sizes) {
       SCOPED_TRACE("n = " + std::to_string(n));
@@ -135,8 +135,8 @@ TEST(SimdParity, ChannelMeanMaxScaled) {
       if (k.hw > 20) x[static_cast<std::size_t>((k.channels - 1) * k.hw + k.p0)] = NAN;
       const std::size_t len = static_cast<std::size_t>(k.p1 - k.p0);
       std::vector<float> mean(len), max(len), rmean(len), rmax(len);
-      detail::channel_mean_max_scaled(x.data(), g.data(), k.channels, k.hw, k.p0, k.p1,
-                                      mean.data(), max.data());
+      detail::channel_mean_max_scaled(x.data(), g.data(), k.channels, k.hw, k.p0, k.p1, mean.data(),
+                                      max.data());
       reference::channel_mean_max_scaled(x.data(), g.data(), k.channels, k.hw, k.p0, k.p1,
                                          rmean.data(), rmax.data());
       for (std::size_t p = 0; p < len; ++p) {
@@ -187,7 +187,8 @@ TEST(SimdParity, ReluPathSum) {
       std::vector<std::vector<float>> f;
       std::vector<const float*> fp;
       for (std::int64_t p = 0; p < paths; ++p) {
-        f.push_back(random_vector(hw + offset, static_cast<std::uint64_t>(10 * i + p), -1.0f, 2.0f));
+        f.push_back(
+            random_vector(hw + offset, static_cast<std::uint64_t>(10 * i + p), -1.0f, 2.0f));
       }
       for (const auto& v : f) fp.push_back(v.data());
       const double got = detail::relu_path_sum(fp.data(), offset, paths, hw);

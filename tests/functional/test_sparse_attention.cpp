@@ -1,6 +1,4 @@
 // Local (windowed) attention and top-k sparse attention with exact and FLANN key search.
-#include "cvattn/functional/sparse_attention.hpp"
-
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -9,6 +7,7 @@
 #include <string>
 
 #include "cvattn/core/error.hpp"
+#include "cvattn/functional/sparse_attention.hpp"
 #include "support/fixtures.hpp"
 #include "support/random.hpp"
 #include "support/tensor_near.hpp"
@@ -28,18 +27,21 @@ std::vector<cvattn::test::Fixture> cases(const std::string& prefix) {
 }
 
 // Keys scattered around a few centres, queries near them: the structure ANN search exploits.
-void clustered(std::int64_t B, std::int64_t L, std::int64_t S, std::int64_t E, Tensor& q, Tensor& k) {
+void clustered(std::int64_t B, std::int64_t L, std::int64_t S, std::int64_t E, Tensor& q,
+               Tensor& k) {
   const Tensor centres = cvattn::test::random_tensor({16, E}, 77, -2, 2);
   cvattn::test::Random rng(78);
   k = Tensor::empty({B, S, E});
   q = Tensor::empty({B, L, E});
   for (std::int64_t i = 0; i < B * S; ++i) {
     const auto c = static_cast<std::int64_t>(rng.next() % 16);
-    for (std::int64_t e = 0; e < E; ++e) k[i * E + e] = centres[c * E + e] + rng.uniform(-0.5f, 0.5f);
+    for (std::int64_t e = 0; e < E; ++e)
+      k[i * E + e] = centres[c * E + e] + rng.uniform(-0.5f, 0.5f);
   }
   for (std::int64_t i = 0; i < B * L; ++i) {
     const auto c = static_cast<std::int64_t>(rng.next() % 16);
-    for (std::int64_t e = 0; e < E; ++e) q[i * E + e] = centres[c * E + e] + rng.uniform(-0.5f, 0.5f);
+    for (std::int64_t e = 0; e < E; ++e)
+      q[i * E + e] = centres[c * E + e] + rng.uniform(-0.5f, 0.5f);
   }
 }
 
@@ -47,7 +49,8 @@ double recall(const F::KeySelection& approx, const F::KeySelection& exact) {
   const auto k = exact.shape[2];
   std::int64_t hit = 0;
   for (std::size_t row = 0; row < exact.indices.size() / static_cast<std::size_t>(k); ++row) {
-    std::set<std::int32_t> truth(exact.indices.begin() + row * k, exact.indices.begin() + (row + 1) * k);
+    std::set<std::int32_t> truth(exact.indices.begin() + row * k,
+                                 exact.indices.begin() + (row + 1) * k);
     for (std::int64_t i = 0; i < k; ++i) hit += truth.count(approx.indices[row * k + i]);
   }
   return static_cast<double>(hit) / static_cast<double>(exact.indices.size());
@@ -125,11 +128,17 @@ TEST(LocalAttention, SameResultOnOneAndTwoThreads) {
 
 TEST(LocalAttention, RejectsBadInput) {
   const Tensor q = Tensor::zeros({1, 4, 5, 6});
-  EXPECT_THAT([&] { (void)F::local_attention(q, Tensor::zeros({1, 4, 5, 7}), q, 1); },
-              ThrowsMessage<cvattn::ShapeError>(HasSubstr(
-                  "local_attention: tensor 'k' expected shape [1, 4, 5, 6], got [1, 4, 5, 7]")));
-  EXPECT_THAT([&] { (void)F::local_attention(q, q, Tensor::zeros({1, 2, 5, 5}), 1); },
-              ThrowsMessage<cvattn::ShapeError>(HasSubstr("tensor 'v' expected shape [1, *, 5, 6]")));
+  EXPECT_THAT(
+      [&] {
+        (void)F::local_attention(q, Tensor::zeros({1, 4, 5, 7}), q, 1);
+      },
+      ThrowsMessage<cvattn::ShapeError>(
+          HasSubstr("local_attention: tensor 'k' expected shape [1, 4, 5, 6], got [1, 4, 5, 7]")));
+  EXPECT_THAT(
+      [&] {
+        (void)F::local_attention(q, q, Tensor::zeros({1, 2, 5, 5}), 1);
+      },
+      ThrowsMessage<cvattn::ShapeError>(HasSubstr("tensor 'v' expected shape [1, *, 5, 6]")));
   EXPECT_THAT([&] { (void)F::local_attention(q, q, q, -1); },
               ThrowsMessage<cvattn::ValueError>(HasSubstr("radius must be in [0, 1024], got -1")));
   EXPECT_THAT([&] { (void)F::local_attention(q, q, q, 1, std::nan("")); },
@@ -168,8 +177,8 @@ TEST(SparseAttention, KdTreeWithUnlimitedChecksIsExact) {
   Tensor q, k;
   clustered(2, 40, 300, 16, q, k);
   const auto exact = F::select_keys(q, k, F::KeySearchOptions().top_k(8));
-  const auto tree = F::select_keys(
-      q, k, F::KeySearchOptions().top_k(8).method(F::KeySearch::kdtree).checks(-1));
+  const auto tree =
+      F::select_keys(q, k, F::KeySearchOptions().top_k(8).method(F::KeySearch::kdtree).checks(-1));
   expect_valid_rows(tree, 300);
   EXPECT_EQ(recall(tree, exact), 1.0);
 }
@@ -202,44 +211,53 @@ TEST(SparseAttention, LshFallsBackToExactWhenTooFewCandidates) {
   Tensor q, k;
   clustered(1, 20, 100, 8, q, k);
   // One short table with 24-bit keys: most queries find fewer than top_k candidates.
-  const auto sel = F::select_keys(q, k, F::KeySearchOptions()
-                                            .top_k(10)
-                                            .method(F::KeySearch::lsh)
-                                            .table_number(1)
-                                            .key_size(24)
-                                            .multi_probe_level(0)
-                                            .candidates(10));
+  const auto sel = F::select_keys(q, k,
+                                  F::KeySearchOptions()
+                                      .top_k(10)
+                                      .method(F::KeySearch::lsh)
+                                      .table_number(1)
+                                      .key_size(24)
+                                      .multi_probe_level(0)
+                                      .candidates(10));
   expect_valid_rows(sel, 100);
   const auto exact = F::select_keys(q, k, F::KeySearchOptions().top_k(10));
   EXPECT_GT(recall(sel, exact), 0.5);
 }
 
 TEST(SparseAttention, RejectsBadInput) {
-  const Tensor q = Tensor::zeros({1, 4, 8}), k = Tensor::zeros({1, 6, 8}), v = Tensor::zeros({1, 6, 3});
+  const Tensor q = Tensor::zeros({1, 4, 8}), k = Tensor::zeros({1, 6, 8}),
+               v = Tensor::zeros({1, 6, 3});
   using cvattn::ShapeError;
   using cvattn::ValueError;
   EXPECT_THAT([&] { (void)F::select_keys(q, k, F::KeySearchOptions().top_k(7)); },
               ThrowsMessage<ValueError>(HasSubstr("select_keys: top_k must be in [1, 6]")));
-  EXPECT_THAT([&] { (void)F::select_keys(q, Tensor::zeros({1, 6, 5})); },
-              ThrowsMessage<ShapeError>(HasSubstr("tensor 'k' expected shape [1, *, 8]")));
   EXPECT_THAT(
       [&] {
-        (void)F::select_keys(q, k, F::KeySearchOptions().top_k(2).method(F::KeySearch::lsh).bits(12));
+        (void)F::select_keys(q, Tensor::zeros({1, 6, 5}));
+      },
+      ThrowsMessage<ShapeError>(HasSubstr("tensor 'k' expected shape [1, *, 8]")));
+  EXPECT_THAT(
+      [&] {
+        (void)F::select_keys(q, k,
+                             F::KeySearchOptions().top_k(2).method(F::KeySearch::lsh).bits(12));
       },
       ThrowsMessage<ValueError>(HasSubstr("bits must be a multiple of 8")));
   EXPECT_THAT(
       [&] {
-        (void)F::select_keys(q, k, F::KeySearchOptions().top_k(2).method(F::KeySearch::kdtree).trees(0));
+        (void)F::select_keys(q, k,
+                             F::KeySearchOptions().top_k(2).method(F::KeySearch::kdtree).trees(0));
       },
       ThrowsMessage<ValueError>(HasSubstr("trees must be in [1, 64]")));
   EXPECT_THAT([&] { (void)F::sparse_attention(q, k, v, F::KeySearchOptions().top_k(2), -1.0); },
               ThrowsMessage<ValueError>(HasSubstr("scale must be positive")));
   F::KeySelection bad{{1, 4, 2}, std::vector<std::int32_t>(8, 6)};
-  EXPECT_THAT([&] { (void)F::attend_selected(q, k, v, bad); },
-              ThrowsMessage<ValueError>(HasSubstr("selection index 6 at position 0 is outside [0, 6)")));
+  EXPECT_THAT(
+      [&] { (void)F::attend_selected(q, k, v, bad); },
+      ThrowsMessage<ValueError>(HasSubstr("selection index 6 at position 0 is outside [0, 6)")));
   F::KeySelection wrong{{1, 3, 2}, std::vector<std::int32_t>(6, 0)};
   EXPECT_THAT([&] { (void)F::attend_selected(q, k, v, wrong); },
-              ThrowsMessage<ShapeError>(HasSubstr("selection expected shape [1, 4, top_k >= 1], got [1, 3, 2]")));
+              ThrowsMessage<ShapeError>(
+                  HasSubstr("selection expected shape [1, 4, top_k >= 1], got [1, 3, 2]")));
   EXPECT_THAT([] { (void)F::parse_key_search("annoy"); },
               ThrowsMessage<ValueError>(HasSubstr("unknown method 'annoy'")));
 }

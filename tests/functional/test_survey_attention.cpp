@@ -1,5 +1,3 @@
-#include "cvattn/functional/survey_attention.hpp"
-
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -8,6 +6,7 @@
 #include <vector>
 
 #include "cvattn/core/error.hpp"
+#include "cvattn/functional/survey_attention.hpp"
 #include "support/fixtures.hpp"
 #include "support/random.hpp"
 #include "support/tensor_near.hpp"
@@ -88,12 +87,16 @@ TEST(LuongLocalAttention, MatchesTorchReference) {
 
 TEST(LuongLocalAttention, RejectsBadSettings) {
   const Tensor q = Tensor::zeros({1, 3, 4}), k = Tensor::zeros({1, 5, 4});
-  EXPECT_THAT([&] { (void)F::luong_local_attention(q, k, k, F::Score::dot, F::LuongLocalOptions().window(0)); },
-              ThrowsMessage<ValueError>(HasSubstr("window D must be >= 1")));
+  EXPECT_THAT(
+      [&] {
+        (void)F::luong_local_attention(q, k, k, F::Score::dot, F::LuongLocalOptions().window(0));
+      },
+      ThrowsMessage<ValueError>(HasSubstr("window D must be >= 1")));
   EXPECT_THAT(
       [&] {
         (void)F::luong_local_attention(
-            q, k, k, F::Score::dot, F::LuongLocalOptions().alignment(F::LocalAlignment::predictive));
+            q, k, k, F::Score::dot,
+            F::LuongLocalOptions().alignment(F::LocalAlignment::predictive));
       },
       ThrowsMessage<ValueError>(HasSubstr("local-p needs position_weight")));
   EXPECT_THAT([] { (void)F::parse_local_alignment("local-x"); },
@@ -103,7 +106,8 @@ TEST(LuongLocalAttention, RejectsBadSettings) {
 TEST(StochasticHardAttention, DrawsAreOneHotAndSeeded) {
   const auto fx = test::fixture("spatial/survey_stochastic_dot_soft_reference");
   const Tensor q = fx.tensor("q"), k = fx.tensor("k"), v = fx.tensor("v");
-  const F::AttentionResult one = F::attend_stochastic(q, k, v, F::Score::dot, F::StochasticOptions().seed(7));
+  const F::AttentionResult one =
+      F::attend_stochastic(q, k, v, F::Score::dot, F::StochasticOptions().seed(7));
   const Tensor& w = one.attn_weights;
   const std::int64_t S = w.dim(-1);
   for (std::int64_t r = 0; r < w.numel() / S; ++r) {
@@ -125,7 +129,8 @@ TEST(StochasticHardAttention, DrawsAreOneHotAndSeeded) {
   }
   const F::StochasticOptions many = F::StochasticOptions().seed(11).samples(64);
   test::expect_same_on_one_and_two_threads([&] {
-    return std::vector<Tensor>{F::stochastic_hard_weights(F::attention_scores(q, k, F::Score::dot), many)};
+    return std::vector<Tensor>{
+        F::stochastic_hard_weights(F::attention_scores(q, k, F::Score::dot), many)};
   });
   const Tensor a = F::stochastic_hard_weights(F::attention_scores(q, k, F::Score::dot), many);
   const Tensor b = F::stochastic_hard_weights(F::attention_scores(q, k, F::Score::dot), many);

@@ -24,8 +24,7 @@ int guarded(Body&& body) {
   } catch (const cvattn::Error&) {
     // A diagnosed bad input: the expected outcome for most fuzz inputs.
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "fuzz: escaped non-cvattn exception %s: %s\n", typeid(e).name(),
-                 e.what());
+    std::fprintf(stderr, "fuzz: escaped non-cvattn exception %s: %s\n", typeid(e).name(), e.what());
     std::abort();
   } catch (...) {
     std::fprintf(stderr, "fuzz: escaped an exception of unknown type\n");
@@ -35,12 +34,12 @@ int guarded(Body&& body) {
 }
 
 // A broken invariant of a successful result.
-#define CVATTN_FUZZ_ASSERT(cond)                                                   \
-  do {                                                                            \
-    if (!(cond)) {                                                                \
+#define CVATTN_FUZZ_ASSERT(cond)                                                              \
+  do {                                                                                        \
+    if (!(cond)) {                                                                            \
       std::fprintf(stderr, "fuzz: %s:%d: invariant failed: %s\n", __FILE__, __LINE__, #cond); \
-      std::abort();                                                               \
-    }                                                                             \
+      std::abort();                                                                           \
+    }                                                                                         \
   } while (false)
 
 }  // namespace cvattn::fuzz

@@ -9,10 +9,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <opencv2/dnn.hpp>
 #include <string>
 #include <vector>
-
-#include <opencv2/dnn.hpp>
 
 #include "cvattn/dnn/layers.hpp"
 #include "fuzz_common.hpp"
@@ -29,11 +28,16 @@ class Bytes {
   int value() {
     const std::uint8_t kind = u8();
     switch (kind % 8) {
-      case 0: return 0;
-      case 1: return -int(u8() % 4) - 1;
-      case 2: return 1 << (u8() % 31);
-      case 3: return -(1 << (u8() % 31));
-      default: return int(u8() % 5) + 1;
+      case 0:
+        return 0;
+      case 1:
+        return -int(u8() % 4) - 1;
+      case 2:
+        return 1 << (u8() % 31);
+      case 3:
+        return -(1 << (u8() % 31));
+      default:
+        return int(u8() % 5) + 1;
     }
   }
   bool more() const { return p_ < end_; }
@@ -43,18 +47,18 @@ class Bytes {
   const std::uint8_t* end_;
 };
 
-const char* const kTypes[] = {"GridSample",  "AffineGrid",
-                              "DeformConv",  "com.microsoft.GridSample",
-                              "mmcv.grid_sampler", "mmcv.MMCVModulatedDeformConv2d",
+const char* const kTypes[] = {"GridSample",           "AffineGrid",
+                              "DeformConv",           "com.microsoft.GridSample",
+                              "mmcv.grid_sampler",    "mmcv.MMCVModulatedDeformConv2d",
                               "mmcv.MMCVDeformConv2d"};
-const char* const kIntKeys[] = {"align_corners", "group", "offset_group", "groups",
-                                "deform_groups", "interpolation_mode", "padding_mode", "bias",
-                                "im2col_step"};
-const char* const kListKeys[] = {"stride", "strides", "pad", "pads", "dilation", "dilations",
-                                 "kernel_size", "kernel_shape", "padding"};
+const char* const kIntKeys[] = {"align_corners", "group",         "offset_group",
+                                "groups",        "deform_groups", "interpolation_mode",
+                                "padding_mode",  "bias",          "im2col_step"};
+const char* const kListKeys[] = {"stride",    "strides",     "pad",          "pads",   "dilation",
+                                 "dilations", "kernel_size", "kernel_shape", "padding"};
 const char* const kStringKeys[] = {"mode", "padding_mode", "group", "stride"};
-const char* const kWords[] = {"bilinear", "linear", "nearest", "bicubic", "cubic", "zeros",
-                              "border", "reflection", "trilinear", "", "2"};
+const char* const kWords[] = {"bilinear", "linear",     "nearest",   "bicubic", "cubic", "zeros",
+                              "border",   "reflection", "trilinear", "",        "2"};
 
 cv::dnn::MatShape shape_of(Bytes& in) {
   cv::dnn::MatShape s(std::size_t(in.u8() % 7));  // rank 0..6
@@ -140,7 +144,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     for (const auto& s : shapes) {
       if (total(s) < 0) return 0;
       cv::Mat m(int(s.size()), s.data(), CV_32F);
-      for (std::size_t i = 0; i < m.total(); ++i) m.ptr<float>()[i] = float(int(in.u8()) - 128) / 40;
+      for (std::size_t i = 0; i < m.total(); ++i)
+        m.ptr<float>()[i] = float(int(in.u8()) - 128) / 40;
       inputs.push_back(m);
     }
     std::vector<cv::Mat> outputs{cv::Mat(int(outs[0].size()), outs[0].data(), CV_32F)};

@@ -24,13 +24,12 @@
 #include <iterator>
 #include <limits>
 #include <memory>
+#include <opencv2/core.hpp>
 #include <set>
 #include <string>
 #include <typeinfo>
 #include <variant>
 #include <vector>
-
-#include <opencv2/core.hpp>
 
 #include "cvattn/cvattn.hpp"
 #include "support/cli.hpp"
@@ -51,7 +50,7 @@ const float kInf = std::numeric_limits<float>::infinity();
 
 struct Expect {
   bool error = false;
-  std::string type_name;                             // for messages
+  std::string type_name;                               // for messages
   std::function<bool(const std::exception&)> is_type;  // dynamic type check
   std::string substring;
 };
@@ -145,8 +144,7 @@ void with_cap(std::int64_t bytes, F&& f) {
 // A per-process scratch folder for the tool rows' files, removed at exit.
 fs::path scratch_dir() {
   struct Dir {
-    fs::path path =
-        fs::temp_directory_path() / ("cvattn_hostile_" + std::to_string(::getpid()));
+    fs::path path = fs::temp_directory_path() / ("cvattn_hostile_" + std::to_string(::getpid()));
     Dir() { fs::create_directories(path); }
     ~Dir() {
       std::error_code ignored;
@@ -167,10 +165,10 @@ std::string fixture_file(const std::string& relative) {
 // A valid conv2d invocation on the CLI fixtures, with `extra` arguments appended.
 Call conv_call(std::vector<std::string> extra, std::vector<std::string> env = {},
                const std::string& groups = "2") {
-  std::vector<std::string> args = {"run", "conv2d", "--in",
-                                   "input=" + fixture_file("cli/conv2d_0/input.npy"), "--in",
-                                   "weight=" + fixture_file("cli/conv2d_0/weight.npy"), "--set",
-                                   "groups=" + groups};
+  std::vector<std::string> args = {"run",   "conv2d",
+                                   "--in",  "input=" + fixture_file("cli/conv2d_0/input.npy"),
+                                   "--in",  "weight=" + fixture_file("cli/conv2d_0/weight.npy"),
+                                   "--set", "groups=" + groups};
   args.insert(args.end(), extra.begin(), extra.end());
   return {args, std::move(env)};
 }
@@ -236,26 +234,30 @@ std::vector<Row> rows() {
       {"npy: empty file", raises<IoError>("bad magic"), api([] { parse_npy(""); })},
       {"npy: version 4", raises<IoError>("unsupported format version 4"),
        api([] { parse_npy(std::string("\x93NUMPY\x04\x00\x10\x00", 10) + "{}"); })},
-      {"npy: truncated header", raises<IoError>("runs past the end"),
-       api([] { parse_npy(npy(f4_dict("(2,)"), floats({1, 2})).substr(0, 40)); })},
+      {"npy: truncated header", raises<IoError>("runs past the end"), api([] {
+         parse_npy(npy(f4_dict("(2,)"), floats({1, 2})).substr(0, 40));
+       })},
       {"npy: oversized header length", raises<IoError>("is absurd"),
        api([] { parse_npy(std::string("\x93NUMPY\x02\x00\xff\xff\xff\x7f", 12) + "{}"); })},
       {"npy: header without shape", raises<IoError>("must have 'descr', 'fortran_order' and"),
        api([] { parse_npy(npy("{'descr': '<f4', 'fortran_order': False, }")); })},
-      {"npy: duplicated key", raises<IoError>("duplicated key 'shape'"),
-       api([] { parse_npy(npy("{'descr': '<f4', 'fortran_order': False, 'shape': (1,), "
-                              "'shape': (1,), }", zeros(1))); })},
+      {"npy: duplicated key", raises<IoError>("duplicated key 'shape'"), api([] {
+         parse_npy(
+             npy("{'descr': '<f4', 'fortran_order': False, 'shape': (1,), "
+                 "'shape': (1,), }",
+                 zeros(1)));
+       })},
       {"npy: unknown header key", raises<IoError>("unknown header key 'strides'"),
        api([] { parse_npy(npy("{'descr': '<f4', 'strides': (4,), }")); })},
-      {"npy: big-endian float32", raises<IoError>("dtype '>f4' is not supported"),
-       api([] { parse_npy(npy("{'descr': '>f4', 'fortran_order': False, 'shape': (1,), }",
-                              zeros(1))); })},
-      {"npy: int64 dtype", raises<IoError>("dtype '<i8' is not supported"),
-       api([] { parse_npy(npy("{'descr': '<i8', 'fortran_order': False, 'shape': (1,), }",
-                              zeros(2))); })},
-      {"npy: Fortran order", raises<IoError>("Fortran-order arrays are not supported"),
-       api([] { parse_npy(npy("{'descr': '<f4', 'fortran_order': True, 'shape': (2, 2), }",
-                              zeros(4))); })},
+      {"npy: big-endian float32", raises<IoError>("dtype '>f4' is not supported"), api([] {
+         parse_npy(npy("{'descr': '>f4', 'fortran_order': False, 'shape': (1,), }", zeros(1)));
+       })},
+      {"npy: int64 dtype", raises<IoError>("dtype '<i8' is not supported"), api([] {
+         parse_npy(npy("{'descr': '<i8', 'fortran_order': False, 'shape': (1,), }", zeros(2)));
+       })},
+      {"npy: Fortran order", raises<IoError>("Fortran-order arrays are not supported"), api([] {
+         parse_npy(npy("{'descr': '<f4', 'fortran_order': True, 'shape': (2, 2), }", zeros(4)));
+       })},
       {"npy: rank 7", raises<IoError>("more than 6 dimensions"),
        api([] { parse_npy(npy(f4_dict("(1, 1, 1, 1, 1, 1, 1)"), zeros(1))); })},
       {"npy: negative dimension", raises<IoError>("expected a non-negative integer"),
@@ -337,15 +339,15 @@ std::vector<Row> rows() {
       {"safetensors: tensor over a lowered allocation cap", raises<IoError>("allocation cap"),
        api([] {
          with_cap(1024, [] {
-           parse_st(st(R"({"a":{"dtype":"F32","shape":[512],"data_offsets":[0,2048]}})",
-                       zeros(512)));
+           parse_st(
+               st(R"({"a":{"dtype":"F32","shape":[512],"data_offsets":[0,2048]}})", zeros(512)));
          });
        })},
       {"safetensors: non-string metadata", raises<IoError>("metadata 'n' must be a string"),
        api([] { parse_st(st(R"({"__metadata__":{"n":1}})")); })},
       {"safetensors: unknown tensor field", raises<IoError>("unknown field 'stride'"), api([] {
-         parse_st(st(R"({"a":{"dtype":"F32","shape":[],"data_offsets":[0,4],"stride":1}})",
-                     zeros(1)));
+         parse_st(
+             st(R"({"a":{"dtype":"F32","shape":[],"data_offsets":[0,4],"stride":1}})", zeros(1)));
        })},
       {"safetensors: three data offsets", raises<IoError>("needs 'data_offsets' [begin, end]"),
        api([] {
@@ -354,9 +356,9 @@ std::vector<Row> rows() {
       {"safetensors: empty header object", defined(),
        api([] { EXPECT_TRUE(parse_st(st("{}")).empty()); })},
       {"safetensors: zero-size tensor and metadata only", defined(), api([] {
-         const StateDict d = parse_st(
-             st(R"({"__metadata__":{"format":"pt"},"z":{"dtype":"F32","shape":[0,3],)"
-                R"("data_offsets":[0,0]}})"));
+         const StateDict d =
+             parse_st(st(R"({"__metadata__":{"format":"pt"},"z":{"dtype":"F32","shape":[0,3],)"
+                         R"("data_offsets":[0,0]}})"));
          ASSERT_EQ(d.size(), 1u);
          EXPECT_EQ(d.at("z").shape(), (Shape{0, 3}));
        })},
@@ -371,9 +373,10 @@ std::vector<Row> rows() {
        })},
       {"state_dict: shape mismatch names both shapes",
        raises<ValueError>("'conv.weight' expected [4, 2, 3, 3], got [4, 2, 3, 2]"), api([] {
-         Net().load_state_dict(
-             net_dict([](StateDict& d) { d.set("conv.weight", Tensor::zeros({4, 2, 3, 2})); }),
-             Strict::no);
+         Net().load_state_dict(net_dict([](StateDict& d) {
+                                 d.set("conv.weight", Tensor::zeros({4, 2, 3, 2}));
+                               }),
+                               Strict::no);
        })},
       {"state_dict: integer tensor for a float parameter",
        raises<ValueError>("'bn.running_var' expected a floating-point tensor"), api([] {
@@ -381,8 +384,7 @@ std::vector<Row> rows() {
              net_dict([](StateDict& d) { d.set("bn.running_var", Tensor::zeros({4}), true); }));
        })},
       {"state_dict: num_batches_tracked is optional", defined(), api([] {
-         Net().load_state_dict(
-             net_dict([](StateDict& d) { d.erase("bn.num_batches_tracked"); }));
+         Net().load_state_dict(net_dict([](StateDict& d) { d.erase("bn.num_batches_tracked"); }));
        })},
       {"state_dict: non-strict load keeps absent values", defined(), api([] {
          Net net;
@@ -409,32 +411,46 @@ std::vector<Row> rows() {
        api([] { (void)StateDict().at("nope"); })},
 
       // --- Tensor
-      {"tensor: negative dimension", raises<ShapeError>("negative dimension"),
-       api([] { (void)Tensor::empty({2, -3}); })},
-      {"tensor: rank 7", raises<ShapeError>("exceeds the maximum of 6"),
-       api([] { (void)Tensor::empty({1, 1, 1, 1, 1, 1, 1}); })},
+      {"tensor: negative dimension", raises<ShapeError>("negative dimension"), api([] {
+         (void)Tensor::empty({2, -3});
+       })},
+      {"tensor: rank 7", raises<ShapeError>("exceeds the maximum of 6"), api([] {
+         (void)Tensor::empty({1, 1, 1, 1, 1, 1, 1});
+       })},
       {"tensor: shape product overflows int64",
-       raises<ValueError>("more elements than fit in 64 bits"),
-       api([] { (void)Tensor::empty({kInt64Max, 2}); })},
+       raises<ValueError>("more elements than fit in 64 bits"), api([] {
+         (void)Tensor::empty({kInt64Max, 2});
+       })},
       {"tensor: allocation over the 4 GiB cap", raises<ValueError>("over the allocation cap"),
-       api([] { (void)Tensor::zeros({1 << 20, 1 << 11}); })},
+       api([] {
+         (void)Tensor::zeros({1 << 20, 1 << 11});
+       })},
       {"tensor: over-cap shape whose byte count overflows int64",
        raises<ValueError>("needs more than 9223372036854775807 bytes"),
        api([] { (void)Tensor::empty({std::int64_t{1} << 62}); })},
       {"tensor: from_vector with the wrong count", raises<ShapeError>("needs 6 values, got 5"),
-       api([] { (void)Tensor::from_vector({2, 3}, {1, 2, 3, 4, 5}); })},
-      {"tensor: reshape to a different count", raises<ShapeError>("cannot view [2, 3]"),
-       api([] { (void)Tensor::zeros({2, 3}).reshape({4, 2}); })},
-      {"tensor: reshape with two -1", raises<ShapeError>("more than one -1"),
-       api([] { (void)Tensor::zeros({2, 3}).reshape({-1, -1}); })},
+       api([] {
+         (void)Tensor::from_vector({2, 3}, {1, 2, 3, 4, 5});
+       })},
+      {"tensor: reshape to a different count", raises<ShapeError>("cannot view [2, 3]"), api([] {
+         (void)Tensor::zeros({2, 3}).reshape({4, 2});
+       })},
+      {"tensor: reshape with two -1", raises<ShapeError>("more than one -1"), api([] {
+         (void)Tensor::zeros({2, 3}).reshape({-1, -1});
+       })},
       {"tensor: reshape whose known dims overflow", raises<ShapeError>("cannot view [2, 3]"),
-       api([] { (void)Tensor::zeros({2, 3}).reshape({-1, kInt64Max / 2, 4}); })},
-      {"tensor: reshape -1 with a zero dim", raises<ShapeError>("cannot view [2, 3]"),
-       api([] { (void)Tensor::zeros({2, 3}).reshape({-1, 0}); })},
-      {"tensor: slice0 out of range", raises<ShapeError>("out of bounds"),
-       api([] { (void)Tensor::zeros({2, 3}).slice0(1, 3); })},
-      {"tensor: dim index out of range", raises<ShapeError>("index 5 out of range"),
-       api([] { (void)Tensor::zeros({2, 3}).dim(5); })},
+       api([] {
+         (void)Tensor::zeros({2, 3}).reshape({-1, kInt64Max / 2, 4});
+       })},
+      {"tensor: reshape -1 with a zero dim", raises<ShapeError>("cannot view [2, 3]"), api([] {
+         (void)Tensor::zeros({2, 3}).reshape({-1, 0});
+       })},
+      {"tensor: slice0 out of range", raises<ShapeError>("out of bounds"), api([] {
+         (void)Tensor::zeros({2, 3}).slice0(1, 3);
+       })},
+      {"tensor: dim index out of range", raises<ShapeError>("index 5 out of range"), api([] {
+         (void)Tensor::zeros({2, 3}).dim(5);
+       })},
       {"tensor: adopting an 8U Mat", raises<ShapeError>("expected a CV_32F Mat"),
        api([] { Tensor t(cv::Mat(2, 2, CV_8U, cv::Scalar(0))); })},
       {"tensor: adopting a non-continuous Mat", raises<ShapeError>("not continuous"), api([] {
@@ -457,39 +473,41 @@ std::vector<Row> rows() {
          (void)from_image(cv::Mat(4, 4, CV_8UC3, cv::Scalar(0)),
                           ImageOptions().std(cv::Scalar(1, 0, 1)));
        })},
-      {"image: empty batch", raises<ValueError>("no images"),
-       api([] { (void)from_images({}); })},
+      {"image: empty batch", raises<ValueError>("no images"), api([] { (void)from_images({}); })},
       {"image: batch of different sizes is resized to the first", defined(), api([] {
-         const Tensor t = from_images({cv::Mat(4, 4, CV_8UC3, cv::Scalar(1)),
-                                       cv::Mat(4, 5, CV_8UC3, cv::Scalar(2))});
+         const Tensor t = from_images(
+             {cv::Mat(4, 4, CV_8UC3, cv::Scalar(1)), cv::Mat(4, 5, CV_8UC3, cv::Scalar(2))});
          EXPECT_EQ(t.shape(), (Shape{2, 3, 4, 4}));
        })},
       {"image: batch of 8U and 32F images", raises<ValueError>("image 1 has depth 5"), api([] {
-         (void)from_images({cv::Mat(4, 4, CV_8UC3, cv::Scalar(1)),
-                            cv::Mat(4, 4, CV_32FC3, cv::Scalar(2))});
+         (void)from_images(
+             {cv::Mat(4, 4, CV_8UC3, cv::Scalar(1)), cv::Mat(4, 4, CV_32FC3, cv::Scalar(2))});
        })},
       {"image: batch of different channel counts", raises<ShapeError>("image 1 has 1 channels"),
        api([] {
-         (void)from_images({cv::Mat(4, 4, CV_8UC3, cv::Scalar(0)),
-                            cv::Mat(4, 4, CV_8UC1, cv::Scalar(0))});
+         (void)from_images(
+             {cv::Mat(4, 4, CV_8UC3, cv::Scalar(0)), cv::Mat(4, 4, CV_8UC1, cv::Scalar(0))});
        })},
       {"image: negative target size", raises<ValueError>("target size"), api([] {
          (void)from_image(cv::Mat(4, 4, CV_8UC3, cv::Scalar(0)),
                           ImageOptions().size(cv::Size(-2, 3)));
        })},
-      {"image: target size over the allocation cap", raises<ValueError>("allocation cap"),
-       api([] {
+      {"image: target size over the allocation cap", raises<ValueError>("allocation cap"), api([] {
          (void)from_image(cv::Mat(4, 4, CV_8UC3, cv::Scalar(0)),
                           ImageOptions().size(cv::Size(100000, 100000)));
        })},
-      {"image: to_image of 2 channels", raises<ShapeError>("expected 1, 3 or 4 channels"),
-       api([] { (void)to_image(Tensor::zeros({1, 2, 4, 4})); })},
-      {"image: to_image sample out of range", raises<ShapeError>("sample 1 out of range"),
-       api([] { (void)to_image(Tensor::zeros({1, 3, 4, 4}), 1); })},
-      {"image: to_image scale zero", raises<ValueError>("scale is zero"),
-       api([] { (void)to_image(Tensor::zeros({1, 3, 4, 4}), 0, ImageOptions().scale(0)); })},
-      {"image: to_image of an empty plane", raises<ShapeError>("empty"),
-       api([] { (void)to_image(Tensor::zeros({1, 3, 0, 4})); })},
+      {"image: to_image of 2 channels", raises<ShapeError>("expected 1, 3 or 4 channels"), api([] {
+         (void)to_image(Tensor::zeros({1, 2, 4, 4}));
+       })},
+      {"image: to_image sample out of range", raises<ShapeError>("sample 1 out of range"), api([] {
+         (void)to_image(Tensor::zeros({1, 3, 4, 4}), 1);
+       })},
+      {"image: to_image scale zero", raises<ValueError>("scale is zero"), api([] {
+         (void)to_image(Tensor::zeros({1, 3, 4, 4}), 0, ImageOptions().scale(0));
+       })},
+      {"image: to_image of an empty plane", raises<ShapeError>("empty"), api([] {
+         (void)to_image(Tensor::zeros({1, 3, 0, 4}));
+       })},
       {"image: to_image saturates Inf and huge values, maps NaN to 0", defined(), api([] {
          const cv::Mat img =
              to_image(Tensor::from_vector({1, 1, 1, 5}, {kNaN, kInf, -kInf, 1e30f, -1e30f}));
@@ -539,12 +557,12 @@ std::vector<Row> rows() {
          Tensor x = Tensor::full({1, 1, 5, 5}, 1.0f);
          x[0] = kNaN;  // pixel (0, 0)
          const Tensor y = functional::conv2d(x, Tensor::full({1, 1, 3, 3}, 1.0f));
-         EXPECT_TRUE(std::isnan(y[0]));     // output (0, 0) reads (0, 0)
-         EXPECT_EQ(y[8], 9.0f);             // output (2, 2) does not
+         EXPECT_TRUE(std::isnan(y[0]));  // output (0, 0) reads (0, 0)
+         EXPECT_EQ(y[8], 9.0f);          // output (2, 2) does not
        })},
       {"conv2d: Inf weight gives Inf, not a crash", defined(), api([] {
-         const Tensor y = functional::conv2d(Tensor::full({1, 1, 3, 3}, 1.0f),
-                                             Tensor::full({1, 1, 3, 3}, kInf));
+         const Tensor y =
+             functional::conv2d(Tensor::full({1, 1, 3, 3}, 1.0f), Tensor::full({1, 1, 3, 3}, kInf));
          EXPECT_EQ(y[0], kInf);
        })},
 
@@ -561,13 +579,13 @@ std::vector<Row> rows() {
              functional::GridSampleOptions().mode(functional::Interpolation::bicubic));
        })},
       {"grid_sample 5-D: NaN and inf grid values read padding", defined(), api([] {
-         const Tensor g = Tensor::from_vector({1, 1, 1, 3, 3},
-                                              {kNaN, 0, 0, kInf, -kInf, 0, 1e30f, kNaN, kInf});
+         const Tensor g =
+             Tensor::from_vector({1, 1, 1, 3, 3}, {kNaN, 0, 0, kInf, -kInf, 0, 1e30f, kNaN, kInf});
          for (const auto pad : {functional::PaddingMode::zeros, functional::PaddingMode::border,
                                 functional::PaddingMode::reflection}) {
-           const Tensor y = functional::grid_sample(
-               Tensor::full({1, 1, 2, 3, 4}, 1.0f), g,
-               functional::GridSampleOptions().padding_mode(pad));
+           const Tensor y =
+               functional::grid_sample(Tensor::full({1, 1, 2, 3, 4}, 1.0f), g,
+                                       functional::GridSampleOptions().padding_mode(pad));
            for (std::int64_t i = 0; i < y.numel(); ++i) EXPECT_TRUE(y[i] == 0.0f || y[i] == 1.0f);
          }
        })},
@@ -576,9 +594,10 @@ std::vector<Row> rows() {
        })},
       {"cli: grid_sample 5-D bicubic", raises<Error>("mode 'bicubic' supports 4-D input only"),
        tool([] {
-         const std::string x = scratch("vol.npy", npy(f4_dict("(1, 1, 2, 2, 2)"),
-                                                      floats(std::vector<float>(8, 1.0f))));
-         const std::string g = scratch("vgrid.npy", npy(f4_dict("(1, 1, 1, 1, 3)"), floats({0, 0, 0})));
+         const std::string x = scratch(
+             "vol.npy", npy(f4_dict("(1, 1, 2, 2, 2)"), floats(std::vector<float>(8, 1.0f))));
+         const std::string g =
+             scratch("vgrid.npy", npy(f4_dict("(1, 1, 1, 1, 3)"), floats({0, 0, 0})));
          return Call{{"run", "grid_sample", "--in", "input=" + x, "--in", "grid=" + g, "--set",
                       "mode=bicubic"}};
        })},
@@ -603,12 +622,16 @@ std::vector<Row> rows() {
        tool([] { return conv_call({}, {"CVATTN_MAX_TENSOR_BYTES=lots"}); })},
       {"cli: CVATTN_MAX_TENSOR_BYTES raised still works", defined(),
        tool([] { return conv_call({}, {"CVATTN_MAX_TENSOR_BYTES=8G"}); })},
-      {"cli: absurd --threads", raises<Error>("--threads expects at most 1024"),
-       tool([] { return conv_call({"--threads", "100000"}); })},
+      {"cli: absurd --threads", raises<Error>("--threads expects at most 1024"), tool([] {
+         return conv_call({"--threads", "100000"});
+       })},
       {"cli: padding whose output byte count overflows", raises<Error>("over the allocation cap"),
-       tool([] { return conv_call({"--set", "padding=0409012289"}); })},
-      {"cli: setting beyond 64 bits", raises<Error>("is not an integer"),
-       tool([] { return conv_call({"--set", "stride=99999999999999999999"}); })},
+       tool([] {
+         return conv_call({"--set", "padding=0409012289"});
+       })},
+      {"cli: setting beyond 64 bits", raises<Error>("is not an integer"), tool([] {
+         return conv_call({"--set", "stride=99999999999999999999"});
+       })},
       {"cli: conv2d channel mismatch", raises<Error>("tensor 'input' expected"),
        tool([] { return conv_call({}, {}, "1"); })},
       {"cli: a directory as input", raises<Error>("it is a directory"), tool([] {
@@ -632,8 +655,8 @@ std::vector<Row> rows() {
                       "--out", "output=" + (scratch_dir() / "empty_out.npy").string()}};
        })},
       {"cli: NaN input runs", defined(), tool([] {
-         const std::string x = scratch("nan.npy", npy(f4_dict("(1, 2, 3, 3)"),
-                                                      floats(std::vector<float>(18, kNaN))));
+         const std::string x =
+             scratch("nan.npy", npy(f4_dict("(1, 2, 3, 3)"), floats(std::vector<float>(18, kNaN))));
          const std::string w = scratch("w.npy", npy(f4_dict("(1, 2, 1, 1)"), floats({1, 1})));
          return Call{{"run", "conv2d", "--in", "input=" + x, "--in", "weight=" + w}};
        })},

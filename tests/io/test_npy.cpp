@@ -1,5 +1,3 @@
-#include "cvattn/io/npy.hpp"
-
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -7,6 +5,7 @@
 #include <string>
 
 #include "cvattn/core/error.hpp"
+#include "cvattn/io/npy.hpp"
 #include "support/fixtures.hpp"
 #include "support/random.hpp"
 #include "support/tensor_near.hpp"
@@ -105,21 +104,28 @@ TEST(Npy, MalformedFilesGiveClearErrors) {
       {"not a dict", npy("[1, 2]", four_floats), "expected '{'"},
       {"missing shape", npy("{'descr': '<f4', 'fortran_order': False}", four_floats),
        "must have 'descr', 'fortran_order' and 'shape'"},
-      {"unknown key", npy("{'descr': '<f4', 'fortran_order': False, 'shape': (4,), 'x': 1}", four_floats),
+      {"unknown key",
+       npy("{'descr': '<f4', 'fortran_order': False, 'shape': (4,), 'x': 1}", four_floats),
        "unknown header key 'x'"},
-      {"duplicate key", npy("{'descr': '<f4', 'descr': '<f4', 'fortran_order': False, 'shape': (4,)}", four_floats),
+      {"duplicate key",
+       npy("{'descr': '<f4', 'descr': '<f4', 'fortran_order': False, 'shape': (4,)}", four_floats),
        "duplicated key 'descr'"},
-      {"negative dim", npy("{'descr': '<f4', 'fortran_order': False, 'shape': (-4,), }", four_floats),
+      {"negative dim",
+       npy("{'descr': '<f4', 'fortran_order': False, 'shape': (-4,), }", four_floats),
        "non-negative integer"},
       {"overflowing dim",
-       npy("{'descr': '<f4', 'fortran_order': False, 'shape': (99999999999999999999,), }", four_floats),
+       npy("{'descr': '<f4', 'fortran_order': False, 'shape': (99999999999999999999,), }",
+           four_floats),
        "overflows 64 bits"},
       {"overflowing product",
-       npy("{'descr': '<f4', 'fortran_order': False, 'shape': (4294967296, 4294967296, 4), }", four_floats),
+       npy("{'descr': '<f4', 'fortran_order': False, 'shape': (4294967296, 4294967296, 4), }",
+           four_floats),
        "more elements than fit in 64 bits"},
-      {"absurd size", npy("{'descr': '<f4', 'fortran_order': False, 'shape': (1000000, 1000000), }", four_floats),
+      {"absurd size",
+       npy("{'descr': '<f4', 'fortran_order': False, 'shape': (1000000, 1000000), }", four_floats),
        "allocation cap"},
-      {"rank 7", npy("{'descr': '<f4', 'fortran_order': False, 'shape': (1,1,1,1,1,1,4), }", four_floats),
+      {"rank 7",
+       npy("{'descr': '<f4', 'fortran_order': False, 'shape': (1,1,1,1,1,1,4), }", four_floats),
        "more than 6 dimensions"},
       {"unterminated string", npy("{'descr: '<f4'", four_floats), "expected ':'"},
       {"bad bool", npy("{'descr': '<f4', 'fortran_order': 0, 'shape': (4,), }", four_floats),

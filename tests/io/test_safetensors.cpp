@@ -1,5 +1,3 @@
-#include "cvattn/io/safetensors.hpp"
-
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -8,6 +6,7 @@
 
 #include "cvattn/core/error.hpp"
 #include "cvattn/io/npy.hpp"
+#include "cvattn/io/safetensors.hpp"
 #include "support/fixtures.hpp"
 #include "support/random.hpp"
 #include "support/tensor_near.hpp"
@@ -93,10 +92,12 @@ TEST(Safetensors, MalformedFilesGiveClearErrors) {
       {"invalid utf8", file("{\"\xff\":1}", ""), "not valid JSON"},
       {"not an object", file("[1,2]", ""), "must be a JSON object"},
       {"entry not object", file(entry("3"), ""), "must be an object"},
-      {"no dtype", file(entry(R"({"shape":[2],"data_offsets":[0,8]})"), f8), "needs a string 'dtype'"},
+      {"no dtype", file(entry(R"({"shape":[2],"data_offsets":[0,8]})"), f8),
+       "needs a string 'dtype'"},
       {"bad dtype", file(entry(R"({"dtype":"C64","shape":[1],"data_offsets":[0,8]})"), f8),
        "unsupported dtype 'C64'"},
-      {"no shape", file(entry(R"({"dtype":"F32","data_offsets":[0,8]})"), f8), "needs an array 'shape'"},
+      {"no shape", file(entry(R"({"dtype":"F32","data_offsets":[0,8]})"), f8),
+       "needs an array 'shape'"},
       {"negative dim", file(entry(R"({"dtype":"F32","shape":[-2],"data_offsets":[0,8]})"), f8),
        "non-negative integers"},
       {"float dim", file(entry(R"({"dtype":"F32","shape":[2.5],"data_offsets":[0,8]})"), f8),
@@ -115,17 +116,21 @@ TEST(Safetensors, MalformedFilesGiveClearErrors) {
       {"absurd shape",
        file(entry(R"({"dtype":"F32","shape":[100000,100000,100000],"data_offsets":[0,8]})"), f8),
        "allocation cap"},
-      {"huge dim", file(entry(R"({"dtype":"F32","shape":[18446744073709551615],"data_offsets":[0,8]})"), f8),
+      {"huge dim",
+       file(entry(R"({"dtype":"F32","shape":[18446744073709551615],"data_offsets":[0,8]})"), f8),
        "absurd dimension"},
       {"overlap",
-       file(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},"b":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})",
-            f8),
+       file(
+           R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},"b":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})",
+           f8),
        "overlap"},
       {"duplicate key",
-       file(R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},"a":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})",
-            f8),
+       file(
+           R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},"a":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})",
+           f8),
        "'a' appears twice"},
-      {"unknown field", file(entry(R"({"dtype":"F32","shape":[2],"data_offsets":[0,8],"x":1})"), f8),
+      {"unknown field",
+       file(entry(R"({"dtype":"F32","shape":[2],"data_offsets":[0,8],"x":1})"), f8),
        "unknown field 'x'"},
       {"bad metadata", file(R"({"__metadata__":{"a":1}})", ""), "metadata 'a' must be a string"},
       {"rank 7", file(entry(R"({"dtype":"F32","shape":[1,1,1,1,1,1,2],"data_offsets":[0,8]})"), f8),

@@ -1,15 +1,15 @@
 // AttentionShapesNet (cvattn/models/attention_shapes.hpp), composed from cvattn's float32 modules,
 // reproduces every number PyTorch stored beside the shipped weights, reads the PNG assets with
 // the model card's input convention (RGB order), and runs fully convolutionally on other sizes.
+#include <gtest/gtest.h>
+
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
-#include <string>
-
-#include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 #include <opencv2/imgcodecs.hpp>
+#include <string>
 
 #include "cvattn/core/error.hpp"
 #include "cvattn/io/npy.hpp"
@@ -132,8 +132,8 @@ TEST(AttentionShapesNet, RejectsBadInputs) {
   EXPECT_THROW((void)net->forward(Tensor()), Error);
   EXPECT_THROW((void)AttentionShapesNet::input_from_image(cv::Mat()), ValueError);
   EXPECT_THROW((void)AttentionShapesNet::input_from_image(cv::Mat(8, 8, CV_32FC3)), ValueError);
-  StateDict partial = io::load_safetensors(
-      (kAssets / "weights/attention_shapes.safetensors").string());
+  StateDict partial =
+      io::load_safetensors((kAssets / "weights/attention_shapes.safetensors").string());
   StateDict missing;
   for (const auto& e : partial.entries())
     if (e.key != "head.bias") missing.set(e.key, e.value, e.integer);

@@ -6,7 +6,6 @@
 
 #include <cmath>
 #include <fstream>
-
 #include <opencv2/imgcodecs.hpp>
 
 #include "cvattn/core/error.hpp"
@@ -61,8 +60,11 @@ TEST(DataConfig, UnknownNameAndBadImagesAreNamedErrors) {
               ThrowsMessage<ValueError>(HasSubstr("CV_32FC3")));
   models::DataConfig bad = c;
   bad.crop_pct = 0.0;
-  EXPECT_THAT([&] { (void)models::crop_geometry({10, 10}, bad); },
-              ThrowsMessage<ValueError>(HasSubstr("crop_pct")));
+  EXPECT_THAT(
+      [&] {
+        (void)models::crop_geometry({10, 10}, bad);
+      },
+      ThrowsMessage<ValueError>(HasSubstr("crop_pct")));
 }
 
 TEST(DataConfig, GeometryFollowsTorchvisionResizeAndCenterCrop) {
@@ -86,7 +88,8 @@ TEST_P(TimmTransform, MatchesUpToResampling) {
   const auto& p = fx.params();
   const models::DataConfig c = models::data_config(p["model_name"].get<std::string>());
   const cv::Mat bgr = cv::imread(
-      (fixtures_root() / ".." / ".." / "assets" / "images" / p["image"].get<std::string>()).string(),
+      (fixtures_root() / ".." / ".." / "assets" / "images" / p["image"].get<std::string>())
+          .string(),
       cv::IMREAD_COLOR);
   ASSERT_FALSE(bgr.empty());
   const models::CropGeometry g = models::crop_geometry(bgr.size(), c);

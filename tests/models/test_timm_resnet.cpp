@@ -25,7 +25,6 @@ using ::testing::HasSubstr;
 using ::testing::ThrowsMessage;
 namespace F = cvattn::functional;
 
-
 TEST(ModelWeights, GeneratorMatchesTheFixtureScriptBitForBit) {
   std::ifstream in(fixtures_root() / "models" / "generator.json");
   ASSERT_TRUE(in) << "run tests/fixtures/models.py";
@@ -70,8 +69,7 @@ TEST_P(TimmNetwork, MatchesTimm) {
   EXPECT_EQ(paths, fx.params()["map_paths"].get<std::vector<std::string>>());
   for (const auto& path : fx.params()["saved_maps"]) {
     const Tensor ref = fx.tensor(path.get<std::string>());
-    EXPECT_TENSOR_NEAR(out.maps.at(path.get<std::string>()), ref, network_tolerance(ref))
-        << path;
+    EXPECT_TENSOR_NEAR(out.maps.at(path.get<std::string>()), ref, network_tolerance(ref)) << path;
   }
   // forward and forward_with_maps agree with run.
   EXPECT_TENSOR_NEAR(net->forward(input_for(fx)), out.logits, kExact);
@@ -90,8 +88,8 @@ TEST(ModelsCreate, ListsTheSupportedModels) {
 
 TEST(ModelsCreate, UnknownNameIsANamedError) {
   EXPECT_THAT([] { (void)models::create("resnet19", StateDict()); },
-              ThrowsMessage<ValueError>(AllOf(HasSubstr("unknown model_name 'resnet19'"),
-                                              HasSubstr("seresnet18"))));
+              ThrowsMessage<ValueError>(
+                  AllOf(HasSubstr("unknown model_name 'resnet19'"), HasSubstr("seresnet18"))));
   EXPECT_THAT([] { (void)models::build("vit_huge", 10); },
               ThrowsMessage<ValueError>(HasSubstr("unknown model_name 'vit_huge'")));
 }
@@ -105,8 +103,9 @@ TEST(ModelsCreate, MismatchedStateDictIsANamedError) {
               ThrowsMessage<ValueError>(AllOf(HasSubstr("models::create('seresnet18')"),
                                               HasSubstr("missing 'layer1.0.se.fc1.weight'"))));
   // ... and for resnet50 every block differs.
-  EXPECT_THAT([&] { (void)models::create("resnet50", dict); },
-              ThrowsMessage<ValueError>(HasSubstr("'layer1.0.conv1.weight' expected [64, 64, 1, 1]")));
+  EXPECT_THAT(
+      [&] { (void)models::create("resnet50", dict); },
+      ThrowsMessage<ValueError>(HasSubstr("'layer1.0.conv1.weight' expected [64, 64, 1, 1]")));
   StateDict extra = dict;
   extra.set("head.weight", Tensor::zeros({7, 512}));
   EXPECT_THAT([&] { (void)models::create("resnet18", extra); },
@@ -130,10 +129,16 @@ TEST(ModelsCreate, AcceptsNumBatchesTracked) {
 
 TEST(ResNet, RejectsWrongInput) {
   const auto net = models::build("resnet18", 4);
-  EXPECT_THAT([&] { (void)net->forward(Tensor::zeros({1, 4, 32, 32})); },
-              ThrowsMessage<ShapeError>(HasSubstr("expected shape [*, 3, *, *], got [1, 4, 32, 32]")));
-  EXPECT_THAT([&] { (void)net->forward(Tensor::zeros({3, 32, 32})); },
-              ThrowsMessage<ShapeError>(HasSubstr("ResNet::forward")));
+  EXPECT_THAT(
+      [&] {
+        (void)net->forward(Tensor::zeros({1, 4, 32, 32}));
+      },
+      ThrowsMessage<ShapeError>(HasSubstr("expected shape [*, 3, *, *], got [1, 4, 32, 32]")));
+  EXPECT_THAT(
+      [&] {
+        (void)net->forward(Tensor::zeros({3, 32, 32}));
+      },
+      ThrowsMessage<ShapeError>(HasSubstr("ResNet::forward")));
 }
 
 TEST(ResNet, RunsTinyAndOddInputs) {
@@ -168,8 +173,11 @@ TEST(ResNetBlocks, BasicBlockRejectsCardinality) {
 
 TEST(ResNetBlocks, MissingDownsampleIsAShapeError) {
   const models::BasicBlock block(models::ResNetBlockOptions(8, 16));
-  EXPECT_THAT([&] { (void)block.forward(Tensor::zeros({1, 8, 5, 5})); },
-              ThrowsMessage<ShapeError>(HasSubstr("needs downsample=true")));
+  EXPECT_THAT(
+      [&] {
+        (void)block.forward(Tensor::zeros({1, 8, 5, 5}));
+      },
+      ThrowsMessage<ShapeError>(HasSubstr("needs downsample=true")));
 }
 
 TEST(ResidualAdd, AddsAndRectifies) {
@@ -179,8 +187,11 @@ TEST(ResidualAdd, AddsAndRectifies) {
   const Tensor plain = Tensor::from_vector({4}, {2, -1, -0.5f, 0.25f});
   EXPECT_TENSOR_NEAR(F::residual_add(a, b), relu, kExact);
   EXPECT_TENSOR_NEAR(F::residual_add(a, b, false), plain, kExact);
-  EXPECT_THAT([&] { (void)F::residual_add(a, Tensor::zeros({2, 2})); },
-              ThrowsMessage<ShapeError>(HasSubstr("expected the shape of 'x' [4], got [2, 2]")));
+  EXPECT_THAT(
+      [&] {
+        (void)F::residual_add(a, Tensor::zeros({2, 2}));
+      },
+      ThrowsMessage<ShapeError>(HasSubstr("expected the shape of 'x' [4], got [2, 2]")));
 }
 
 TEST(ClassActivationMap, HandCheckable) {
@@ -200,8 +211,11 @@ TEST(ClassActivationMap, HandCheckable) {
   EXPECT_TENSOR_NEAR(F::class_activation_map(neg, w, logits, 0), zero, kExact);
   EXPECT_THAT([&] { (void)F::class_activation_map(f, w, logits, 2); },
               ThrowsMessage<ValueError>(HasSubstr("class_index 2 out of range for 2 classes")));
-  EXPECT_THAT([&] { (void)F::class_activation_map(f, Tensor::zeros({2, 3}), logits); },
-              ThrowsMessage<ShapeError>(HasSubstr("weight")));
+  EXPECT_THAT(
+      [&] {
+        (void)F::class_activation_map(f, Tensor::zeros({2, 3}), logits);
+      },
+      ThrowsMessage<ShapeError>(HasSubstr("weight")));
 }
 
 }  // namespace

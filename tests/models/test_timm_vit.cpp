@@ -85,10 +85,13 @@ INSTANTIATE_TEST_SUITE_P(Fixtures, TimmVit, ::testing::ValuesIn(vit_cases()),
 
 TEST(VisionTransformer, RefusesOtherImageSizesAsTimmDoes) {
   const auto net = models::build("deit_tiny_patch16_224", 4);
-  EXPECT_THAT([&] { (void)net->forward(Tensor::zeros({1, 3, 160, 160})); },
-              ThrowsMessage<ShapeError>(HasSubstr(
-                  "expected [N >= 1, 3, 224, 224] (timm's default strict img_size), got "
-                  "[1, 3, 160, 160]")));
+  EXPECT_THAT(
+      [&] {
+        (void)net->forward(Tensor::zeros({1, 3, 160, 160}));
+      },
+      ThrowsMessage<ShapeError>(
+          HasSubstr("expected [N >= 1, 3, 224, 224] (timm's default strict img_size), got "
+                    "[1, 3, 160, 160]")));
   EXPECT_THAT([&] { (void)net->class_activation_map(models::NetworkOutput{}); },
               ThrowsMessage<ValueError>(HasSubstr("no class activation map")));
 }

@@ -1,5 +1,3 @@
-#include "cvattn/modules/bat.hpp"
-
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -7,6 +5,7 @@
 
 #include "cvattn/core/error.hpp"
 #include "cvattn/functional/bilinear_attention.hpp"
+#include "cvattn/modules/bat.hpp"
 #include "support/fixtures.hpp"
 #include "support/tensor_near.hpp"
 #include "support/threads.hpp"
@@ -66,8 +65,11 @@ TEST(BatNonLocalAttn, RejectsBadWeightsAndInputs) {
   const auto fx = test::fixture("spatial/bat_n2_c16_6x9_b3_g2");
   BatNonLocalAttn m(BatNonLocalAttnOptions::from_state_dict(fx.weights()));
   m.load_state_dict(fx.weights());
-  EXPECT_THAT([&] { (void)m.forward(Tensor::zeros({1, 16, 6, 8})); },
-              ThrowsMessage<ShapeError>(HasSubstr("multiples of block_size 3")));
+  EXPECT_THAT(
+      [&] {
+        (void)m.forward(Tensor::zeros({1, 16, 6, 8}));
+      },
+      ThrowsMessage<ShapeError>(HasSubstr("multiples of block_size 3")));
   StateDict w = fx.weights();
   w.set("ba.conv_p.weight", Tensor::zeros({10, 2, 3, 1}));
   EXPECT_THAT([&] { (void)BatNonLocalAttnOptions::from_state_dict(w); },

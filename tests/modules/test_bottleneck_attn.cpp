@@ -1,11 +1,10 @@
-#include "cvattn/modules/bottleneck_attn.hpp"
-
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <vector>
 
 #include "cvattn/core/error.hpp"
+#include "cvattn/modules/bottleneck_attn.hpp"
 #include "support/fixtures.hpp"
 #include "support/random.hpp"
 #include "support/tensor_near.hpp"
@@ -64,8 +63,9 @@ TEST(BottleneckAttn, RejectsBadSettingsAndWeights) {
               ThrowsMessage<ValueError>(HasSubstr("stride must be 1 or 2")));
   const auto fx = test::fixture("spatial/bot_n2_c16_5x7_h4");
   // 5 heads cannot split the 48 qkv channels with Dqk 4 into q, k and a v divisible by 5.
-  EXPECT_THAT([&] { (void)BottleneckAttnOptions::from_state_dict(fx.weights()).num_heads(5).dims(); },
-              ThrowsMessage<ValueError>(HasSubstr("qkv.weight has 48 output channels")));
+  EXPECT_THAT(
+      [&] { (void)BottleneckAttnOptions::from_state_dict(fx.weights()).num_heads(5).dims(); },
+      ThrowsMessage<ValueError>(HasSubstr("qkv.weight has 48 output channels")));
   StateDict w = fx.weights();
   w.erase("pos_embed.width_rel");
   EXPECT_THAT([&] { (void)BottleneckAttnOptions::from_state_dict(w); },
@@ -77,10 +77,16 @@ TEST(BottleneckAttn, RejectsBadSettingsAndWeights) {
             Pair2(5, 7));
   BottleneckAttn m(BottleneckAttnOptions::from_state_dict(fx.weights()));
   m.load_state_dict(fx.weights());
-  EXPECT_THAT([&] { (void)m.forward(Tensor::zeros({1, 16, 5, 6})); },
-              ThrowsMessage<ShapeError>(HasSubstr("BottleneckAttn::forward")));
-  EXPECT_THAT([&] { (void)m.forward(Tensor::zeros({1, 8, 5, 7})); },
-              ThrowsMessage<ShapeError>(HasSubstr("'x'")));
+  EXPECT_THAT(
+      [&] {
+        (void)m.forward(Tensor::zeros({1, 16, 5, 6}));
+      },
+      ThrowsMessage<ShapeError>(HasSubstr("BottleneckAttn::forward")));
+  EXPECT_THAT(
+      [&] {
+        (void)m.forward(Tensor::zeros({1, 8, 5, 7}));
+      },
+      ThrowsMessage<ShapeError>(HasSubstr("'x'")));
 }
 
 }  // namespace

@@ -1,5 +1,3 @@
-#include "cvattn/modules/cbam.hpp"
-
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -8,6 +6,7 @@
 
 #include "cvattn/core/error.hpp"
 #include "cvattn/io/safetensors.hpp"
+#include "cvattn/modules/cbam.hpp"
 #include "support/concurrency.hpp"
 #include "support/fixtures.hpp"
 #include "support/random.hpp"
@@ -48,8 +47,9 @@ TEST(Cbam, MatchesTimm) {
   for (const auto& fx : cases) {
     SCOPED_TRACE(fx.name());
     const auto& p = fx.params();
-    const CbamOptions o = CbamOptions::from_state_dict(fx.weights()).gate_layer(
-        parse_gate_layer(p.value("gate_layer", std::string("sigmoid"))));
+    const CbamOptions o =
+        CbamOptions::from_state_dict(fx.weights())
+            .gate_layer(parse_gate_layer(p.value("gate_layer", std::string("sigmoid"))));
     EXPECT_EQ(o.channels(), p["channels"].get<std::int64_t>());
     EXPECT_EQ(o.reduced_channels(), p["rd_channels"].get<std::int64_t>());
     EXPECT_EQ(o.spatial_kernel_size(), p["spatial_kernel_size"].get<std::int64_t>());
@@ -74,14 +74,14 @@ TEST(Cbam, OldTimmWidthLoadsByShape) {
   EXPECT_EQ(CbamOptions::from_state_dict(fx.weights()).reduced_channels(), 4);
   Cbam fresh(CbamOptions(72));
   EXPECT_THAT([&] { fresh.load_state_dict(fx.weights()); },
-              ThrowsMessage<ValueError>(HasSubstr(
-                  "'channel.fc1.weight' expected [5, 72, 1, 1], got [4, 72, 1, 1]")));
+              ThrowsMessage<ValueError>(
+                  HasSubstr("'channel.fc1.weight' expected [5, 72, 1, 1], got [4, 72, 1, 1]")));
 }
 
 TEST(Cbam, ReducedChannelsFollowTimm) {
-  const std::pair<std::int64_t, std::int64_t> table[] = {
-      {16, 1}, {32, 2}, {64, 4}, {72, 5}, {96, 6}, {200, 13}, {256, 16}, {2048, 128}, {1, 1},
-      {8, 1}};
+  const std::pair<std::int64_t, std::int64_t> table[] = {{16, 1}, {32, 2},   {64, 4},   {72, 5},
+                                                         {96, 6}, {200, 13}, {256, 16}, {2048, 128},
+                                                         {1, 1},  {8, 1}};
   for (const auto& [c, r] : table) EXPECT_EQ(CbamOptions(c).reduced_channels(), r) << c;
   EXPECT_EQ(CbamOptions(64).rd_channels(3).reduced_channels(), 3);
 }
@@ -98,7 +98,7 @@ TEST(Cbam, HandCheckedSpatialGate) {
     if (!e.integer) w.set(e.key, Tensor::zeros(e.value.shape()));
   }
   Tensor conv = Tensor::zeros({1, 2, 3, 3});
-  conv[4] = 0.5f;      // channel 0 (mean), centre
+  conv[4] = 0.5f;       // channel 0 (mean), centre
   conv[9 + 4] = 0.25f;  // channel 1 (max), centre
   w.set("spatial.conv.conv.weight", conv);
   w.set("spatial.conv.bn.weight", Tensor::full({1}, 2.0f));
@@ -180,19 +180,28 @@ TEST(Cbam, NanPropagatesWithoutCrashing) {
   Tensor x = test::random_tensor({2, 16, 9, 9}, 9);
   x[16 * 81 + 40] = std::nanf("");  // sample 1, channel 0, centre pixel
   const Attended r = cbam.forward_with_maps(x);
-  EXPECT_FALSE(std::isnan(r.output[0]));                          // sample 0 untouched
+  EXPECT_FALSE(std::isnan(r.output[0]));                            // sample 0 untouched
   EXPECT_TRUE(std::isnan(r.maps.at(maps::kChannelAttention)[16]));  // sample 1 poisoned
 }
 
 TEST(Cbam, RejectsWrongInput) {
   const Cbam cbam(CbamOptions(64));
-  EXPECT_THAT([&] { (void)cbam.forward(Tensor::zeros({1, 32, 8, 8})); },
-              ThrowsMessage<ShapeError>(HasSubstr(
-                  "Cbam::forward: tensor 'x' expected shape [*, 64, *, *], got [1, 32, 8, 8]")));
-  EXPECT_THAT([&] { (void)cbam.forward(Tensor::zeros({1, 64, 8, 8, 1})); },
-              ThrowsMessage<ShapeError>(HasSubstr("got [1, 64, 8, 8, 1]")));
-  EXPECT_THAT([&] { (void)cbam.forward(Tensor::zeros({1, 64, 0, 0})); },
-              ThrowsMessage<ShapeError>(HasSubstr("expected H, W >= 1")));
+  EXPECT_THAT(
+      [&] {
+        (void)cbam.forward(Tensor::zeros({1, 32, 8, 8}));
+      },
+      ThrowsMessage<ShapeError>(
+          HasSubstr("Cbam::forward: tensor 'x' expected shape [*, 64, *, *], got [1, 32, 8, 8]")));
+  EXPECT_THAT(
+      [&] {
+        (void)cbam.forward(Tensor::zeros({1, 64, 8, 8, 1}));
+      },
+      ThrowsMessage<ShapeError>(HasSubstr("got [1, 64, 8, 8, 1]")));
+  EXPECT_THAT(
+      [&] {
+        (void)cbam.forward(Tensor::zeros({1, 64, 0, 0}));
+      },
+      ThrowsMessage<ShapeError>(HasSubstr("expected H, W >= 1")));
 }
 
 TEST(Cbam, RejectsInvalidOptions) {

@@ -9,9 +9,9 @@
 namespace cvattn {
 namespace {
 
+using test::pair;
 using ::testing::HasSubstr;
 using ::testing::ThrowsMessage;
-using test::pair;
 
 constexpr test::Tolerance kTol{1e-4, 1e-4};
 

@@ -1,7 +1,5 @@
 // DeformConv2d (mmcv DeformConv2dPack / ModulatedDeformConv2dPack) against torch
 // re-implementations of the mmcv modules (tests/fixtures/deform.py), plus invariants and errors.
-#include "cvattn/modules/deform_conv.hpp"
-
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -11,6 +9,7 @@
 #include "cvattn/core/error.hpp"
 #include "cvattn/functional/conv.hpp"
 #include "cvattn/io/safetensors.hpp"
+#include "cvattn/modules/deform_conv.hpp"
 #include "support/fixtures.hpp"
 #include "support/random.hpp"
 #include "support/tensor_near.hpp"
@@ -20,10 +19,10 @@ namespace cvattn {
 namespace {
 
 namespace F = functional;
-using ::testing::HasSubstr;
-using ::testing::ThrowsMessage;
 using test::pair;
 using test::ThreadScope;
+using ::testing::HasSubstr;
+using ::testing::ThrowsMessage;
 
 constexpr test::Tolerance kTol{1e-4, 1e-4};
 constexpr test::Tolerance kExact{0, 0};
@@ -79,9 +78,8 @@ TEST(DeformConv2dModule, StateDictKeysAreMmcvs) {
             (std::vector<std::string>{"weight", "conv_offset.weight", "conv_offset.bias"}));
   EXPECT_EQ(v1.conv_offset().weight().shape(), (Shape{18, 4, 3, 3}));
   const DeformConv2d v2(DeformConv2dOptions(64, 64, 3).modulated(true).bias(true));
-  EXPECT_EQ(v2.state_dict().keys(), (std::vector<std::string>{"weight", "bias",
-                                                              "conv_offset.weight",
-                                                              "conv_offset.bias"}));
+  EXPECT_EQ(v2.state_dict().keys(),
+            (std::vector<std::string>{"weight", "bias", "conv_offset.weight", "conv_offset.bias"}));
   EXPECT_EQ(v2.conv_offset().weight().shape(), (Shape{27, 64, 3, 3}));
   const DeformConv2d v2g(
       DeformConv2dOptions(8, 4, {1, 3}).modulated(true).deform_groups(2).groups(2));
@@ -107,7 +105,8 @@ TEST(DeformConv2dModule, UntrainedDcnV1IsPlainConv) {
 
 // ... and DCNv2 is 0.5 * conv + bias (offsets 0, mask sigmoid(0) = 0.5).
 TEST(DeformConv2dModule, UntrainedDcnV2IsHalfConvPlusBias) {
-  DeformConv2d m(DeformConv2dOptions(5, 3, 3).padding(1).modulated(true).bias(true).deform_groups(5));
+  DeformConv2d m(
+      DeformConv2dOptions(5, 3, 3).padding(1).modulated(true).bias(true).deform_groups(5));
   set_random(m.weight(), 3);
   set_random(m.bias(), 4);
   const Tensor x = test::random_tensor({1, 5, 7, 5}, 5);
@@ -206,20 +205,30 @@ TEST(DeformConv2dModule, RejectsBadOptionsAndInputs) {
               ThrowsMessage<ValueError>(HasSubstr("DCNv1) has no bias")));
   EXPECT_THAT([] { DeformConv2d m(DeformConv2dOptions(4, 4, 3).groups(3)); },
               ThrowsMessage<ValueError>(HasSubstr("groups (3) must divide in_channels (4)")));
-  EXPECT_THAT([] { DeformConv2d m(DeformConv2dOptions(4, 4, 3).deform_groups(3)); },
-              ThrowsMessage<ValueError>(HasSubstr("deform_groups (3) must divide in_channels (4)")));
+  EXPECT_THAT(
+      [] { DeformConv2d m(DeformConv2dOptions(4, 4, 3).deform_groups(3)); },
+      ThrowsMessage<ValueError>(HasSubstr("deform_groups (3) must divide in_channels (4)")));
   EXPECT_THAT([] { DeformConv2d m(DeformConv2dOptions(4, 4, 0)); },
               ThrowsMessage<ValueError>(HasSubstr("kernel_size must be positive")));
   EXPECT_THAT([] { DeformConv2d m(DeformConv2dOptions(4, 4, 3).stride(0)); },
               ThrowsMessage<ValueError>(HasSubstr("stride must be positive")));
   const DeformConv2d m(DeformConv2dOptions(4, 4, 3));
-  EXPECT_THAT([&] { (void)m.forward(Tensor::zeros({1, 3, 8, 8})); },
-              ThrowsMessage<ShapeError>(HasSubstr(
-                  "DeformConv2d::forward: tensor 'x' expected shape [*, 4, *, *], got [1, 3, 8, 8]")));
-  EXPECT_THAT([&] { (void)m.forward(Tensor::zeros({4, 8, 8})); },
-              ThrowsMessage<ShapeError>(HasSubstr("tensor 'x' expected shape [*, 4, *, *]")));
-  EXPECT_THAT([&] { (void)m.forward(Tensor::zeros({1, 4, 2, 2})); },
-              ThrowsMessage<ShapeError>(HasSubstr("larger than the padded input")));
+  EXPECT_THAT(
+      [&] {
+        (void)m.forward(Tensor::zeros({1, 3, 8, 8}));
+      },
+      ThrowsMessage<ShapeError>(HasSubstr(
+          "DeformConv2d::forward: tensor 'x' expected shape [*, 4, *, *], got [1, 3, 8, 8]")));
+  EXPECT_THAT(
+      [&] {
+        (void)m.forward(Tensor::zeros({4, 8, 8}));
+      },
+      ThrowsMessage<ShapeError>(HasSubstr("tensor 'x' expected shape [*, 4, *, *]")));
+  EXPECT_THAT(
+      [&] {
+        (void)m.forward(Tensor::zeros({1, 4, 2, 2}));
+      },
+      ThrowsMessage<ShapeError>(HasSubstr("larger than the padded input")));
 }
 
 TEST(DeformConv2dModule, Describe) {

@@ -53,9 +53,9 @@ TEST(DynamicConv2d, OneHotAttentionIsThatKernelsConv) {
   const Tensor y = F::dynamic_conv2d(x, w, b, routing, opts);
   EXPECT_TENSOR_NEAR(y, F::conv2d(x, w.select0(1), b.select0(1), opts),
                      (test::Tolerance{1e-6, 1e-6}));
-  EXPECT_EQ(F::dynamic_conv2d(Tensor::zeros({0, 6, 7, 5}), w, b, Tensor::zeros({0, 3}), opts)
-                .shape(),
-            (Shape{0, 4, 7, 5}));
+  EXPECT_EQ(
+      F::dynamic_conv2d(Tensor::zeros({0, 6, 7, 5}), w, b, Tensor::zeros({0, 3}), opts).shape(),
+      (Shape{0, 4, 7, 5}));
 }
 
 TEST(DynamicConv2d, KeysAndErrors) {
@@ -75,9 +75,12 @@ TEST(DynamicConv2d, KeysAndErrors) {
   EXPECT_THAT([&] { (void)DynamicConv2dOptions::from_state_dict(d); },
               ThrowsMessage<ValueError>(HasSubstr("'attention.fc2.weight' expected [4, 8, 1, 1], "
                                                   "got [3, 8, 1, 1]")));
-  EXPECT_THAT([&] { (void)m.forward(Tensor::zeros({1, 6, 5, 5})); },
-              ThrowsMessage<ShapeError>(HasSubstr("DynamicConv2d::forward: tensor 'x' expected "
-                                                  "shape [*, 8, *, *]")));
+  EXPECT_THAT(
+      [&] {
+        (void)m.forward(Tensor::zeros({1, 6, 5, 5}));
+      },
+      ThrowsMessage<ShapeError>(HasSubstr("DynamicConv2d::forward: tensor 'x' expected "
+                                          "shape [*, 8, *, *]")));
 }
 
 TEST(DynamicConv2d, ForwardIsThreadSafe) {
@@ -113,9 +116,12 @@ TEST(CondConv2d, TimmPaddingAndErrors) {
   const CondConv2d m(CondConv2dOptions(8, 6, 3).bias(true).num_experts(3));
   EXPECT_EQ(m.state_dict().keys(), (std::vector<std::string>{"weight", "bias"}));
   EXPECT_EQ(m.state_dict().entries()[0].value.shape(), (Shape{3, 6 * 8 * 9}));
-  EXPECT_THAT([&] { (void)m.forward(Tensor::zeros({2, 8, 5, 5}), Tensor::zeros({2, 4})); },
-              ThrowsMessage<ShapeError>(HasSubstr("tensor 'routing_weights' expected shape "
-                                                  "[2, 3], got [2, 4]")));
+  EXPECT_THAT(
+      [&] {
+        (void)m.forward(Tensor::zeros({2, 8, 5, 5}), Tensor::zeros({2, 4}));
+      },
+      ThrowsMessage<ShapeError>(HasSubstr("tensor 'routing_weights' expected shape "
+                                          "[2, 3], got [2, 4]")));
   const StateDict w = test::fixture("gates/cond_c6_co6_k1").weights();  // no bias, [5, 36]
   EXPECT_THAT([&] { (void)CondConv2dOptions::from_state_dict(w, 6, 3); },
               ThrowsMessage<ValueError>(HasSubstr("'weight' [5, 36] does not hold K experts of "

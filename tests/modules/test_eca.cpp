@@ -1,5 +1,3 @@
-#include "cvattn/modules/eca.hpp"
-
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -8,6 +6,7 @@
 
 #include "cvattn/core/error.hpp"
 #include "cvattn/io/safetensors.hpp"
+#include "cvattn/modules/eca.hpp"
 #include "support/concurrency.hpp"
 #include "support/fixtures.hpp"
 #include "support/random.hpp"
@@ -82,9 +81,9 @@ TEST(Eca, MatchesTimm) {
 TEST(Eca, KernelSizeFromChannels) {
   // docs/modules.md §1.1 ECA column and §3 ranges (gamma 2, beta 1).
   const std::pair<std::int64_t, std::int64_t> table[] = {
-      {16, 3},  {32, 3},  {64, 3},   {72, 3},   {96, 3},    {127, 3},   {128, 5},  {192, 5},
-      {200, 5}, {256, 5}, {320, 5},  {512, 5},  {1024, 5},  {2047, 5},  {2048, 7}, {32767, 7},
-      {1, 3},   {2, 3},   {32768, 9}};
+      {16, 3},   {32, 3},    {64, 3},  {72, 3},  {96, 3},   {127, 3},  {128, 5},
+      {192, 5},  {200, 5},   {256, 5}, {320, 5}, {512, 5},  {1024, 5}, {2047, 5},
+      {2048, 7}, {32767, 7}, {1, 3},   {2, 3},   {32768, 9}};
   for (const auto& [c, k] : table) {
     EXPECT_EQ(EcaOptions(c).effective_kernel_size(), k) << "C=" << c;
   }
@@ -154,14 +153,23 @@ TEST(Eca, GateLiesInUnitIntervalAndIsLocal) {
 
 TEST(Eca, RejectsWrongInput) {
   const Eca eca(EcaOptions(64));
-  EXPECT_THAT([&] { (void)eca.forward(Tensor::zeros({1, 32, 8, 8})); },
-              ThrowsMessage<ShapeError>(HasSubstr(
-                  "Eca::forward: tensor 'x' expected shape [*, 64, *, *], got [1, 32, 8, 8]")));
+  EXPECT_THAT(
+      [&] {
+        (void)eca.forward(Tensor::zeros({1, 32, 8, 8}));
+      },
+      ThrowsMessage<ShapeError>(
+          HasSubstr("Eca::forward: tensor 'x' expected shape [*, 64, *, *], got [1, 32, 8, 8]")));
   const Eca any(EcaOptions{});
-  EXPECT_THAT([&] { (void)any.forward(Tensor::zeros({2, 8, 8})); },
-              ThrowsMessage<ShapeError>(HasSubstr("expected shape [*, *, *, *], got [2, 8, 8]")));
-  EXPECT_THAT([&] { (void)any.forward(Tensor::zeros({2, 8, 3, 0})); },
-              ThrowsMessage<ShapeError>(HasSubstr("expected H, W >= 1")));
+  EXPECT_THAT(
+      [&] {
+        (void)any.forward(Tensor::zeros({2, 8, 8}));
+      },
+      ThrowsMessage<ShapeError>(HasSubstr("expected shape [*, *, *, *], got [2, 8, 8]")));
+  EXPECT_THAT(
+      [&] {
+        (void)any.forward(Tensor::zeros({2, 8, 3, 0}));
+      },
+      ThrowsMessage<ShapeError>(HasSubstr("expected H, W >= 1")));
 }
 
 TEST(Eca, RejectsInvalidOptions) {
@@ -184,19 +192,19 @@ TEST(Eca, LoadingErrorsNameTheKey) {
   EXPECT_THAT([&] { (void)EcaOptions::from_state_dict(d); },
               ThrowsMessage<ValueError>(HasSubstr("missing 'conv.weight'")));
   d.set("conv.weight", Tensor::zeros({1, 2, 3}));
-  EXPECT_THAT([&] { (void)EcaOptions::from_state_dict(d); },
-              ThrowsMessage<ValueError>(
-                  HasSubstr("'conv.weight' expected [1, 1, *], got [1, 2, 3]")));
+  EXPECT_THAT(
+      [&] { (void)EcaOptions::from_state_dict(d); },
+      ThrowsMessage<ValueError>(HasSubstr("'conv.weight' expected [1, 1, *], got [1, 2, 3]")));
   d.set("conv2.weight", Tensor::zeros({1, 16, 3}));
-  EXPECT_THAT([&] { (void)EcaOptions::from_state_dict(d); },
-              ThrowsMessage<ValueError>(
-                  HasSubstr("'conv.weight' expected [16, 1, 1], got [1, 2, 3]")));
+  EXPECT_THAT(
+      [&] { (void)EcaOptions::from_state_dict(d); },
+      ThrowsMessage<ValueError>(HasSubstr("'conv.weight' expected [16, 1, 1], got [1, 2, 3]")));
   // A C=200 module has k=5: k=3 weights do not fit.
   const auto fx = test::fixture("channel/eca_c64_k3");
   Eca eca(EcaOptions(200));
-  EXPECT_THAT([&] { eca.load_state_dict(fx.weights()); },
-              ThrowsMessage<ValueError>(
-                  HasSubstr("'conv.weight' expected [1, 1, 5], got [1, 1, 3]")));
+  EXPECT_THAT(
+      [&] { eca.load_state_dict(fx.weights()); },
+      ThrowsMessage<ValueError>(HasSubstr("'conv.weight' expected [1, 1, 5], got [1, 1, 3]")));
   Eca mlp(EcaOptions(72).use_mlp(true));
   EXPECT_THAT([&] { mlp.load_state_dict(fx.weights()); },
               ThrowsMessage<ValueError>(HasSubstr("missing 'conv.bias', 'conv2.weight'")));

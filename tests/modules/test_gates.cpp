@@ -46,10 +46,10 @@ TEST(EffectiveSqueezeExcitation, MatchesTimm) {
   ASSERT_EQ(cases.size(), 4u);
   for (const auto& fx : cases) {
     SCOPED_TRACE(fx.name());
-    const auto o = EffectiveSqueezeExcitationOptions::from_state_dict(fx.weights())
-                       .add_maxpool(test::set_bool(fx, "add_maxpool", false))
-                       .gate_layer(parse_gate_layer(test::set_value(fx, "gate_layer",
-                                                                    "hard_sigmoid")));
+    const auto o =
+        EffectiveSqueezeExcitationOptions::from_state_dict(fx.weights())
+            .add_maxpool(test::set_bool(fx, "add_maxpool", false))
+            .gate_layer(parse_gate_layer(test::set_value(fx, "gate_layer", "hard_sigmoid")));
     EffectiveSqueezeExcitation m(o);
     m.load_state_dict(fx.weights());
     expect_matches(m, fx, {maps::kAttention});
@@ -83,10 +83,16 @@ TEST(EffectiveSqueezeExcitation, RejectsBadWeightsAndInput) {
   EXPECT_THAT([&] { (void)EffectiveSqueezeExcitationOptions::from_state_dict(StateDict()); },
               ThrowsMessage<ValueError>(HasSubstr("missing 'fc.weight'")));
   const EffectiveSqueezeExcitation m(EffectiveSqueezeExcitationOptions(8));
-  EXPECT_THAT([&] { (void)m.forward(Tensor::zeros({1, 4, 3, 3})); },
-              ThrowsMessage<ShapeError>(HasSubstr("expected shape [*, 8, *, *]")));
-  EXPECT_THAT([&] { (void)m.forward(Tensor::zeros({1, 8, 0, 3})); },
-              ThrowsMessage<ShapeError>(HasSubstr("H, W >= 1")));
+  EXPECT_THAT(
+      [&] {
+        (void)m.forward(Tensor::zeros({1, 4, 3, 3}));
+      },
+      ThrowsMessage<ShapeError>(HasSubstr("expected shape [*, 8, *, *]")));
+  EXPECT_THAT(
+      [&] {
+        (void)m.forward(Tensor::zeros({1, 8, 0, 3}));
+      },
+      ThrowsMessage<ShapeError>(HasSubstr("H, W >= 1")));
   EXPECT_THAT([] { (void)parse_gate_layer("swish"); },
               ThrowsMessage<ValueError>(HasSubstr("expected sigmoid, hard_sigmoid or tanh")));
 }
@@ -138,15 +144,19 @@ TEST(Ceca, CircularPaddingWrapsTheChannels) {
 
 TEST(Ceca, RejectsPaddingWiderThanTheChannels) {
   const Ceca m(CecaOptions().kernel_size(9));  // padding 4
-  EXPECT_THAT([&] { (void)m.forward(Tensor::zeros({1, 3, 2, 2})); },
-              ThrowsMessage<ShapeError>(HasSubstr("circular padding 4 (kernel size 9) exceeds "
-                                                  "the 3 channels")));
+  EXPECT_THAT(
+      [&] {
+        (void)m.forward(Tensor::zeros({1, 3, 2, 2}));
+      },
+      ThrowsMessage<ShapeError>(HasSubstr("circular padding 4 (kernel size 9) exceeds "
+                                          "the 3 channels")));
   EXPECT_THAT([] { (void)Ceca(CecaOptions().kernel_size(4)); },
               ThrowsMessage<ValueError>(HasSubstr("kernel_size must be odd")));
   StateDict d;
   d.set("conv.weight", Tensor::zeros({1, 2, 3}));
-  EXPECT_THAT([&] { (void)CecaOptions::from_state_dict(d); },
-              ThrowsMessage<ValueError>(HasSubstr("'conv.weight' expected [1, 1, *], got [1, 2, 3]")));
+  EXPECT_THAT(
+      [&] { (void)CecaOptions::from_state_dict(d); },
+      ThrowsMessage<ValueError>(HasSubstr("'conv.weight' expected [1, 1, *], got [1, 2, 3]")));
 }
 
 // ------------------------------------------------------------------------------- LightCbam
@@ -168,10 +178,10 @@ TEST(LightCbam, KeysAndErrors) {
   const LightCbam m(LightCbamOptions(16, 2).mlp_bias(true).spatial_kernel_size(3));
   EXPECT_EQ(m.state_dict().keys(),
             (std::vector<std::string>{
-                "channel.fc1.weight", "channel.fc1.bias", "channel.fc2.weight",
-                "channel.fc2.bias", "spatial.conv.conv.weight", "spatial.conv.bn.weight",
-                "spatial.conv.bn.bias", "spatial.conv.bn.running_mean",
-                "spatial.conv.bn.running_var", "spatial.conv.bn.num_batches_tracked"}));
+                "channel.fc1.weight", "channel.fc1.bias", "channel.fc2.weight", "channel.fc2.bias",
+                "spatial.conv.conv.weight", "spatial.conv.bn.weight", "spatial.conv.bn.bias",
+                "spatial.conv.bn.running_mean", "spatial.conv.bn.running_var",
+                "spatial.conv.bn.num_batches_tracked"}));
   EXPECT_THAT([] { (void)LightCbam(LightCbamOptions(16, 2).spatial_kernel_size(4)); },
               ThrowsMessage<ValueError>(HasSubstr("spatial_kernel_size must be odd")));
   StateDict d = test::fixture("gates/lcbam_c32_default").weights();
@@ -210,7 +220,8 @@ TEST(GatherExcite, MatchesTimm) {
 }
 
 TEST(GatherExcite, OptionsFromTheWeights) {
-  const auto o = GatherExciteOptions::from_state_dict(test::fixture("gates/ge_e0_params").weights());
+  const auto o =
+      GatherExciteOptions::from_state_dict(test::fixture("gates/ge_e0_params").weights());
   EXPECT_TRUE(o.extra_params());
   EXPECT_TRUE(o.use_mlp());
   EXPECT_TRUE(o.norm());
@@ -280,14 +291,14 @@ TEST(GlobalContext, OptionsKeysAndAttentionSumsToOne) {
   EXPECT_EQ(o.rd_channels(), 2);
   EXPECT_EQ(GlobalContext(GlobalContextOptions(32)).reduced_channels(), 4);
   GlobalContext m(GlobalContextOptions(16).fuse_add(true).fuse_scale(false));
-  EXPECT_EQ(m.state_dict().keys(),
-            (std::vector<std::string>{"conv_attn.weight", "conv_attn.bias", "mlp_add.fc1.weight",
-                                      "mlp_add.fc1.bias", "mlp_add.norm.weight",
-                                      "mlp_add.norm.bias", "mlp_add.fc2.weight",
-                                      "mlp_add.fc2.bias"}));
+  EXPECT_EQ(
+      m.state_dict().keys(),
+      (std::vector<std::string>{"conv_attn.weight", "conv_attn.bias", "mlp_add.fc1.weight",
+                                "mlp_add.fc1.bias", "mlp_add.norm.weight", "mlp_add.norm.bias",
+                                "mlp_add.fc2.weight", "mlp_add.fc2.bias"}));
   test::randomise(m, 4);
-  const Tensor a = m.forward_with_maps(test::random_tensor({2, 16, 5, 3}, 1)).maps.at(
-      maps::kAttention);
+  const Tensor a =
+      m.forward_with_maps(test::random_tensor({2, 16, 5, 3}, 1)).maps.at(maps::kAttention);
   for (std::int64_t n = 0; n < 2; ++n) {
     double sum = 0;
     for (std::int64_t p = 0; p < 15; ++p) sum += a[n * 15 + p];
@@ -338,9 +349,12 @@ TEST(CoordAttn, KeysAndErrors) {
   EXPECT_EQ(m.describe(),
             "CoordAttn(channels=16, rd_channels=8, bias=true, norm=none, act_layer=hard_swish, "
             "gate_layer=sigmoid, has_skip=false)");
-  EXPECT_THAT([&] { (void)m.forward(Tensor::zeros({1, 8, 3, 3})); },
-              ThrowsMessage<ShapeError>(HasSubstr("CoordAttn::forward: tensor 'x' expected shape "
-                                                  "[*, 16, *, *]")));
+  EXPECT_THAT(
+      [&] {
+        (void)m.forward(Tensor::zeros({1, 8, 3, 3}));
+      },
+      ThrowsMessage<ShapeError>(HasSubstr("CoordAttn::forward: tensor 'x' expected shape "
+                                          "[*, 16, *, *]")));
   StateDict d;
   d.set("conv1.weight", Tensor::zeros({8, 16, 3, 3}));
   EXPECT_THAT([&] { (void)CoordAttnOptions::from_state_dict(d); },
@@ -398,8 +412,11 @@ TEST(SplitAttn, RejectsWeightsThatContradictRadixAndGroups) {
               ThrowsMessage<ValueError>(HasSubstr("groups * radix (4) must divide in_channels "
                                                   "(10)")));
   const SplitAttn m(SplitAttnOptions::from_state_dict(w));
-  EXPECT_THAT([&] { (void)m.forward(Tensor::zeros({1, 8, 5, 5})); },
-              ThrowsMessage<ShapeError>(HasSubstr("expected shape [*, 16, *, *]")));
+  EXPECT_THAT(
+      [&] {
+        (void)m.forward(Tensor::zeros({1, 8, 5, 5}));
+      },
+      ThrowsMessage<ShapeError>(HasSubstr("expected shape [*, 16, *, *]")));
 }
 
 TEST(SplitAttn, ForwardIsThreadSafe) {

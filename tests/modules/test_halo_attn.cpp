@@ -1,11 +1,10 @@
-#include "cvattn/modules/halo_attn.hpp"
-
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <vector>
 
 #include "cvattn/core/error.hpp"
+#include "cvattn/modules/halo_attn.hpp"
 #include "support/fixtures.hpp"
 #include "support/tensor_near.hpp"
 #include "support/threads.hpp"
@@ -62,7 +61,8 @@ TEST(HaloAttn, StrideChoosesStridedQueriesOrPooling) {
   const auto odd = HaloAttnOptions(16).num_heads(2).block_size(3).stride(2).dims();
   EXPECT_EQ(odd.block_stride, 1);
   EXPECT_TRUE(odd.avg_pool);
-  EXPECT_TRUE(HaloAttnOptions(16).num_heads(2).block_size(4).stride(2).avg_down(true).dims().avg_pool);
+  EXPECT_TRUE(
+      HaloAttnOptions(16).num_heads(2).block_size(4).stride(2).avg_down(true).dims().avg_pool);
   EXPECT_EQ(HaloAttnOptions(16).num_heads(2).block_size(4).halo_size(1).dims().win_size, 6);
 }
 
@@ -79,8 +79,11 @@ TEST(HaloAttn, RejectsBadSettingsAndWeights) {
               ThrowsMessage<ValueError>(HasSubstr("pos_embed.height_rel")));
   HaloAttn m(HaloAttnOptions::from_state_dict(w).block_size(4).halo_size(1));
   m.load_state_dict(w);
-  EXPECT_THAT([&] { (void)m.forward(Tensor::zeros({1, 16, 8, 10})); },
-              ThrowsMessage<ShapeError>(HasSubstr("multiples of block_size 4")));
+  EXPECT_THAT(
+      [&] {
+        (void)m.forward(Tensor::zeros({1, 16, 8, 10}));
+      },
+      ThrowsMessage<ShapeError>(HasSubstr("multiples of block_size 4")));
   w.erase("kv.weight");
   EXPECT_THAT([&] { (void)HaloAttnOptions::from_state_dict(w); },
               ThrowsMessage<ValueError>(HasSubstr("missing 'kv.weight'")));

@@ -1,11 +1,10 @@
-#include "cvattn/modules/lambda_layer.hpp"
-
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <vector>
 
 #include "cvattn/core/error.hpp"
+#include "cvattn/modules/lambda_layer.hpp"
 #include "support/fixtures.hpp"
 #include "support/tensor_near.hpp"
 #include "support/threads.hpp"
@@ -56,8 +55,11 @@ TEST(LambdaLayer, RejectsBadSettingsAndWeights) {
   const auto fx = test::fixture("spatial/lambda_n2_c8_4x6_relpos");
   LambdaLayer m(LambdaLayerOptions::from_state_dict(fx.weights()));
   m.load_state_dict(fx.weights());
-  EXPECT_THAT([&] { (void)m.forward(Tensor::zeros({1, 8, 4, 5})); },
-              ThrowsMessage<ShapeError>(HasSubstr("feat_size (4, 6)")));
+  EXPECT_THAT(
+      [&] {
+        (void)m.forward(Tensor::zeros({1, 8, 4, 5}));
+      },
+      ThrowsMessage<ShapeError>(HasSubstr("feat_size (4, 6)")));
   StateDict w = fx.weights();
   w.erase("pos_emb");
   EXPECT_THAT([&] { (void)LambdaLayerOptions::from_state_dict(w); },

@@ -1,7 +1,5 @@
 // MultiheadAttention against torch.nn.MultiheadAttention(batch_first=True) (docs/modules.md §12),
 // fixtures from tests/fixtures/mha.py.
-#include "cvattn/modules/multihead_attention.hpp"
-
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -12,11 +10,12 @@
 
 #include "cvattn/core/error.hpp"
 #include "cvattn/io/safetensors.hpp"
+#include "cvattn/modules/multihead_attention.hpp"
 #include "support/concurrency.hpp"
-#include "support/threads.hpp"
 #include "support/fixtures.hpp"
 #include "support/random.hpp"
 #include "support/tensor_near.hpp"
+#include "support/threads.hpp"
 
 namespace cvattn {
 namespace {
@@ -75,8 +74,7 @@ TEST(MultiheadAttention, MatchesPyTorch) {
   for (const auto& fx : cases("mha_")) {
     SCOPED_TRACE(fx.name());
     const MultiheadAttention m = loaded(fx);
-    const auto r = m.forward(fx.tensor("query"), fx.tensor("key"), fx.tensor("value"),
-                             call_of(fx));
+    const auto r = m.forward(fx.tensor("query"), fx.tensor("key"), fx.tensor("value"), call_of(fx));
     EXPECT_TENSOR_NEAR(r.output, fx.tensor("output"), test::Tolerance{});
     EXPECT_TENSOR_NEAR(r.attn_weights, fx.tensor("attn_weights"), test::Tolerance{});
   }
@@ -94,21 +92,21 @@ TEST(MultiheadAttention, WithoutWeightsGivesTheSameOutput) {
 }
 
 TEST(MultiheadAttention, OptionsFromStateDict) {
-  const auto kv = MultiheadAttentionOptions::from_state_dict(
-      test::fixture("mha/mha_kvdim").weights(), 2);
+  const auto kv =
+      MultiheadAttentionOptions::from_state_dict(test::fixture("mha/mha_kvdim").weights(), 2);
   EXPECT_EQ(kv.embed_dim(), 8);
   EXPECT_EQ(kv.key_dim(), 5);
   EXPECT_EQ(kv.value_dim(), 3);
   EXPECT_FALSE(kv.packed());
   EXPECT_TRUE(kv.bias());
-  const auto nb = MultiheadAttentionOptions::from_state_dict(
-      test::fixture("mha/mha_no_bias").weights(), 4);
+  const auto nb =
+      MultiheadAttentionOptions::from_state_dict(test::fixture("mha/mha_no_bias").weights(), 4);
   EXPECT_TRUE(nb.packed());
   EXPECT_FALSE(nb.bias());
   EXPECT_FALSE(nb.add_bias_kv());
-  EXPECT_TRUE(MultiheadAttentionOptions::from_state_dict(
-                  test::fixture("mha/mha_bias_kv").weights(), 2)
-                  .add_bias_kv());
+  EXPECT_TRUE(
+      MultiheadAttentionOptions::from_state_dict(test::fixture("mha/mha_bias_kv").weights(), 2)
+          .add_bias_kv());
   const MultiheadAttention m(MultiheadAttentionOptions(16, 4));
   EXPECT_EQ(m.describe(),
             "MultiheadAttention(embed_dim=16, num_heads=4, bias=True, add_bias_kv=False, "
@@ -213,17 +211,31 @@ TEST(MultiheadAttention, EmptySequencesAreValid) {
 TEST(MultiheadAttention, RejectsBadShapesAndMasks) {
   const MultiheadAttention m(MultiheadAttentionOptions(16, 4));
   const Tensor q = Tensor::zeros({2, 5, 16}), k = Tensor::zeros({2, 7, 16});
-  EXPECT_THAT([&] { (void)m.forward(Tensor::zeros({2, 5, 12}), k, k); },
-              ThrowsMessage<ShapeError>(HasSubstr(
-                  "MultiheadAttention::forward: tensor 'query' expected shape [2, 5, 16]")));
-  EXPECT_THAT([&] { (void)m.forward(q, Tensor::zeros({3, 7, 16}), k); },
-              ThrowsMessage<ShapeError>(HasSubstr("tensor 'key' expected shape [2, 7, 16]")));
-  EXPECT_THAT([&] { (void)m.forward(q, k, Tensor::zeros({2, 6, 16})); },
-              ThrowsMessage<ShapeError>(HasSubstr("tensor 'value' expected shape [2, 7, 16]")));
-  EXPECT_THAT([&] { (void)m.forward(q, Tensor::zeros({7, 16}), k); },
-              ThrowsMessage<ShapeError>(HasSubstr("expected the rank of 'query'")));
   EXPECT_THAT(
-      [&] { (void)m.forward(q, k, k, MultiheadAttentionCall().attn_mask(Tensor::zeros({5, 6}))); },
+      [&] {
+        (void)m.forward(Tensor::zeros({2, 5, 12}), k, k);
+      },
+      ThrowsMessage<ShapeError>(
+          HasSubstr("MultiheadAttention::forward: tensor 'query' expected shape [2, 5, 16]")));
+  EXPECT_THAT(
+      [&] {
+        (void)m.forward(q, Tensor::zeros({3, 7, 16}), k);
+      },
+      ThrowsMessage<ShapeError>(HasSubstr("tensor 'key' expected shape [2, 7, 16]")));
+  EXPECT_THAT(
+      [&] {
+        (void)m.forward(q, k, Tensor::zeros({2, 6, 16}));
+      },
+      ThrowsMessage<ShapeError>(HasSubstr("tensor 'value' expected shape [2, 7, 16]")));
+  EXPECT_THAT(
+      [&] {
+        (void)m.forward(q, Tensor::zeros({7, 16}), k);
+      },
+      ThrowsMessage<ShapeError>(HasSubstr("expected the rank of 'query'")));
+  EXPECT_THAT(
+      [&] {
+        (void)m.forward(q, k, k, MultiheadAttentionCall().attn_mask(Tensor::zeros({5, 6})));
+      },
       ThrowsMessage<ShapeError>(HasSubstr("tensor 'attn_mask' expected shape [5, 7]")));
   EXPECT_THAT(
       [&] {
@@ -232,8 +244,7 @@ TEST(MultiheadAttention, RejectsBadShapesAndMasks) {
       ThrowsMessage<ShapeError>(HasSubstr("tensor 'attn_mask' expected shape [8, 5, 7]")));
   EXPECT_THAT(
       [&] {
-        (void)m.forward(q, k, k,
-                        MultiheadAttentionCall().key_padding_mask(Tensor::zeros({2, 5})));
+        (void)m.forward(q, k, k, MultiheadAttentionCall().key_padding_mask(Tensor::zeros({2, 5})));
       },
       ThrowsMessage<ShapeError>(HasSubstr("tensor 'key_padding_mask' expected shape [2, 7]")));
   EXPECT_THAT(
@@ -244,8 +255,11 @@ TEST(MultiheadAttention, RejectsBadShapesAndMasks) {
   EXPECT_THAT([] { MultiheadAttention bad(MultiheadAttentionOptions(10, 4)); },
               ThrowsMessage<ValueError>(HasSubstr("num_heads (4) must be >= 1 and divide "
                                                   "embed_dim (10)")));
-  EXPECT_THAT([&] { (void)m.forward_maps(Tensor::zeros({1, 8, 3, 3})); },
-              ThrowsMessage<ShapeError>(HasSubstr("tensor 'x' expected shape [*, 16, *, *]")));
+  EXPECT_THAT(
+      [&] {
+        (void)m.forward_maps(Tensor::zeros({1, 8, 3, 3}));
+      },
+      ThrowsMessage<ShapeError>(HasSubstr("tensor 'x' expected shape [*, 16, *, *]")));
 }
 
 TEST(MultiheadAttention, LoadRejectsMissingAndMisshapenKeys) {

@@ -1,6 +1,5 @@
-// NonLocalAttn against timm's block (docs/modules.md §6), fixtures from tests/fixtures/non_local.py.
-#include "cvattn/modules/non_local.hpp"
-
+// NonLocalAttn against timm's block (docs/modules.md §6), fixtures from
+// tests/fixtures/non_local.py.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -9,6 +8,7 @@
 
 #include "cvattn/core/error.hpp"
 #include "cvattn/io/safetensors.hpp"
+#include "cvattn/modules/non_local.hpp"
 #include "support/concurrency.hpp"
 #include "support/fixtures.hpp"
 #include "support/random.hpp"
@@ -88,12 +88,18 @@ TEST(NonLocalAttn, FreshBlockIsTheIdentityAndRowsSumToOne) {
 
 TEST(NonLocalAttn, RejectsBadInputAndOptions) {
   const NonLocalAttn m(NonLocalAttnOptions(16));
-  EXPECT_THAT([&] { (void)m.forward(Tensor::zeros({1, 8, 4, 4})); },
-              ThrowsMessage<ShapeError>(
-                  HasSubstr("NonLocalAttn::forward: tensor 'x' expected shape [*, 16, *, *], got "
-                            "[1, 8, 4, 4]")));
-  EXPECT_THAT([&] { (void)m.forward(Tensor::zeros({1, 16, 0, 4})); },
-              ThrowsMessage<ShapeError>(HasSubstr("expected H, W >= 1")));
+  EXPECT_THAT(
+      [&] {
+        (void)m.forward(Tensor::zeros({1, 8, 4, 4}));
+      },
+      ThrowsMessage<ShapeError>(
+          HasSubstr("NonLocalAttn::forward: tensor 'x' expected shape [*, 16, *, *], got "
+                    "[1, 8, 4, 4]")));
+  EXPECT_THAT(
+      [&] {
+        (void)m.forward(Tensor::zeros({1, 16, 0, 4}));
+      },
+      ThrowsMessage<ShapeError>(HasSubstr("expected H, W >= 1")));
   EXPECT_THAT([] { (void)NonLocalAttnOptions(0).reduced_channels(); },
               ThrowsMessage<ValueError>(HasSubstr("in_channels must be >= 1")));
   EXPECT_THAT([] { (void)NonLocalAttnOptions(8).rd_ratio(-1).reduced_channels(); },

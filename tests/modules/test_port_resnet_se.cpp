@@ -32,10 +32,11 @@ using ::testing::ThrowsMessage;
 // ---- the port, as in docs/porting.md ----------------------------------------------------------
 
 // timm's downsample_conv(inplanes, planes, kernel_size=1, stride): Sequential(conv, bn).
-std::shared_ptr<Sequential> downsample_conv(std::int64_t in, std::int64_t out, std::int64_t stride) {
-  return std::make_shared<Sequential>(Sequential{
-      std::make_shared<Conv2d>(Conv2dOptions(in, out, 1).stride(stride).bias(false)),
-      std::make_shared<BatchNorm2d>(BatchNorm2dOptions(out))});
+std::shared_ptr<Sequential> downsample_conv(std::int64_t in, std::int64_t out,
+                                            std::int64_t stride) {
+  return std::make_shared<Sequential>(
+      Sequential{std::make_shared<Conv2d>(Conv2dOptions(in, out, 1).stride(stride).bias(false)),
+                 std::make_shared<BatchNorm2d>(BatchNorm2dOptions(out))});
 }
 
 // timm.models.resnet.BasicBlock(inplanes, planes, stride, downsample, attn_layer='se').
@@ -44,10 +45,9 @@ class BasicBlock final : public UnaryModule {
   BasicBlock(std::int64_t inplanes, std::int64_t planes, std::int64_t stride,
              std::shared_ptr<Sequential> downsample = nullptr) {
     // Registered in the order of timm's __init__, so state_dict() lists keys as PyTorch does.
-    conv1_ = register_module("conv1", std::make_shared<Conv2d>(Conv2dOptions(inplanes, planes, 3)
-                                                                   .stride(stride)
-                                                                   .padding(1)
-                                                                   .bias(false)));
+    conv1_ = register_module(
+        "conv1", std::make_shared<Conv2d>(
+                     Conv2dOptions(inplanes, planes, 3).stride(stride).padding(1).bias(false)));
     bn1_ = register_module("bn1", std::make_shared<BatchNorm2d>(BatchNorm2dOptions(planes)));
     act1_ = register_module("act1", std::make_shared<ReLU>());
     conv2_ = register_module(
@@ -104,12 +104,12 @@ std::shared_ptr<BasicBlock> basic_block(std::int64_t inplanes, std::int64_t plan
 // nn.Sequential(OrderedDict(stem=Sequential(conv, bn, relu), layer1=Sequential(block, block))).
 std::shared_ptr<Sequential> stage() {
   return std::make_shared<Sequential>(Sequential{
-      {"stem", std::make_shared<Sequential>(Sequential{
-                   std::make_shared<Conv2d>(Conv2dOptions(3, 8, 3).padding(1).bias(false)),
-                   std::make_shared<BatchNorm2d>(BatchNorm2dOptions(8)),
-                   std::make_shared<ReLU>()})},
-      {"layer1", std::make_shared<Sequential>(
-                     Sequential{basic_block(8, 16, 2), basic_block(16, 16, 1)})}});
+      {"stem",
+       std::make_shared<Sequential>(Sequential{
+           std::make_shared<Conv2d>(Conv2dOptions(3, 8, 3).padding(1).bias(false)),
+           std::make_shared<BatchNorm2d>(BatchNorm2dOptions(8)), std::make_shared<ReLU>()})},
+      {"layer1",
+       std::make_shared<Sequential>(Sequential{basic_block(8, 16, 2), basic_block(16, 16, 1)})}});
 }
 
 // ---- the checks ------------------------------------------------------------------------------
@@ -138,8 +138,9 @@ TEST(PortResnetSe, BasicBlockMatchesTimm) {
     SCOPED_TRACE(name);
     const auto fx = test::fixture(std::string("containers/") + name);
     const auto& p = fx.params();
-    const auto block = basic_block(p["inplanes"].get<std::int64_t>(),
-                                   p["planes"].get<std::int64_t>(), p["stride"].get<std::int64_t>());
+    const auto block =
+        basic_block(p["inplanes"].get<std::int64_t>(), p["planes"].get<std::int64_t>(),
+                    p["stride"].get<std::int64_t>());
     EXPECT_EQ(block->state_dict().keys(), fixture_keys(fx));  // same keys, same order
     EXPECT_TRUE(block->load_state_dict(fx.weights()).empty());
     const Tensor ref = fx.tensor("output");
@@ -157,8 +158,8 @@ TEST(PortResnetSe, StageGivesEveryMapAndHookByPath) {
   EXPECT_EQ(net->state_dict().keys(), fixture_keys(fx));
   net->load_state_dict(fx.weights());
   Tensor conv1;
-  net->register_forward_hook("layer1.0.conv1",
-                             [&](const std::string&, const Tensor&, const Tensor& out) { conv1 = out; });
+  net->register_forward_hook(
+      "layer1.0.conv1", [&](const std::string&, const Tensor&, const Tensor& out) { conv1 = out; });
   const Attended r = net->forward_with_maps(fx.tensor("input"));
   const Tensor ref = fx.tensor("output");
   EXPECT_TENSOR_NEAR(r.output, ref, port_tolerance(ref));
@@ -171,17 +172,26 @@ TEST(PortResnetSe, StageGivesEveryMapAndHookByPath) {
 
 TEST(PortResnetSe, WrongShapeNamesTheModulePath) {
   const auto net = stage();
-  EXPECT_THAT([&] { (void)net->forward(Tensor::zeros({2, 4, 11, 9})); },
-              ThrowsMessage<ShapeError>(StartsWith("stem.0: Conv2d::forward: tensor 'x'")));
+  EXPECT_THAT(
+      [&] {
+        (void)net->forward(Tensor::zeros({2, 4, 11, 9}));
+      },
+      ThrowsMessage<ShapeError>(StartsWith("stem.0: Conv2d::forward: tensor 'x'")));
   // Into layer1 directly with 7 channels where layer1.0.conv1 wants 8.
-  EXPECT_THAT([&] { (void)net->at("layer1")->forward(Tensor::zeros({1, 7, 6, 5})); },
-              ThrowsMessage<ShapeError>(StartsWith("0.conv1: Conv2d::forward: tensor 'x'")));
+  EXPECT_THAT(
+      [&] {
+        (void)net->at("layer1")->forward(Tensor::zeros({1, 7, 6, 5}));
+      },
+      ThrowsMessage<ShapeError>(StartsWith("0.conv1: Conv2d::forward: tensor 'x'")));
   // A block without its downsample fails in the block itself, named from the root.
-  const Sequential bad{{"layer1", std::make_shared<Sequential>(Sequential{
-                                      std::make_shared<BasicBlock>(8, 16, 2)})}};
-  EXPECT_THAT([&] { (void)bad.forward(Tensor::zeros({1, 8, 6, 6})); },
-              ThrowsMessage<ShapeError>(
-                  HasSubstr("layer1.0: BasicBlock: the residual [1, 8, 6, 6] does not match")));
+  const Sequential bad{
+      {"layer1", std::make_shared<Sequential>(Sequential{std::make_shared<BasicBlock>(8, 16, 2)})}};
+  EXPECT_THAT(
+      [&] {
+        (void)bad.forward(Tensor::zeros({1, 8, 6, 6}));
+      },
+      ThrowsMessage<ShapeError>(
+          HasSubstr("layer1.0: BasicBlock: the residual [1, 8, 6, 6] does not match")));
 }
 
 TEST(PortResnetSe, ConcurrencySharedStage) {

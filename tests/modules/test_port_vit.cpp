@@ -68,7 +68,8 @@ class EncoderBlock final : public UnaryModule {
  private:
   Tensor run(const Tensor& input, AttentionMaps* maps) const {
     Tensor x = call_child("ln_1", *ln_1_, input, maps);
-    x = call_child("self_attention", *self_attention_, x, maps);  // map "self_attention.attn_weights"
+    x = call_child("self_attention", *self_attention_, x,
+                   maps);  // map "self_attention.attn_weights"
     x = call_child("dropout", *dropout_, x, maps);
     x = F::add(x, input);
     Tensor y = call_child("ln_2", *ln_2_, x, maps);
@@ -131,11 +132,12 @@ class VisionTransformer final : public UnaryModule {
         "conv_proj",
         std::make_shared<Conv2d>(Conv2dOptions(3, hidden_dim, patch_size).stride(patch_size)));
     const std::int64_t seq_length = (image_size / patch_size) * (image_size / patch_size) + 1;
-    encoder_ = register_module("encoder", std::make_shared<Encoder>(seq_length, num_layers,
-                                                                    num_heads, hidden_dim, mlp_dim));
-    heads_ = register_module("heads", std::make_shared<Sequential>(Sequential{
-                                          {"head", std::make_shared<Linear>(
-                                                       LinearOptions(hidden_dim, num_classes))}}));
+    encoder_ = register_module(
+        "encoder",
+        std::make_shared<Encoder>(seq_length, num_layers, num_heads, hidden_dim, mlp_dim));
+    heads_ = register_module(
+        "heads", std::make_shared<Sequential>(Sequential{
+                     {"head", std::make_shared<Linear>(LinearOptions(hidden_dim, num_classes))}}));
   }
   Tensor forward(const Tensor& x) const override { return run(x, nullptr); }
   Attended forward_with_maps(const Tensor& x) const override {
@@ -150,7 +152,8 @@ class VisionTransformer final : public UnaryModule {
     // _process_input: conv_proj, then [N, E, h, w] -> [N, h*w, E].
     const Tensor p = call_child("conv_proj", *conv_proj_, x, maps);
     const std::int64_t n = p.dim(0);
-    const Tensor tokens = F::permute(F::reshape(p, {n, hidden_dim_, p.dim(2) * p.dim(3)}), {0, 2, 1});
+    const Tensor tokens =
+        F::permute(F::reshape(p, {n, hidden_dim_, p.dim(2) * p.dim(3)}), {0, 2, 1});
     // class_token.expand(n, -1, -1), then cat along the tokens.
     const Tensor cls = F::cat(std::vector<Tensor>(static_cast<std::size_t>(n), class_token_), 0);
     Tensor y = F::cat({cls, tokens}, 1);
@@ -171,8 +174,8 @@ std::shared_ptr<VisionTransformer> make_vit(const test::Fixture& fx) {
   const auto& p = fx.params();
   auto get = [&](const char* k) { return p[k].get<std::int64_t>(); };
   return std::make_shared<VisionTransformer>(get("image_size"), get("patch_size"),
-                                             get("num_layers"), get("num_heads"),
-                                             get("hidden_dim"), get("mlp_dim"), get("num_classes"));
+                                             get("num_layers"), get("num_heads"), get("hidden_dim"),
+                                             get("mlp_dim"), get("num_classes"));
 }
 
 test::Tolerance port_tolerance(const Tensor& ref) {  // the 1e-4 * (1 + max|ref|)
@@ -209,8 +212,11 @@ TEST(PortVit, WrongImageSizeNamesThePath) {
   const auto fx = test::fixture("containers/vit_tiny");
   const auto vit = make_vit(fx);
   // 40x40 gives 25 + 1 tokens where pos_embedding has 17.
-  EXPECT_THAT([&] { (void)vit->forward(Tensor::zeros({1, 3, 40, 40})); },
-              ThrowsMessage<ShapeError>(StartsWith("encoder: ")));
+  EXPECT_THAT(
+      [&] {
+        (void)vit->forward(Tensor::zeros({1, 3, 40, 40}));
+      },
+      ThrowsMessage<ShapeError>(StartsWith("encoder: ")));
 }
 
 TEST(PortVit, ConcurrencySharedVit) {
@@ -236,9 +242,8 @@ TEST(PortVit, VitB16MatchesTorchvision) {
   ASSERT_EQ(test::hex(w.checksum), fx.params()["checksum"].get<std::string>());
   EXPECT_TRUE(vit->load_state_dict(w.dict).empty());
   Tensor encoded;
-  vit->register_forward_hook("encoder", [&](const std::string&, const Tensor&, const Tensor& out) {
-    encoded = out;
-  });
+  vit->register_forward_hook(
+      "encoder", [&](const std::string&, const Tensor&, const Tensor& out) { encoded = out; });
   const Attended r = vit->forward_with_maps(test::generated("input", {1, 3, 224, 224}, seed));
   const Tensor ref = fx.tensor("output");
   EXPECT_TENSOR_NEAR(r.output, ref, port_tolerance(ref));
@@ -247,8 +252,8 @@ TEST(PortVit, VitB16MatchesTorchvision) {
   EXPECT_TENSOR_NEAR(F::select(encoded, 1, 0), cls_ref, port_tolerance(cls_ref));
   EXPECT_EQ(r.maps.size(), 12u);
   for (const auto& layer : fx.params()["map_layers"]) {
-    const std::string name = "encoder.layers.encoder_layer_" +
-                             std::to_string(layer.get<int>()) + ".self_attention.attn_weights";
+    const std::string name = "encoder.layers.encoder_layer_" + std::to_string(layer.get<int>()) +
+                             ".self_attention.attn_weights";
     const Tensor m = fx.tensor(name);
     EXPECT_TENSOR_NEAR(r.maps.at(name), m, port_tolerance(m)) << name;
   }

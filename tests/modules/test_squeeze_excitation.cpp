@@ -1,5 +1,3 @@
-#include "cvattn/modules/squeeze_excitation.hpp"
-
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -8,6 +6,7 @@
 
 #include "cvattn/core/error.hpp"
 #include "cvattn/io/safetensors.hpp"
+#include "cvattn/modules/squeeze_excitation.hpp"
 #include "support/concurrency.hpp"
 #include "support/fixtures.hpp"
 #include "support/random.hpp"
@@ -139,9 +138,8 @@ TEST(SqueezeExcitation, ShapeContract) {
 
 TEST(SqueezeExcitation, GateLiesInUnitIntervalAndScalesEachPlane) {
   for (const GateLayer gate : {GateLayer::sigmoid, GateLayer::hard_sigmoid}) {
-    const SqueezeExcitation se =
-        random_se(SqueezeExcitationOptions(40).norm_layer(NormLayer::batch_norm).gate_layer(gate),
-                  11);
+    const SqueezeExcitation se = random_se(
+        SqueezeExcitationOptions(40).norm_layer(NormLayer::batch_norm).gate_layer(gate), 11);
     const Tensor x = test::random_tensor({2, 40, 6, 5}, 3, -4.0f, 4.0f);
     const Attended r = se.forward_with_maps(x);
     const Tensor& g = r.maps.at(maps::kAttention);
@@ -195,14 +193,23 @@ TEST(SqueezeExcitation, NanPropagatesWithoutCrashing) {
 
 TEST(SqueezeExcitation, RejectsWrongInput) {
   const SqueezeExcitation se(SqueezeExcitationOptions(64));
-  EXPECT_THAT([&] { (void)se.forward(Tensor::zeros({1, 32, 8, 8})); },
-              ThrowsMessage<ShapeError>(HasSubstr(
-                  "SqueezeExcitation::forward: tensor 'x' expected shape [*, 64, *, *], got "
-                  "[1, 32, 8, 8]")));
-  EXPECT_THAT([&] { (void)se.forward(Tensor::zeros({64, 8, 8})); },
-              ThrowsMessage<ShapeError>(HasSubstr("expected shape [*, 64, *, *], got [64, 8, 8]")));
-  EXPECT_THAT([&] { (void)se.forward(Tensor::zeros({1, 64, 0, 8})); },
-              ThrowsMessage<ShapeError>(HasSubstr("expected H, W >= 1")));
+  EXPECT_THAT(
+      [&] {
+        (void)se.forward(Tensor::zeros({1, 32, 8, 8}));
+      },
+      ThrowsMessage<ShapeError>(
+          HasSubstr("SqueezeExcitation::forward: tensor 'x' expected shape [*, 64, *, *], got "
+                    "[1, 32, 8, 8]")));
+  EXPECT_THAT(
+      [&] {
+        (void)se.forward(Tensor::zeros({64, 8, 8}));
+      },
+      ThrowsMessage<ShapeError>(HasSubstr("expected shape [*, 64, *, *], got [64, 8, 8]")));
+  EXPECT_THAT(
+      [&] {
+        (void)se.forward(Tensor::zeros({1, 64, 0, 8}));
+      },
+      ThrowsMessage<ShapeError>(HasSubstr("expected H, W >= 1")));
   EXPECT_THAT([&] { (void)se.forward(Tensor()); },
               ThrowsMessage<ShapeError>(HasSubstr("tensor 'x' is undefined")));
 }
@@ -230,9 +237,9 @@ TEST(SqueezeExcitation, FromStateDictErrorsNameTheKey) {
               ThrowsMessage<ValueError>(HasSubstr(
                   "SqueezeExcitationOptions::from_state_dict: missing 'fc1.weight' (keys: none)")));
   d.set("fc1.weight", Tensor::zeros({8, 64}));
-  EXPECT_THAT([&] { (void)SqueezeExcitationOptions::from_state_dict(d); },
-              ThrowsMessage<ValueError>(
-                  HasSubstr("'fc1.weight' expected [*, *, 1, 1], got [8, 64]")));
+  EXPECT_THAT(
+      [&] { (void)SqueezeExcitationOptions::from_state_dict(d); },
+      ThrowsMessage<ValueError>(HasSubstr("'fc1.weight' expected [*, *, 1, 1], got [8, 64]")));
   d.set("fc1.weight", Tensor::zeros({0, 64, 1, 1}));
   EXPECT_THAT([&] { (void)SqueezeExcitationOptions::from_state_dict(d); },
               ThrowsMessage<ValueError>(HasSubstr("with R, C >= 1, got [0, 64, 1, 1]")));
@@ -246,11 +253,11 @@ TEST(SqueezeExcitation, StrictLoadingReportsEveryProblem) {
   d.set("fc2.weight", Tensor::zeros({64, 8, 1, 1}));
   d.set("fc3.weight", Tensor::zeros({1}));
   EXPECT_THAT([&] { se.load_state_dict(d); },
-              ThrowsMessage<ValueError>(HasSubstr(
-                  "load_state_dict(SqueezeExcitation(channels=64, rd_channels=8, "
-                  "add_maxpool=false, bias=true, norm_layer=none, gate_layer=sigmoid)): "
-                  "missing 'fc2.bias'; unexpected 'fc3.weight'; 'fc1.weight' expected "
-                  "[8, 64, 1, 1], got [64, 8, 1, 1]")));
+              ThrowsMessage<ValueError>(
+                  HasSubstr("load_state_dict(SqueezeExcitation(channels=64, rd_channels=8, "
+                            "add_maxpool=false, bias=true, norm_layer=none, gate_layer=sigmoid)): "
+                            "missing 'fc2.bias'; unexpected 'fc3.weight'; 'fc1.weight' expected "
+                            "[8, 64, 1, 1], got [64, 8, 1, 1]")));
   // BatchNorm keys select the norm; without it they are unexpected.
   const auto fx = test::fixture("channel/se_c72_bn");
   SqueezeExcitation plain(SqueezeExcitationOptions(72));

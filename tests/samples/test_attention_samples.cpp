@@ -1,15 +1,16 @@
 // The attention samples run on the bundled assets (their defaults) into a scratch folder and
 // write every promised PNG, of the expected size and not blank; their numbers on the bundled
 // Fashion-MNIST and synthetic images match PyTorch's (assets/fashion/labels.json,
-// assets/synthetic/annotations.json); --help and bad options behave. One ctest entry per sample (sample_attention_demo, ...) filters this suite.
+// assets/synthetic/annotations.json); --help and bad options behave. One ctest entry per sample
+// (sample_attention_demo, ...) filters this suite.
+#include <gtest/gtest.h>
+
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 
 #include "support/samples.hpp"
 
@@ -82,8 +83,8 @@ TEST_F(SampleTest, AttentionDemoFashionByDefault) {
     const std::string line = name + ": predicted " + classes.at(pred).get<std::string>() + " (p ";
     const auto at = r.out.find(line);
     ASSERT_NE(at, std::string::npos) << line << "\n" << r.out;
-    const std::string verdict = ", label " + classes.at(label).get<std::string>() +
-                                (label == pred ? " ok" : " WRONG");
+    const std::string verdict =
+        ", label " + classes.at(label).get<std::string>() + (label == pred ? " ok" : " WRONG");
     EXPECT_EQ(r.out.substr(r.out.find(')', at) + 1, verdict.size()), verdict) << name;
     for (const char* panel : {"input", "cam", "cbam_spatial"}) {
       expect_picture(out() / stem / (std::string(panel) + ".png"), {256, 256});
@@ -104,7 +105,7 @@ TEST_F(SampleTest, AttentionDemoFashionByDefault) {
 
 TEST_F(SampleTest, AttentionDemoStatsOnlyOnOneFolderWritesNothing) {
   const SampleRun r = run("attention_demo", out_arg() + " --model=shapes --stats-only --input='" +
-                                          std::string(CVATTN_ASSETS_DIR) + "/synthetic'");
+                                                std::string(CVATTN_ASSETS_DIR) + "/synthetic'");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("accuracy 100.00 %"), std::string::npos) << r.out;
   EXPECT_FALSE(fs::exists(out()));
@@ -118,7 +119,8 @@ TEST_F(SampleTest, AttentionDemoOptions) {
   }
   const std::string one =
       "--model=shapes --input='" + std::string(CVATTN_ASSETS_DIR) + "/synthetic/shape_03.png'";
-  const SampleRun jet = run("attention_demo", out_arg() + " " + one + " --colormap=jet --alpha=0.3");
+  const SampleRun jet =
+      run("attention_demo", out_arg() + " " + one + " --colormap=jet --alpha=0.3");
   ASSERT_EQ(jet.exit_code, 0) << jet.err;
   expect_picture(out() / "shape_03_sheet.png", {1280, 840});
   const SampleRun bad_map = run("attention_demo", out_arg() + " " + one + " --colormap=nosuch");
@@ -152,7 +154,8 @@ TEST_F(SampleTest, DeformSamplingPoints) {
   const SampleRun r = run("deform_sampling", out_arg() + " " + one + " --points='10,10;200,150'");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   expect_picture(out() / "coffee_deform.png");
-  const SampleRun outside = run("deform_sampling", out_arg() + " " + one + " --points='10,10;999,5'");
+  const SampleRun outside =
+      run("deform_sampling", out_arg() + " " + one + " --points='10,10;999,5'");
   EXPECT_EQ(outside.exit_code, 1);
   EXPECT_NE(outside.err.find("(999, 5) lies outside"), std::string::npos) << outside.err;
   EXPECT_EQ(run("deform_sampling", out_arg() + " " + one + " --points='10;x'").exit_code, 1);
@@ -176,10 +179,9 @@ TEST_F(SampleTest, SelfAttentionQueryWritesSheets) {
 }
 
 TEST_F(SampleTest, SelfAttentionQueryOptions) {
-  const std::string one =
-      "--input='" + std::string(CVATTN_ASSETS_DIR) + "/synthetic/shape_01.png'";
+  const std::string one = "--input='" + std::string(CVATTN_ASSETS_DIR) + "/synthetic/shape_01.png'";
   const SampleRun r = run("self_attention_query",
-                    out_arg() + " " + one + " --queries='32,32;5,60' --similarity=cosine");
+                          out_arg() + " " + one + " --queries='32,32;5,60' --similarity=cosine");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   expect_picture(out() / "shape_01_queries.png", {768, 256 + 24});
   EXPECT_FALSE(fs::exists(out() / "shape_01" / "query_2.png"));

@@ -7,10 +7,9 @@
 
 #include <filesystem>
 #include <fstream>
-#include <string>
-
 #include <nlohmann/json.hpp>
 #include <opencv2/imgcodecs.hpp>
+#include <string>
 
 #include "cvattn/cvattn.hpp"
 #include "fashion_net.hpp"
@@ -39,7 +38,8 @@ TEST(FashionCnn, ReproducesTimmOnTheCheckPair) {
   const Attended r = net->forward_with_maps(x);
   const test::Tolerance tol{};
   EXPECT_TENSOR_NEAR(r.output, check("fashion_cnn", "logits"), tol);
-  for (const char* map : {"se", "sk", "channel_attention", "spatial_attention", "features", "cam"}) {
+  for (const char* map :
+       {"se", "sk", "channel_attention", "spatial_attention", "features", "cam"}) {
     SCOPED_TRACE(map);
     EXPECT_TENSOR_NEAR(r.maps.at(map), check("fashion_cnn", map), tol);
   }
@@ -83,16 +83,16 @@ TEST(FashionCnn, BundledImagesGetPyTorchsPredictions) {
 }
 
 TEST(StnFashion, ReproducesTheTutorialNetOnTheCheckPair) {
-  const auto net =
-      StnClassifier::from_state_dict(io::load_safetensors((kWeights / "stn_fashion.safetensors").string()));
+  const auto net = StnClassifier::from_state_dict(
+      io::load_safetensors((kWeights / "stn_fashion.safetensors").string()));
   const Attended r = net->forward_with_maps(check("stn_fashion", "input"));
   EXPECT_TENSOR_NEAR(r.maps.at(maps::kLogits), check("stn_fashion", "logits"), test::Tolerance{});
   EXPECT_TENSOR_NEAR(r.maps.at(maps::kTheta), check("stn_fashion", "theta"), test::Tolerance{});
 }
 
 TEST(StnFashion, BundledImagesGetPyTorchsPredictions) {
-  const auto net =
-      StnClassifier::from_state_dict(io::load_safetensors((kWeights / "stn_fashion.safetensors").string()));
+  const auto net = StnClassifier::from_state_dict(
+      io::load_safetensors((kWeights / "stn_fashion.safetensors").string()));
   std::ifstream in(kAssets / "fashion_rts" / "labels.json");
   const nlohmann::json labels = nlohmann::json::parse(in);
   int images = 0;

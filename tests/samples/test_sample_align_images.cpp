@@ -42,8 +42,8 @@ TEST_F(SampleAlignImages, AlignsTwoGivenFiles) {
   // The warped copy written by a first run, given back as the moving image.
   ASSERT_EQ(run("align_images", out_arg()).exit_code, 0);
   const std::string moving = (out() / "moving.png").string();
-  const SampleRun r = run("align_images", "--moving='" + moving + "' --output='" +
-                                              (out() / "pair").string() + "'");
+  const SampleRun r =
+      run("align_images", "--moving='" + moving + "' --output='" + (out() / "pair").string() + "'");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   // No known warp: the two methods agree with each other instead.
   const double apart = figure(r.out, R"(differ by ([\d.]+) px)");
@@ -58,8 +58,7 @@ TEST_F(SampleAlignImages, HelpAndBadInput) {
   EXPECT_NE(help.out.find("--moving"), std::string::npos) << help.out;
   const SampleRun bad = run("align_images", "--image=/nonexistent.png");
   EXPECT_NE(bad.exit_code, 0);
-  EXPECT_NE(bad.err.find("align_images: error: cannot read image"), std::string::npos)
-      << bad.err;
+  EXPECT_NE(bad.err.find("align_images: error: cannot read image"), std::string::npos) << bad.err;
 }
 
 }  // namespace

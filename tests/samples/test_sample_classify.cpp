@@ -8,9 +8,8 @@
 #include <cmath>
 #include <cstdio>
 #include <fstream>
-#include <string>
-
 #include <opencv2/imgcodecs.hpp>
+#include <string>
 
 #include "cvattn/io/safetensors.hpp"
 #include "cvattn/models/data_config.hpp"
@@ -36,13 +35,14 @@ class SampleClassify : public SampleTest {
     const auto net = models::create(model_name, io::load_safetensors(file));
     const cv::Mat bgr =
         cv::imread(std::string(CVATTN_ASSETS_DIR) + "/images/" + image, cv::IMREAD_COLOR);
-    const Tensor logits = net->run(models::preprocess(bgr, models::data_config(model_name)),
-                                   false).logits;
+    const Tensor logits =
+        net->run(models::preprocess(bgr, models::data_config(model_name)), false).logits;
     const auto k = static_cast<std::size_t>(logits.dim(1));
     std::vector<double> p(k);
     const double peak = *std::max_element(logits.data(), logits.data() + k);
     double sum = 0.0;
-    for (std::size_t i = 0; i < k; ++i) sum += p[i] = std::exp(logits[static_cast<std::int64_t>(i)] - peak);
+    for (std::size_t i = 0; i < k; ++i)
+      sum += p[i] = std::exp(logits[static_cast<std::int64_t>(i)] - peak);
     std::vector<std::size_t> order(k);
     for (std::size_t i = 0; i < k; ++i) order[i] = i;
     std::stable_sort(order.begin(), order.end(), [&](auto a, auto b) { return p[a] > p[b]; });
@@ -59,9 +59,9 @@ class SampleClassify : public SampleTest {
 
 TEST_F(SampleClassify, ResNetTopFiveCamAndGates) {
   const std::string w = weights("seresnet18", 7);
-  const SampleRun r = run("classify", "--model=seresnet18 --weights='" + w +
-                                          "' --input=images/chelsea.jpg,images/coffee.jpg " +
-                                          out_arg());
+  const SampleRun r =
+      run("classify", "--model=seresnet18 --weights='" + w +
+                          "' --input=images/chelsea.jpg,images/coffee.jpg " + out_arg());
   ASSERT_EQ(r.exit_code, 0) << r.err;
   for (const char* image : {"chelsea.jpg", "coffee.jpg"}) {
     const std::string line = expected_line("seresnet18", w, image);

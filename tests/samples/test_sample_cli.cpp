@@ -22,12 +22,13 @@ namespace {
 namespace fs = std::filesystem;
 
 const std::vector<std::string> kSamples = {
-    "attention_demo", "deform_sampling", "self_attention_query", "stn_rectify",
-    "align_images",   "video_pipeline",  "classify",             "layer_maps"};
+    "attention_demo", "deform_sampling", "self_attention_query",
+    "stn_rectify",    "align_images",    "video_pipeline",
+    "classify",       "layer_maps"};
 // The samples that process a folder of inputs, one output per input.
-const std::vector<std::string> kFolderSamples = {"attention_demo", "deform_sampling",
-                                                 "self_attention_query", "stn_rectify",
-                                                 "classify", "layer_maps"};
+const std::vector<std::string> kFolderSamples = {
+    "attention_demo", "deform_sampling", "self_attention_query",
+    "stn_rectify",    "classify",        "layer_maps"};
 
 // Every regular file under `root`, by path relative to it, with its bytes.
 std::map<std::string, std::string> files_under(const fs::path& root);
@@ -53,8 +54,8 @@ std::map<std::string, std::string> files_under(const fs::path& root) {
 // Runs `sample` unsharded into out()/whole and as `n` shards into out()/shard_i, and checks that
 // the shards' files together are exactly the unsharded run's per-input files, byte for byte
 // (the unsharded run alone also writes `gathered`, the pictures of all inputs).
-void SampleCli::expect_shards_reproduce(const std::string& sample, const std::string& args,
-                             int n, const std::set<std::string>& gathered) {
+void SampleCli::expect_shards_reproduce(const std::string& sample, const std::string& args, int n,
+                                        const std::set<std::string>& gathered) {
   SCOPED_TRACE(sample);
   const fs::path whole_dir = path(sample + "_whole");
   const SampleRun whole = run(sample, args + " --output='" + whole_dir.string() + "'");
@@ -68,7 +69,7 @@ void SampleCli::expect_shards_reproduce(const std::string& sample, const std::st
   for (int i = 0; i < n; ++i) {
     const fs::path dir = path(sample + "_shard_" + std::to_string(i));
     const SampleRun r = run(sample, args + " --shard=" + std::to_string(i) + "/" +
-                                          std::to_string(n) + " --output='" + dir.string() + "'");
+                                        std::to_string(n) + " --output='" + dir.string() + "'");
     ASSERT_EQ(r.exit_code, 0) << r.err;
     for (auto& [name, bytes] : files_under(dir)) {
       EXPECT_TRUE(together.emplace(name, std::move(bytes)).second) << name << " in two shards";
@@ -124,8 +125,7 @@ TEST_F(SampleCli, HelpListsEveryOptionWithoutParserNoise) {
 TEST_F(SampleCli, BadValuesAndShardsAreErrors) {
   const SampleRun scale = run("stn_rectify", "--scale=abc " + out_arg());
   EXPECT_EQ(scale.exit_code, 2);
-  EXPECT_NE(scale.err.find("stn_rectify: error: bad option value"), std::string::npos)
-      << scale.err;
+  EXPECT_NE(scale.err.find("stn_rectify: error: bad option value"), std::string::npos) << scale.err;
   for (const char* shard : {"3/3", "1", "-1/2", "a/b", "0/0", "1/2/3"}) {
     SCOPED_TRACE(shard);
     const SampleRun r = run("stn_rectify", std::string("--shard=") + shard + " " + out_arg());
@@ -173,20 +173,21 @@ TEST(SampleShard, PartitionsTheSortedInputs) {
 }
 
 TEST_F(SampleCli, ShardsReproduceTheUnshardedOutputsByteForByte) {
-  expect_shards_reproduce("stn_rectify", "--input=digits "
-                          "--weights=weights/stn_digits.safetensors", 3, {"contact_sheet.png"});
-  expect_shards_reproduce("deform_sampling", "--input=synthetic --full-res=0 --size=64",
-                          3, {"index.png"});
+  expect_shards_reproduce("stn_rectify",
+                          "--input=digits "
+                          "--weights=weights/stn_digits.safetensors",
+                          3, {"contact_sheet.png"});
+  expect_shards_reproduce("deform_sampling", "--input=synthetic --full-res=0 --size=64", 3,
+                          {"index.png"});
 }
 
 TEST_F(SampleCli, ListFileNamesTheInputs) {
   const std::string assets = CVATTN_ASSETS_DIR;
-  const std::string list = write("inputs.txt", "# two digits\n" + assets +
-                                                   "/digits/distorted_03.png\n\n  " + assets +
-                                                   "/digits/distorted_01.png  \n");
-  const SampleRun r = run("stn_rectify", "--list=" + list +
-                                             " --weights=weights/stn_digits.safetensors " +
-                                             out_arg());
+  const std::string list =
+      write("inputs.txt", "# two digits\n" + assets + "/digits/distorted_03.png\n\n  " + assets +
+                              "/digits/distorted_01.png  \n");
+  const SampleRun r = run(
+      "stn_rectify", "--list=" + list + " --weights=weights/stn_digits.safetensors " + out_arg());
   ASSERT_EQ(r.exit_code, 0) << r.err;
   // Sorted: 01 before 03; labels.json beside them still applies.
   const auto first = r.out.find("distorted_01.png: label ");
@@ -203,9 +204,9 @@ TEST_F(SampleCli, UnlabelledImagesSaySo) {
   fs::create_directories(path("plain"));
   fs::copy_file(std::string(CVATTN_ASSETS_DIR) + "/digits/distorted_00.png",
                 path("plain/digit.png"));
-  const SampleRun r = run("stn_rectify", "--input=" + path("plain") +
-                                             " --weights=weights/stn_digits.safetensors " +
-                                             out_arg());
+  const SampleRun r =
+      run("stn_rectify",
+          "--input=" + path("plain") + " --weights=weights/stn_digits.safetensors " + out_arg());
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("digit.png: predicted "), std::string::npos) << r.out;
   EXPECT_NE(r.out.find(" (no label)"), std::string::npos) << r.out;
@@ -227,7 +228,8 @@ TEST_F(SampleCli, AssetsOptionIsUsedAndChecked) {
   fs::copy_file(assets + "/digits/distorted_05.png", path("mine/digits/distorted_05.png"));
   const SampleRun r = run("stn_rectify", "--assets=" + path("mine") +
                                              " --input=digits --weights="
-                                             "weights/stn_digits.safetensors " + out_arg());
+                                             "weights/stn_digits.safetensors " +
+                                             out_arg());
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("distorted_05.png: predicted"), std::string::npos) << r.out;
 }

@@ -15,8 +15,8 @@ namespace {
 using SampleLayerMaps = SampleTest;
 
 TEST_F(SampleLayerMaps, SheetsAndRoutingPerImage) {
-  const SampleRun r =
-      run("layer_maps", "--input=images/chelsea.jpg,images/astronaut.jpg --query=5,27 " + out_arg());
+  const SampleRun r = run(
+      "layer_maps", "--input=images/chelsea.jpg,images/astronaut.jpg --query=5,27 " + out_arg());
   ASSERT_EQ(r.exit_code, 0) << r.err;
   // 10 panels in 4 columns of 256 + a 22-pixel label.
   expect_picture(out() / "chelsea_layers.png", {4 * 256, 3 * (256 + 22)});
@@ -47,8 +47,8 @@ TEST_F(SampleLayerMaps, SheetsAndRoutingPerImage) {
 }
 
 TEST_F(SampleLayerMaps, BadOptionsAreErrors) {
-  for (const char* args : {"--query=32,0", "--query=a,b", "--query=1", "--qeury=1,1",
-                           "--input=no_such_image.png"}) {
+  for (const char* args :
+       {"--query=32,0", "--query=a,b", "--query=1", "--qeury=1,1", "--input=no_such_image.png"}) {
     const SampleRun r = run("layer_maps", std::string(args) + " " + out_arg());
     EXPECT_EQ(r.exit_code, 2) << args << "\n" << r.err;
     EXPECT_FALSE(r.err.empty()) << args;

@@ -41,8 +41,8 @@ TEST_F(SampleStnRectify, FashionByDefault) {
 }
 
 TEST_F(SampleStnRectify, WritesPicturesAndPrintsTheAccuracy) {
-  const SampleRun r = run("stn_rectify", "--input=digits --weights=weights/stn_digits.safetensors " +
-                                             out_arg());
+  const SampleRun r =
+      run("stn_rectify", "--input=digits --weights=weights/stn_digits.safetensors " + out_arg());
   ASSERT_EQ(r.exit_code, 0) << r.err;
 
   std::ifstream in(std::string(CVATTN_ASSETS_DIR) + "/digits/labels.json");

@@ -58,10 +58,9 @@ TEST_F(SampleVideoPipeline, DigitSequenceToAvi) {
 TEST_F(SampleVideoPipeline, FolderInputAndFrameLimit) {
   const std::string out = path("three.avi");
   int status = -1;
-  const std::string output = run_pipeline(
-      "--input=" + std::string(CVATTN_ASSETS_DIR) + "/digits --output=" + out +
-          " --frames=3 --panel=112",
-      &status);
+  const std::string output = run_pipeline("--input=" + std::string(CVATTN_ASSETS_DIR) +
+                                              "/digits --output=" + out + " --frames=3 --panel=112",
+                                          &status);
   ASSERT_EQ(status, 0) << output;
   EXPECT_EQ(read_video(out), std::make_pair(3, cv::Size(224, 144)));
 }

@@ -63,9 +63,8 @@ class CliTest : public ::testing::Test {
   CliResult run(const std::string& args) { return run_program(CVATTN_TOOL, args); }
 #endif
   CliResult run_program(const std::string& program, const std::string& args) {
-    const std::string cmd = "'" + program + "' " + args + " > '" +
-                            (dir_ / "stdout").string() + "' 2> '" + (dir_ / "stderr").string() +
-                            "' < /dev/null";
+    const std::string cmd = "'" + program + "' " + args + " > '" + (dir_ / "stdout").string() +
+                            "' 2> '" + (dir_ / "stderr").string() + "' < /dev/null";
     const int status = std::system(cmd.c_str());
     CliResult r;
     if (WIFEXITED(status)) r.exit_code = WEXITSTATUS(status);
@@ -102,8 +101,8 @@ class CliTest : public ::testing::Test {
   // The --repeat report of a run with --threads 1: one JSON line with the op, the repeat count
   // and the timings.
   void expect_repeat_report(const CliResult& r, const std::string& op, int repeat) {
-    EXPECT_THAT(r.out, ::testing::MatchesRegex("\\{\"op\":\"" + op + "\",\"repeat\":" +
-                                               std::to_string(repeat) +
+    EXPECT_THAT(r.out, ::testing::MatchesRegex("\\{\"op\":\"" + op +
+                                               "\",\"repeat\":" + std::to_string(repeat) +
                                                ",\"threads\":1,\"median_ms\":[0-9.]+,"
                                                "\"min_ms\":[0-9.]+\\}\n"));
   }

@@ -51,8 +51,7 @@ inline std::string difference(const std::vector<std::pair<std::string, Tensor>>&
     const Tensor& y = b[i].second;
     if (name != b[i].first) return "result '" + name + "' vs '" + b[i].first + "'";
     if (x.defined() != y.defined() || x.shape() != y.shape()) {
-      return "result '" + name + "': shape " + to_string(x.shape()) + " vs " +
-             to_string(y.shape());
+      return "result '" + name + "': shape " + to_string(x.shape()) + " vs " + to_string(y.shape());
     }
     if (x.numel() > 0 &&
         std::memcmp(x.data(), y.data(), static_cast<std::size_t>(x.numel()) * 4) != 0) {
@@ -91,8 +90,8 @@ void expect_thread_safe(Call&& call, int threads = 8, int iterations = 3) {
         }
         if (!failure.empty()) {
           std::lock_guard<std::mutex> lock(mutex);
-          failures.push_back("thread " + std::to_string(t) + ", call " + std::to_string(i) +
-                             ": " + failure);
+          failures.push_back("thread " + std::to_string(t) + ", call " + std::to_string(i) + ": " +
+                             failure);
         }
       }
     });

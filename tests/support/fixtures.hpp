@@ -1,13 +1,13 @@
 #pragma once
 // Reference data written by tests/fixtures/<area>.py (PyTorch): one folder per case with
 // <name>.npy tensors, an optional weights.safetensors and params.json (the case's settings).
+#include <gtest/gtest.h>
+
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 
 #include "cvattn/core/options.hpp"
 #include "cvattn/core/state_dict.hpp"

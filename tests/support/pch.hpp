@@ -6,11 +6,10 @@
 
 #include <cmath>
 #include <filesystem>
+#include <nlohmann/json.hpp>
+#include <opencv2/core.hpp>
 #include <string>
 #include <thread>
 #include <vector>
-
-#include <nlohmann/json.hpp>
-#include <opencv2/core.hpp>
 
 #include "cvattn/core/tensor.hpp"

@@ -2,9 +2,9 @@
 // Runs a parity check once per SIMD target this build and CPU support (cvattn/core/simd.hpp),
 // so that every dispatched kernel is compared with its reference twin on each target it can
 // take here; a target this CPU cannot run is at least the same source as the ones it can.
-#include <string>
-
 #include <gtest/gtest.h>
+
+#include <string>
 
 #include "cvattn/core/simd.hpp"
 

@@ -2,16 +2,16 @@
 // keys and shapes their model cards promise, and the STN check pair is reproduced from the
 // weights by a naive float64 re-implementation of the tutorial network (docs/modules.md section 9),
 // independent of cvattn's kernels.
+#include <gtest/gtest.h>
+
 #include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <map>
-#include <string>
-#include <vector>
-
-#include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 #include <opencv2/imgcodecs.hpp>
+#include <string>
+#include <vector>
 
 #include "cvattn/core/tensor.hpp"
 #include "cvattn/io/npy.hpp"
@@ -41,15 +41,19 @@ struct Map {  // [C, H, W]
   int c = 0, h = 0, w = 0;
   std::vector<double> v;
   double& at(int ci, int y, int x) { return v[(static_cast<std::size_t>(ci) * h + y) * w + x]; }
-  double at(int ci, int y, int x) const { return v[(static_cast<std::size_t>(ci) * h + y) * w + x]; }
+  double at(int ci, int y, int x) const {
+    return v[(static_cast<std::size_t>(ci) * h + y) * w + x];
+  }
 };
 
 // Conv2d with zero padding; bias may be undefined.
 Map conv(const Map& in, const Tensor& weight, const Tensor& bias, int stride = 1, int pad = 0,
          int dil = 1) {
   const int o = static_cast<int>(weight.dim(0)), k = static_cast<int>(weight.dim(2));
-  Map out{o, (in.h + 2 * pad - dil * (k - 1) - 1) / stride + 1,
-          (in.w + 2 * pad - dil * (k - 1) - 1) / stride + 1, {}};
+  Map out{o,
+          (in.h + 2 * pad - dil * (k - 1) - 1) / stride + 1,
+          (in.w + 2 * pad - dil * (k - 1) - 1) / stride + 1,
+          {}};
   out.v.assign(static_cast<std::size_t>(o) * out.h * out.w, 0.0);
   for (int oc = 0; oc < o; ++oc)
     for (int y = 0; y < out.h; ++y)
@@ -73,8 +77,9 @@ Map pool_relu(const Map& in) {  // max_pool2d(2) then ReLU
   for (int c = 0; c < in.c; ++c)
     for (int y = 0; y < out.h; ++y)
       for (int x = 0; x < out.w; ++x) {
-        const double m = std::max(std::max(in.at(c, 2 * y, 2 * x), in.at(c, 2 * y, 2 * x + 1)),
-                                  std::max(in.at(c, 2 * y + 1, 2 * x), in.at(c, 2 * y + 1, 2 * x + 1)));
+        const double m =
+            std::max(std::max(in.at(c, 2 * y, 2 * x), in.at(c, 2 * y, 2 * x + 1)),
+                     std::max(in.at(c, 2 * y + 1, 2 * x), in.at(c, 2 * y + 1, 2 * x + 1)));
         out.at(c, y, x) = std::max(m, 0.0);
       }
   return out;
@@ -121,8 +126,9 @@ Map batch_norm(Map m, const StateDict& w, const std::string& prefix) {
     const double scale = w.at(prefix + ".weight")[c] /
                          std::sqrt(static_cast<double>(w.at(prefix + ".running_var")[c]) + 1e-5);
     const double shift = w.at(prefix + ".bias")[c] - w.at(prefix + ".running_mean")[c] * scale;
-    for (int i = 0; i < m.h * m.w; ++i) m.v[static_cast<std::size_t>(c * m.h * m.w + i)] =
-        m.v[static_cast<std::size_t>(c * m.h * m.w + i)] * scale + shift;
+    for (int i = 0; i < m.h * m.w; ++i)
+      m.v[static_cast<std::size_t>(c * m.h * m.w + i)] =
+          m.v[static_cast<std::size_t>(c * m.h * m.w + i)] * scale + shift;
   }
   return m;
 }
@@ -138,8 +144,9 @@ Map max_pool2(const Map& in) {
   for (int c = 0; c < in.c; ++c)
     for (int y = 0; y < out.h; ++y)
       for (int x = 0; x < out.w; ++x)
-        out.at(c, y, x) = std::max(std::max(in.at(c, 2 * y, 2 * x), in.at(c, 2 * y, 2 * x + 1)),
-                                   std::max(in.at(c, 2 * y + 1, 2 * x), in.at(c, 2 * y + 1, 2 * x + 1)));
+        out.at(c, y, x) =
+            std::max(std::max(in.at(c, 2 * y, 2 * x), in.at(c, 2 * y, 2 * x + 1)),
+                     std::max(in.at(c, 2 * y + 1, 2 * x), in.at(c, 2 * y + 1, 2 * x + 1)));
   return out;
 }
 
@@ -267,7 +274,8 @@ ShapesResult shapes_forward(const StateDict& w, const Map& x) {
   for (int ci = 0; ci < c; ++ci) {
     double sum = 0;
     for (int i = 0; i < hw; ++i)
-      sum += f[0].v[static_cast<std::size_t>(ci * hw + i)] + f[1].v[static_cast<std::size_t>(ci * hw + i)];
+      sum += f[0].v[static_cast<std::size_t>(ci * hw + i)] +
+             f[1].v[static_cast<std::size_t>(ci * hw + i)];
     s.v[static_cast<std::size_t>(ci)] = sum / hw;
   }
   const Map z = relu(batch_norm(conv(s, w.at("sk.attn.fc_reduce.weight"), none), w, "sk.attn.bn"));
@@ -288,7 +296,8 @@ ShapesResult shapes_forward(const StateDict& w, const Map& x) {
   // ModulatedDeformConv2dPack 3x3, padding 1: offsets = o[0:18], mask = sigmoid(o[18:27]).
   const Map o = conv(y, w.at("dcn.conv_offset.weight"), w.at("dcn.conv_offset.bias"), 1, 1);
   r.offset.assign(o.v.begin(), o.v.begin() + 18 * hw);
-  for (int i = 18 * hw; i < 27 * hw; ++i) r.mask.push_back(sigmoid(o.v[static_cast<std::size_t>(i)]));
+  for (int i = 18 * hw; i < 27 * hw; ++i)
+    r.mask.push_back(sigmoid(o.v[static_cast<std::size_t>(i)]));
   const Tensor& wd = w.at("dcn.weight");
   const int cout = static_cast<int>(wd.dim(0));
   Map d{cout, y.h, y.w, std::vector<double>(static_cast<std::size_t>(cout) * hw)};
@@ -339,7 +348,8 @@ ShapesResult shapes_forward(const StateDict& w, const Map& x) {
   };
   const Map ga = mlp(avg), gm = mlp(mx);
   for (int ci = 0; ci < e.c; ++ci) {
-    const double g = sigmoid(ga.v[static_cast<std::size_t>(ci)] + gm.v[static_cast<std::size_t>(ci)]);
+    const double g =
+        sigmoid(ga.v[static_cast<std::size_t>(ci)] + gm.v[static_cast<std::size_t>(ci)]);
     r.channel_attention.push_back(g);
     for (int i = 0; i < hw; ++i) e.v[static_cast<std::size_t>(ci * hw + i)] *= g;
   }
@@ -359,7 +369,8 @@ ShapesResult shapes_forward(const StateDict& w, const Map& x) {
   for (int i = 0; i < hw; ++i) {
     const double sg = sigmoid(q.v[static_cast<std::size_t>(i)]);
     r.spatial_attention.push_back(sg);
-    for (int ci = 0; ci < e.c; ++ci) gap[static_cast<std::size_t>(ci)] += e.v[static_cast<std::size_t>(ci * hw + i)] * sg / hw;
+    for (int ci = 0; ci < e.c; ++ci)
+      gap[static_cast<std::size_t>(ci)] += e.v[static_cast<std::size_t>(ci * hw + i)] * sg / hw;
   }
   r.logits = linear(gap, w.at("head.weight"), w.at("head.bias"), false);
   return r;
@@ -376,17 +387,23 @@ void expect_near(const std::vector<double>& actual, const Tensor& expected, std:
 TEST(AttentionShapesAssets, WeightsMatchTheModelCard) {
   const StateDict w =
       io::load_safetensors((kAssets / "weights/attention_shapes.safetensors").string());
-  std::map<std::string, Shape> keys = {
-      {"stem.0.weight", {16, 3, 3, 3}},       {"stem.3.weight", {24, 16, 3, 3}},
-      {"sk.paths.0.conv.weight", {24, 12, 3, 3}}, {"sk.paths.1.conv.weight", {24, 12, 3, 3}},
-      {"sk.attn.fc_reduce.weight", {8, 24, 1, 1}}, {"sk.attn.fc_select.weight", {48, 8, 1, 1}},
-      {"dcn.weight", {32, 24, 3, 3}},         {"dcn.bias", {32}},
-      {"dcn.conv_offset.weight", {27, 24, 3, 3}}, {"dcn.conv_offset.bias", {27}},
-      {"cbam.channel.fc1.weight", {2, 32, 1, 1}}, {"cbam.channel.fc2.weight", {32, 2, 1, 1}},
-      {"cbam.spatial.conv.conv.weight", {1, 2, 7, 7}},
-      {"head.weight", {4, 32}},               {"head.bias", {4}}};
+  std::map<std::string, Shape> keys = {{"stem.0.weight", {16, 3, 3, 3}},
+                                       {"stem.3.weight", {24, 16, 3, 3}},
+                                       {"sk.paths.0.conv.weight", {24, 12, 3, 3}},
+                                       {"sk.paths.1.conv.weight", {24, 12, 3, 3}},
+                                       {"sk.attn.fc_reduce.weight", {8, 24, 1, 1}},
+                                       {"sk.attn.fc_select.weight", {48, 8, 1, 1}},
+                                       {"dcn.weight", {32, 24, 3, 3}},
+                                       {"dcn.bias", {32}},
+                                       {"dcn.conv_offset.weight", {27, 24, 3, 3}},
+                                       {"dcn.conv_offset.bias", {27}},
+                                       {"cbam.channel.fc1.weight", {2, 32, 1, 1}},
+                                       {"cbam.channel.fc2.weight", {32, 2, 1, 1}},
+                                       {"cbam.spatial.conv.conv.weight", {1, 2, 7, 7}},
+                                       {"head.weight", {4, 32}},
+                                       {"head.bias", {4}}};
   const std::vector<std::pair<std::string, std::int64_t>> norms = {
-      {"stem.1", 16}, {"stem.4", 24}, {"sk.paths.0.bn", 24}, {"sk.paths.1.bn", 24},
+      {"stem.1", 16},    {"stem.4", 24}, {"sk.paths.0.bn", 24},      {"sk.paths.1.bn", 24},
       {"sk.attn.bn", 8}, {"dcn_bn", 32}, {"cbam.spatial.conv.bn", 1}};
   for (const auto& [prefix, n] : norms) {
     for (const char* field : {".weight", ".bias", ".running_mean", ".running_var"})
@@ -400,7 +417,9 @@ TEST(AttentionShapesAssets, NaiveForwardReproducesTheCheckPair) {
   const StateDict w =
       io::load_safetensors((kAssets / "weights/attention_shapes.safetensors").string());
   const auto dir = kAssets / "weights/attention_shapes_check";
-  auto load = [&](const char* name) { return io::read_npy((dir / (std::string(name) + ".npy")).string()); };
+  auto load = [&](const char* name) {
+    return io::read_npy((dir / (std::string(name) + ".npy")).string());
+  };
   const Tensor input = load("input"), logits = load("logits"), labels = load("labels");
   const Tensor sk = load("sk_attention"), offset = load("offset"), mask = load("mask");
   const Tensor channel = load("channel_attention"), spatial = load("spatial_attention");
@@ -423,7 +442,10 @@ TEST(AttentionShapesAssets, NaiveForwardReproducesTheCheckPair) {
     expect_near(r.spatial_attention, spatial, n * 256, "spatial_attention");
     expect_near(r.logits, logits, n * 4, "logits");
     int best = 0;
-    for (int c = 1; c < 4; ++c) best = r.logits[static_cast<std::size_t>(c)] > r.logits[static_cast<std::size_t>(best)] ? c : best;
+    for (int c = 1; c < 4; ++c)
+      best = r.logits[static_cast<std::size_t>(c)] > r.logits[static_cast<std::size_t>(best)]
+                 ? c
+                 : best;
     correct += best == static_cast<int>(labels[n]);
   }
   EXPECT_GE(correct, 3);

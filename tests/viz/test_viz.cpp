@@ -1,12 +1,11 @@
-#include "cvattn/viz/viz.hpp"
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
 
 #include <cmath>
 #include <limits>
 
-#include <gmock/gmock.h>
-#include <gtest/gtest.h>
-
 #include "cvattn/core/error.hpp"
+#include "cvattn/viz/viz.hpp"
 
 namespace cvattn::viz {
 namespace {
@@ -84,7 +83,8 @@ TEST(Heatmap, HotPixelGetsTurbo255InBgrOrder) {
 }
 
 TEST(Heatmap, JetIsSelectable) {
-  const cv::Mat h = heatmap(hot_pixel_map(3, 3, 2, 0), {}, HeatmapOptions().colormap(cv::COLORMAP_JET));
+  const cv::Mat h =
+      heatmap(hot_pixel_map(3, 3, 2, 0), {}, HeatmapOptions().colormap(cv::COLORMAP_JET));
   EXPECT_EQ(h.at<cv::Vec3b>(2, 0), kJet255);
   EXPECT_EQ(h.at<cv::Vec3b>(0, 0), kJet0);
 }
@@ -183,23 +183,37 @@ TEST(Heatmap, NonFiniteValuesHaveADefinedColour) {
 }
 
 TEST(Heatmap, RejectsBadMapsAndOptions) {
-  EXPECT_THAT([] { (void)heatmap(Tensor::zeros({2, 3, 4, 5})); },
-              ThrowsMessage<ShapeError>(HasSubstr(
-                  "heatmap: tensor 'map' expected [H, W], [N, H, W] or [N, 1, H, W], got "
-                  "[2, 3, 4, 5]")));
+  EXPECT_THAT(
+      [] {
+        (void)heatmap(Tensor::zeros({2, 3, 4, 5}));
+      },
+      ThrowsMessage<ShapeError>(
+          HasSubstr("heatmap: tensor 'map' expected [H, W], [N, H, W] or [N, 1, H, W], got "
+                    "[2, 3, 4, 5]")));
   EXPECT_THAT([] { (void)heatmap(Tensor::zeros({5})); },
               ThrowsMessage<ShapeError>(HasSubstr("got [5]")));
-  EXPECT_THAT([] { (void)heatmap(Tensor::zeros({0, 3})); },
-              ThrowsMessage<ShapeError>(HasSubstr("expected a non-empty map, got [0, 3]")));
-  EXPECT_THAT([] { (void)heatmap(Tensor()); }, ThrowsMessage<ShapeError>(HasSubstr("'map'")));
-  EXPECT_THAT([] { (void)heatmap(Tensor::zeros({2, 1, 3, 3}), {}, HeatmapOptions().sample(2)); },
-              ThrowsMessage<ValueError>(HasSubstr("sample 2 out of range for tensor 'map' "
-                                                  "[2, 1, 3, 3]")));
-  EXPECT_THAT([] { (void)heatmap(Tensor::zeros({3, 3}), {}, HeatmapOptions().range(1, 1)); },
-              ThrowsMessage<ValueError>(HasSubstr("fixed range expected finite low < high, "
-                                                  "got [1, 1]")));
   EXPECT_THAT(
-      [] { (void)heatmap(Tensor::zeros({3, 3}), {}, HeatmapOptions().percentiles(10, 101)); },
+      [] {
+        (void)heatmap(Tensor::zeros({0, 3}));
+      },
+      ThrowsMessage<ShapeError>(HasSubstr("expected a non-empty map, got [0, 3]")));
+  EXPECT_THAT([] { (void)heatmap(Tensor()); }, ThrowsMessage<ShapeError>(HasSubstr("'map'")));
+  EXPECT_THAT(
+      [] {
+        (void)heatmap(Tensor::zeros({2, 1, 3, 3}), {}, HeatmapOptions().sample(2));
+      },
+      ThrowsMessage<ValueError>(HasSubstr("sample 2 out of range for tensor 'map' "
+                                          "[2, 1, 3, 3]")));
+  EXPECT_THAT(
+      [] {
+        (void)heatmap(Tensor::zeros({3, 3}), {}, HeatmapOptions().range(1, 1));
+      },
+      ThrowsMessage<ValueError>(HasSubstr("fixed range expected finite low < high, "
+                                          "got [1, 1]")));
+  EXPECT_THAT(
+      [] {
+        (void)heatmap(Tensor::zeros({3, 3}), {}, HeatmapOptions().percentiles(10, 101));
+      },
       ThrowsMessage<ValueError>(HasSubstr("percentiles expected 0 <= low <= high <= 100")));
   EXPECT_THAT(
       [] {
@@ -212,12 +226,21 @@ TEST(Heatmap, RejectsBadMapsAndOptions) {
               ThrowsMessage<ValueError>(HasSubstr("heatmap: the map is empty")));
   EXPECT_THAT([] { (void)heatmap(cv::Mat(3, 3, CV_8UC3)); },
               ThrowsMessage<ShapeError>(HasSubstr("single-channel 2-D map")));
-  EXPECT_THAT([] { (void)heatmap(Tensor::zeros({2, 2}), cv::Size(1 << 30, 1 << 30)); },
-              ThrowsMessage<ValueError>(HasSubstr("exceeds the allocation cap")));
-  EXPECT_THAT([] { (void)heatmap(Tensor::zeros({2, 2}), cv::Size(-3, 4)); },
-              ThrowsMessage<ValueError>(HasSubstr("image size expected positive, got -3x4")));
-  EXPECT_THAT([] { (void)heatmap(Tensor::zeros({2, 2}), cv::Size(0, 4)); },
-              ThrowsMessage<ValueError>(HasSubstr("image size expected positive, got 0x4")));
+  EXPECT_THAT(
+      [] {
+        (void)heatmap(Tensor::zeros({2, 2}), cv::Size(1 << 30, 1 << 30));
+      },
+      ThrowsMessage<ValueError>(HasSubstr("exceeds the allocation cap")));
+  EXPECT_THAT(
+      [] {
+        (void)heatmap(Tensor::zeros({2, 2}), cv::Size(-3, 4));
+      },
+      ThrowsMessage<ValueError>(HasSubstr("image size expected positive, got -3x4")));
+  EXPECT_THAT(
+      [] {
+        (void)heatmap(Tensor::zeros({2, 2}), cv::Size(0, 4));
+      },
+      ThrowsMessage<ValueError>(HasSubstr("image size expected positive, got 0x4")));
 }
 
 // ---- overlay ----------------------------------------------------------------------------------
@@ -297,16 +320,16 @@ TEST(Overlay, RejectsBadInput) {
                       OverlayOptions().alpha(std::numeric_limits<double>::quiet_NaN()));
       },
       ThrowsMessage<ValueError>(HasSubstr("alpha expected in [0, 1]")));
-  EXPECT_THAT([&] { (void)overlay(img, Tensor::zeros({1, 3, 2, 2})); },
-              ThrowsMessage<ShapeError>(HasSubstr("overlay: tensor 'map' expected")));
+  EXPECT_THAT(
+      [&] {
+        (void)overlay(img, Tensor::zeros({1, 3, 2, 2}));
+      },
+      ThrowsMessage<ShapeError>(HasSubstr("overlay: tensor 'map' expected")));
 }
 
 TEST(OverlayOptions, ConvertsToHeatmapOptions) {
-  const HeatmapOptions h = OverlayOptions()
-                               .colormap(cv::COLORMAP_JET)
-                               .range(-1, 2)
-                               .sample(3)
-                               .heatmap();
+  const HeatmapOptions h =
+      OverlayOptions().colormap(cv::COLORMAP_JET).range(-1, 2).sample(3).heatmap();
   EXPECT_EQ(h.colormap(), cv::COLORMAP_JET);
   EXPECT_EQ(h.normalization(), Normalization::fixed);
   EXPECT_EQ(h.low(), -1.0);
@@ -401,27 +424,36 @@ TEST(BarChart, DrawsLabelsAndTitleAndSurvivesNaN) {
 }
 
 TEST(BarChart, RejectsBadInput) {
-  EXPECT_THAT([] { (void)bar_chart(Tensor::zeros({2, 3, 4})); },
-              ThrowsMessage<ShapeError>(
-                  HasSubstr("bar_chart: tensor 'weights' expected [C] or [N, C], got [2, 3, 4]")));
+  EXPECT_THAT(
+      [] {
+        (void)bar_chart(Tensor::zeros({2, 3, 4}));
+      },
+      ThrowsMessage<ShapeError>(
+          HasSubstr("bar_chart: tensor 'weights' expected [C] or [N, C], got [2, 3, 4]")));
   EXPECT_THAT([] { (void)bar_chart(Tensor::zeros({0})); },
               ThrowsMessage<ShapeError>(HasSubstr("expected C >= 1")));
   EXPECT_THAT([] { (void)bar_chart(Tensor::zeros({3}), BarChartOptions().labels({"a"})); },
               ThrowsMessage<ValueError>(HasSubstr("expected 3 labels (one per channel), got 1")));
-  EXPECT_THAT([] { (void)bar_chart(Tensor::zeros({2, 3}), BarChartOptions().sample(2)); },
-              ThrowsMessage<ValueError>(HasSubstr("sample 2 out of range")));
+  EXPECT_THAT(
+      [] {
+        (void)bar_chart(Tensor::zeros({2, 3}), BarChartOptions().sample(2));
+      },
+      ThrowsMessage<ValueError>(HasSubstr("sample 2 out of range")));
   EXPECT_THAT([] { (void)bar_chart(Tensor::zeros({3}), BarChartOptions().top_k(-1)); },
               ThrowsMessage<ValueError>(HasSubstr("top_k expected >= 0")));
-  EXPECT_THAT([] { (void)bar_chart(Tensor::zeros({3}), BarChartOptions().size({10, 10})); },
-              ThrowsMessage<ValueError>(HasSubstr("size expected at least 64x64")));
+  EXPECT_THAT(
+      [] {
+        (void)bar_chart(Tensor::zeros({3}), BarChartOptions().size({10, 10}));
+      },
+      ThrowsMessage<ValueError>(HasSubstr("size expected at least 64x64")));
   EXPECT_THAT([] { (void)bar_chart(Tensor::zeros({3}), BarChartOptions().y_min(2).y_max(1)); },
               ThrowsMessage<ValueError>(HasSubstr("finite y_min < y_max")));
 }
 
 // ---- draw_grid_outline ------------------------------------------------------------------------
 
-// affine_grid of the identity theta (docs/modules.md 7): x_w = (2w + 1)/W - 1 without align_corners,
-// -1 + 2w/(W-1) with it.
+// affine_grid of the identity theta (docs/modules.md 7): x_w = (2w + 1)/W - 1 without
+// align_corners, -1 + 2w/(W-1) with it.
 Tensor identity_grid(int n, int h, int w, bool align_corners) {
   Tensor g = Tensor::empty({n, h, w, 2});
   for (int b = 0; b < n; ++b)
@@ -496,17 +528,26 @@ TEST(DrawGridOutline, SurvivesNonFiniteAndHugeCoordinates) {
 
 TEST(DrawGridOutline, RejectsBadInput) {
   const cv::Mat img = uniform_bgr(8, 8, {0, 0, 0});
-  EXPECT_THAT([&] { (void)draw_grid_outline(img, Tensor::zeros({1, 4, 4, 3})); },
-              ThrowsMessage<ShapeError>(HasSubstr(
-                  "draw_grid_outline: tensor 'grid' expected [N, H, W, 2], got [1, 4, 4, 3]")));
-  EXPECT_THAT(
-      [&] { (void)draw_grid_outline(img, Tensor::zeros({1, 4, 4, 2}), GridOutlineOptions().sample(1)); },
-      ThrowsMessage<ValueError>(HasSubstr("sample 1 out of range")));
-  EXPECT_THAT([&] { (void)draw_grid_outline(cv::Mat(), Tensor::zeros({1, 4, 4, 2})); },
-              ThrowsMessage<ValueError>(HasSubstr("the image is empty")));
   EXPECT_THAT(
       [&] {
-        (void)draw_grid_outline(img, Tensor::zeros({1, 4, 4, 2}), GridOutlineOptions().thickness(0));
+        (void)draw_grid_outline(img, Tensor::zeros({1, 4, 4, 3}));
+      },
+      ThrowsMessage<ShapeError>(
+          HasSubstr("draw_grid_outline: tensor 'grid' expected [N, H, W, 2], got [1, 4, 4, 3]")));
+  EXPECT_THAT(
+      [&] {
+        (void)draw_grid_outline(img, Tensor::zeros({1, 4, 4, 2}), GridOutlineOptions().sample(1));
+      },
+      ThrowsMessage<ValueError>(HasSubstr("sample 1 out of range")));
+  EXPECT_THAT(
+      [&] {
+        (void)draw_grid_outline(cv::Mat(), Tensor::zeros({1, 4, 4, 2}));
+      },
+      ThrowsMessage<ValueError>(HasSubstr("the image is empty")));
+  EXPECT_THAT(
+      [&] {
+        (void)draw_grid_outline(img, Tensor::zeros({1, 4, 4, 2}),
+                                GridOutlineOptions().thickness(0));
       },
       ThrowsMessage<ValueError>(HasSubstr("thickness expected in [1, 64]")));
 }
@@ -518,7 +559,8 @@ TEST(DrawSamplingPoints, DotsInThePixelsColourPerOutputPixel) {
   // Two output pixels, two taps each, coordinates (y, x) in image pixels.
   const Tensor centers = Tensor::from_vector({2, 2}, {5, 5, 22, 22});
   const Tensor taps = Tensor::from_vector({2, 2, 2}, {4, 20, 20, 5, 26, 12, 12, 26});
-  const cv::Mat out = draw_sampling_points(img, centers, taps, SamplingPointsOptions().lines(false));
+  const cv::Mat out =
+      draw_sampling_points(img, centers, taps, SamplingPointsOptions().lines(false));
   // Colours: HSV colour map at 0 and 0.5 of its range.
   const cv::Vec3b c0 = colormap_colour(cv::COLORMAP_HSV, 0);
   const cv::Vec3b c1 = colormap_colour(cv::COLORMAP_HSV, 128);
@@ -556,11 +598,11 @@ TEST(DrawSamplingPoints, MaskShrinksDotsAndNonFiniteTapsAreSkipped) {
   const float nan = std::numeric_limits<float>::quiet_NaN();
   const Tensor taps = Tensor::from_vector({1, 3, 2}, {5, 5, 25, 25, nan, 3});
   const cv::Vec3b c0 = colormap_colour(cv::COLORMAP_HSV, 0);
-  const cv::Mat full = draw_sampling_points(
-      img, centers, taps, SamplingPointsOptions().radius(4).lines(false));
-  const cv::Mat masked = draw_sampling_points(
-      img, centers, taps,
-      SamplingPointsOptions().radius(4).lines(false).mask(Tensor::from_vector({1, 3}, {1, 0.25f, 1})));
+  const cv::Mat full =
+      draw_sampling_points(img, centers, taps, SamplingPointsOptions().radius(4).lines(false));
+  const cv::Mat masked = draw_sampling_points(img, centers, taps,
+                                              SamplingPointsOptions().radius(4).lines(false).mask(
+                                                  Tensor::from_vector({1, 3}, {1, 0.25f, 1})));
   const cv::Rect near5(1, 1, 9, 9), near25(21, 21, 9, 9);
   EXPECT_EQ(count_colour(full(near5), c0), count_colour(masked(near5), c0));
   EXPECT_GT(count_colour(full(near25), c0), 2 * count_colour(masked(near25), c0));
@@ -568,11 +610,16 @@ TEST(DrawSamplingPoints, MaskShrinksDotsAndNonFiniteTapsAreSkipped) {
 
 TEST(DrawSamplingPoints, RejectsBadInput) {
   const cv::Mat img = uniform_bgr(8, 8, {0, 0, 0});
-  EXPECT_THAT([&] { (void)draw_sampling_points(img, Tensor::zeros({2, 2}), Tensor::zeros({2, 9})); },
-              ThrowsMessage<ShapeError>(HasSubstr(
-                  "draw_sampling_points: tensor 'positions' expected [P, K, 2], got [2, 9]")));
   EXPECT_THAT(
-      [&] { (void)draw_sampling_points(img, Tensor::zeros({3, 2}), Tensor::zeros({2, 9, 2})); },
+      [&] {
+        (void)draw_sampling_points(img, Tensor::zeros({2, 2}), Tensor::zeros({2, 9}));
+      },
+      ThrowsMessage<ShapeError>(
+          HasSubstr("draw_sampling_points: tensor 'positions' expected [P, K, 2], got [2, 9]")));
+  EXPECT_THAT(
+      [&] {
+        (void)draw_sampling_points(img, Tensor::zeros({3, 2}), Tensor::zeros({2, 9, 2}));
+      },
       ThrowsMessage<ShapeError>(HasSubstr("tensor 'centers' expected shape [2, 2], got [3, 2]")));
   EXPECT_THAT(
       [&] {
@@ -609,32 +656,47 @@ TEST(DeformSamplingPositions, StrideDilationGroupsAndSamples) {
   Tensor offset = Tensor::zeros({2, 8, 2, 2});
   // group 1 channels 4..7: tap 0 (dy, dx) = channels 4, 5; tap 1 = channels 6, 7.
   offset[((1 * 8 + 7) * 2 + 1) * 2 + 0] = -0.25f;  // tap 1 dx at output (y 1, x 0)
-  const Tensor p = deform_sampling_positions(
-      offset, {cv::Point(0, 1), cv::Point(1, 0)},
-      DeformSamplingOptions().kernel_size({1, 2}).stride(2).dilation(3).padding(0).sample(1)
-          .offset_group(1));
+  const Tensor p = deform_sampling_positions(offset, {cv::Point(0, 1), cv::Point(1, 0)},
+                                             DeformSamplingOptions()
+                                                 .kernel_size({1, 2})
+                                                 .stride(2)
+                                                 .dilation(3)
+                                                 .padding(0)
+                                                 .sample(1)
+                                                 .offset_group(1));
   ASSERT_EQ(p.shape(), (Shape{2, 2, 2}));
-  EXPECT_FLOAT_EQ(p[0], 2.0f);   // output (y 1, x 0), tap 0: y = 1*2
-  EXPECT_FLOAT_EQ(p[1], 0.0f);   // x = 0
-  EXPECT_FLOAT_EQ(p[2], 2.0f);   // tap 1: x = 0 + 3 - 0.25
+  EXPECT_FLOAT_EQ(p[0], 2.0f);  // output (y 1, x 0), tap 0: y = 1*2
+  EXPECT_FLOAT_EQ(p[1], 0.0f);  // x = 0
+  EXPECT_FLOAT_EQ(p[2], 2.0f);  // tap 1: x = 0 + 3 - 0.25
   EXPECT_FLOAT_EQ(p[3], 2.75f);
-  EXPECT_FLOAT_EQ(p[6], 0.0f);   // output (y 0, x 1), tap 1: y 0, x 2 + 3
+  EXPECT_FLOAT_EQ(p[6], 0.0f);  // output (y 0, x 1), tap 1: y 0, x 2 + 3
   EXPECT_FLOAT_EQ(p[7], 5.0f);
 }
 
 TEST(DeformSamplingPositions, RejectsBadInput) {
   const Tensor offset = Tensor::zeros({1, 18, 3, 3});
-  EXPECT_THAT([&] { (void)deform_sampling_positions(Tensor::zeros({1, 17, 3, 3}), {{0, 0}}); },
-              ThrowsMessage<ShapeError>(HasSubstr("expected [N, 2*G*9, Ho, Wo], got [1, 17, 3, 3]")));
-  EXPECT_THAT([&] { (void)deform_sampling_positions(offset, {{3, 0}}); },
-              ThrowsMessage<ValueError>(HasSubstr("output pixel (x=3, y=0) outside the 3x3")));
+  EXPECT_THAT(
+      [&] {
+        (void)deform_sampling_positions(Tensor::zeros({1, 17, 3, 3}), {{0, 0}});
+      },
+      ThrowsMessage<ShapeError>(HasSubstr("expected [N, 2*G*9, Ho, Wo], got [1, 17, 3, 3]")));
+  EXPECT_THAT(
+      [&] {
+        (void)deform_sampling_positions(offset, {{3, 0}});
+      },
+      ThrowsMessage<ValueError>(HasSubstr("output pixel (x=3, y=0) outside the 3x3")));
   EXPECT_THAT([&] { (void)deform_sampling_positions(offset, {}); },
               ThrowsMessage<ValueError>(HasSubstr("no output pixels")));
   EXPECT_THAT(
-      [&] { (void)deform_sampling_positions(offset, {{0, 0}}, DeformSamplingOptions().offset_group(1)); },
+      [&] {
+        (void)deform_sampling_positions(offset, {{0, 0}}, DeformSamplingOptions().offset_group(1));
+      },
       ThrowsMessage<ValueError>(HasSubstr("offset_group 1 out of range for 1 groups")));
-  EXPECT_THAT([&] { (void)deform_sampling_positions(Tensor::zeros({18, 3, 3}), {{0, 0}}); },
-              ThrowsMessage<ShapeError>(HasSubstr("offset")));
+  EXPECT_THAT(
+      [&] {
+        (void)deform_sampling_positions(Tensor::zeros({18, 3, 3}), {{0, 0}});
+      },
+      ThrowsMessage<ShapeError>(HasSubstr("offset")));
 }
 
 // ---- query_overlay ----------------------------------------------------------------------------
@@ -642,8 +704,8 @@ TEST(DeformSamplingPositions, RejectsBadInput) {
 TEST(QueryOverlay, ShowsTheQueryRowAtTheRightPlace) {
   // 3x4 feature map (L = 12). Query (x 1, y 2) = index 9 attends only to key (y 0, x 3).
   Tensor attn = Tensor::zeros({2, 12, 12});
-  attn[(1 * 12 + 9) * 12 + 3] = 1.0f;       // sample 1
-  attn[(1 * 12 + 0) * 12 + 11] = 1.0f;      // another query, must not show
+  attn[(1 * 12 + 9) * 12 + 3] = 1.0f;   // sample 1
+  attn[(1 * 12 + 0) * 12 + 11] = 1.0f;  // another query, must not show
   const cv::Mat img = uniform_bgr(30, 40, {0, 0, 0});
   const cv::Mat out = query_overlay(img, attn, cv::Point(1, 2), cv::Size(4, 3),
                                     QueryOverlayOptions().alpha(1.0).sample(1).marker_size(5));
@@ -670,21 +732,32 @@ TEST(QueryOverlay, AcceptsUnbatchedMaps) {
 TEST(QueryOverlay, RejectsBadInput) {
   const cv::Mat img = uniform_bgr(8, 8, {0, 0, 0});
   EXPECT_THAT(
-      [&] { (void)query_overlay(img, Tensor::zeros({1, 12, 12}), {0, 0}, cv::Size(3, 3)); },
+      [&] {
+        (void)query_overlay(img, Tensor::zeros({1, 12, 12}), {0, 0}, cv::Size(3, 3));
+      },
       ThrowsMessage<ShapeError>(HasSubstr("query_overlay: tensor 'attention' expected [N, 9, 9] "
                                           "or [9, 9] for a 3x3 feature map, got [1, 12, 12]")));
-  EXPECT_THAT([&] { (void)query_overlay(img, Tensor::zeros({9, 9}), {3, 0}, cv::Size(3, 3)); },
-              ThrowsMessage<ValueError>(HasSubstr("query (x=3, y=0) outside the 3x3")));
-  EXPECT_THAT([&] { (void)query_overlay(img, Tensor::zeros({9, 9}), {0, 0}, cv::Size(0, 3)); },
-              ThrowsMessage<ValueError>(HasSubstr("feature_size expected positive")));
+  EXPECT_THAT(
+      [&] {
+        (void)query_overlay(img, Tensor::zeros({9, 9}), {3, 0}, cv::Size(3, 3));
+      },
+      ThrowsMessage<ValueError>(HasSubstr("query (x=3, y=0) outside the 3x3")));
+  EXPECT_THAT(
+      [&] {
+        (void)query_overlay(img, Tensor::zeros({9, 9}), {0, 0}, cv::Size(0, 3));
+      },
+      ThrowsMessage<ValueError>(HasSubstr("feature_size expected positive")));
   EXPECT_THAT(
       [&] {
         (void)query_overlay(img, Tensor::zeros({2, 9, 9}), {0, 0}, cv::Size(3, 3),
                             QueryOverlayOptions().sample(-1));
       },
       ThrowsMessage<ValueError>(HasSubstr("sample -1 out of range")));
-  EXPECT_THAT([&] { (void)query_overlay(cv::Mat(), Tensor::zeros({9, 9}), {0, 0}, cv::Size(3, 3)); },
-              ThrowsMessage<ValueError>(HasSubstr("the image is empty")));
+  EXPECT_THAT(
+      [&] {
+        (void)query_overlay(cv::Mat(), Tensor::zeros({9, 9}), {0, 0}, cv::Size(3, 3));
+      },
+      ThrowsMessage<ValueError>(HasSubstr("the image is empty")));
 }
 
 // ---- contact_sheet ----------------------------------------------------------------------------
@@ -696,8 +769,8 @@ TEST(ContactSheet, SizeIsColumnsTimesRowsOfCells) {
       {"c", uniform_bgr(5, 5, {255, 0, 0})},
       {"d", cv::Mat(8, 8, CV_8UC4, cv::Scalar(0, 255, 0, 255))},
   };
-  const cv::Mat sheet = contact_sheet(
-      panels, 3, ContactSheetOptions().cell_size(cv::Size(40, 30)).label_height(10));
+  const cv::Mat sheet =
+      contact_sheet(panels, 3, ContactSheetOptions().cell_size(cv::Size(40, 30)).label_height(10));
   EXPECT_EQ(sheet.size(), cv::Size(3 * 40, 2 * (30 + 10)));
   EXPECT_EQ(sheet.type(), CV_8UC3);
   // Auto cell = the largest panel (20 wide, 30 tall); 4 columns -> one row.
@@ -717,9 +790,9 @@ TEST(ContactSheet, LetterboxesKeepingAspect) {
   EXPECT_EQ(sheet.at<cv::Vec3b>(15, 5), cv::Vec3b(32, 32, 32));
   EXPECT_EQ(sheet.at<cv::Vec3b>(15, 35), cv::Vec3b(32, 32, 32));
   // A panel in the second cell of a 2-column sheet lands in the right half.
-  const cv::Mat two = contact_sheet({{"", uniform_bgr(4, 4, {0, 0, 0})},
-                                     {"", uniform_bgr(4, 4, {255, 255, 255})}},
-                                    2, ContactSheetOptions().cell_size({8, 8}).label_height(0));
+  const cv::Mat two =
+      contact_sheet({{"", uniform_bgr(4, 4, {0, 0, 0})}, {"", uniform_bgr(4, 4, {255, 255, 255})}},
+                    2, ContactSheetOptions().cell_size({8, 8}).label_height(0));
   EXPECT_EQ(two.at<cv::Vec3b>(4, 2), cv::Vec3b(0, 0, 0));
   EXPECT_EQ(two.at<cv::Vec3b>(4, 12), cv::Vec3b(255, 255, 255));
   (void)bg;
@@ -733,7 +806,7 @@ TEST(ContactSheet, LabelsAreWrittenUnderTheirPanel) {
   const cv::Mat strip1 = sheet(cv::Rect(40, 40, 40, 20));
   cv::Mat gray;
   cv::cvtColor(strip0, gray, cv::COLOR_BGR2GRAY);
-  EXPECT_GT(cv::countNonZero(gray > 128), 5);  // white text (shrunk to fit)
+  EXPECT_GT(cv::countNonZero(gray > 128), 5);                       // white text (shrunk to fit)
   EXPECT_EQ(count_colour(strip1, cv::Vec3b(32, 32, 32)), 40 * 20);  // no label, background
 }
 
@@ -743,13 +816,21 @@ TEST(ContactSheet, RejectsBadInput) {
   const std::vector<Panel> ok = {{"x", uniform_bgr(4, 4, {0, 0, 0})}};
   EXPECT_THAT([&] { (void)contact_sheet(ok, 0); },
               ThrowsMessage<ValueError>(HasSubstr("columns expected >= 1, got 0")));
-  EXPECT_THAT([] { (void)contact_sheet({{"x", uniform_bgr(4, 4, {0, 0, 0})}, {"bad", cv::Mat()}}, 2); },
-              ThrowsMessage<ValueError>(HasSubstr("contact_sheet: panel 1 ('bad'): the image is empty")));
   EXPECT_THAT(
-      [&] { (void)contact_sheet(ok, 1, ContactSheetOptions().cell_size({100000, 100000})); },
+      [] {
+        (void)contact_sheet({{"x", uniform_bgr(4, 4, {0, 0, 0})}, {"bad", cv::Mat()}}, 2);
+      },
+      ThrowsMessage<ValueError>(HasSubstr("contact_sheet: panel 1 ('bad'): the image is empty")));
+  EXPECT_THAT(
+      [&] {
+        (void)contact_sheet(ok, 1, ContactSheetOptions().cell_size({100000, 100000}));
+      },
       ThrowsMessage<ValueError>(HasSubstr("exceeds 65536 pixels per side")));
-  EXPECT_THAT([&] { (void)contact_sheet(ok, 1, ContactSheetOptions().cell_size({5, 0})); },
-              ThrowsMessage<ValueError>(HasSubstr("cell_size expected positive or empty")));
+  EXPECT_THAT(
+      [&] {
+        (void)contact_sheet(ok, 1, ContactSheetOptions().cell_size({5, 0}));
+      },
+      ThrowsMessage<ValueError>(HasSubstr("cell_size expected positive or empty")));
 }
 
 }  // namespace

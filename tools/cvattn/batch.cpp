@@ -17,10 +17,8 @@ std::string trim(const std::string& s) {
 }
 
 std::size_t index_number(const std::string& s, const std::string& text) {
-  const bool digits =
-      !s.empty() && s.size() <= 9 && std::all_of(s.begin(), s.end(), [](char c) {
-        return c >= '0' && c <= '9';
-      });
+  const bool digits = !s.empty() && s.size() <= 9 &&
+                      std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
   if (!digits) throw UsageError("--shard expects I/N with 0 <= I < N, got '" + text + "'");
   return static_cast<std::size_t>(std::stoul(s));
 }
@@ -80,8 +78,8 @@ std::vector<RunPlan> expand_batch(const RunPlan& plan, const FileReader& read) {
       const bool known = std::any_of(op.inputs.begin(), op.inputs.end(),
                                      [&](const InputSpec& s) { return s.name == name; });
       if (!known || file.empty()) {
-        throw UsageError("--list: line '" + line + "': op '" + op.name + "' has no input '" +
-                         name + "'");
+        throw UsageError("--list: line '" + line + "': op '" + op.name + "' has no input '" + name +
+                         "'");
       }
       in_files[name] = file;
       if (first.empty()) first = file;
@@ -117,8 +115,8 @@ std::vector<RunPlan> expand_batch(const RunPlan& plan, const FileReader& read) {
     }
     all.push_back(std::move(job));
   }
-  const auto [index, count] = plan.shard.empty() ? std::make_pair(std::size_t{0}, std::size_t{1})
-                                                 : parse_shard(plan.shard);
+  const auto [index, count] =
+      plan.shard.empty() ? std::make_pair(std::size_t{0}, std::size_t{1}) : parse_shard(plan.shard);
   std::vector<RunPlan> mine;
   for (std::size_t k = index; k < all.size(); k += count) mine.push_back(std::move(all[k]));
   return mine;

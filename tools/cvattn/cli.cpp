@@ -1,6 +1,7 @@
 // The cvattn command-line tool as a library: the contract is docs/cli.md.
 #include "cli.hpp"
 
+#include <Eigen/Core>
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
@@ -9,22 +10,20 @@
 #include <exception>
 #include <iomanip>
 #include <new>
+#include <opencv2/core.hpp>
 #include <ostream>
 #include <set>
 #include <sstream>
 #include <string>
 #include <vector>
 
-#include <Eigen/Core>
-#include <opencv2/core.hpp>
-
+#include "batch.hpp"
 #include "cvattn/core/parallel.hpp"
 #include "cvattn/core/simd.hpp"
 #include "cvattn/io/file.hpp"
 #include "cvattn/io/npy.hpp"
 #include "cvattn/io/safetensors.hpp"
 #include "cvattn/version.hpp"
-#include "batch.hpp"
 
 namespace cvattn::cli {
 namespace {
@@ -42,13 +41,20 @@ constexpr const char* kUsage =
 
 const char* type_name(SettingType t) {
   switch (t) {
-    case SettingType::integer: return "int";
-    case SettingType::pair: return "int or h,w";
-    case SettingType::real: return "float";
-    case SettingType::boolean: return "bool";
-    case SettingType::word: return "word";
-    case SettingType::shape: return "shape";
-    case SettingType::int_list: return "int list";
+    case SettingType::integer:
+      return "int";
+    case SettingType::pair:
+      return "int or h,w";
+    case SettingType::real:
+      return "float";
+    case SettingType::boolean:
+      return "bool";
+    case SettingType::word:
+      return "word";
+    case SettingType::shape:
+      return "shape";
+    case SettingType::int_list:
+      return "int list";
   }
   return "";
 }
@@ -79,9 +85,9 @@ std::string op_help(const OpSpec& op) {
       for (const auto& x : s.words) w += (w.empty() ? "" : "|") + x;
       out << " (" << w << ")";
     }
-    out << "  default " << (s.default_value.empty() ? (s.optional ? "unset" : "required")
-                                                    : s.default_value)
-        << "  " << s.help << "\n";
+    out << "  default "
+        << (s.default_value.empty() ? (s.optional ? "unset" : "required") : s.default_value) << "  "
+        << s.help << "\n";
   }
   out << "  outputs:\n";
   for (const auto& o : op.outputs) {
@@ -169,7 +175,6 @@ std::int64_t positive(const std::string& value, const char* flag, std::int64_t m
   return v;
 }
 
-
 // Parses `run OP ...` (args[0] is OP). Sets `help` and returns early at a --help in flag
 // position, as the options before it were parsed, so errors before it still win.
 RunPlan parse_run(const std::vector<std::string>& args, bool& help) {
@@ -234,8 +239,8 @@ RunPlan parse_run(const std::vector<std::string>& args, bool& help) {
     if (!known) {
       std::string names;
       for (const auto& s : op.inputs) names += (names.empty() ? "" : ", ") + s.name;
-      throw UsageError("op '" + op.name + "' has no input '" + name + "' (inputs: " +
-                       (names.empty() ? "none" : names) + ")");
+      throw UsageError("op '" + op.name + "' has no input '" + name +
+                       "' (inputs: " + (names.empty() ? "none" : names) + ")");
     }
   }
   if (!plan.shard.empty() && plan.list_file.empty()) {
@@ -248,10 +253,9 @@ RunPlan parse_run(const std::vector<std::string>& args, bool& help) {
   }
   for (const auto& entry : plan.out_files) {
     const std::string& name = entry.first;
-    const bool known = std::any_of(op.outputs.begin(), op.outputs.end(),
-                                   [&](const OutputSpec& s) {
-                                     return s.name == name || s.name == "<path>";
-                                   });
+    const bool known = std::any_of(op.outputs.begin(), op.outputs.end(), [&](const OutputSpec& s) {
+      return s.name == name || s.name == "<path>";
+    });
     if (!known) {
       std::string names;
       for (const auto& s : op.outputs) names += (names.empty() ? "" : ", ") + s.name;

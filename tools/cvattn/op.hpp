@@ -27,7 +27,7 @@ struct SettingSpec {
   std::string default_value;  // empty: required (unless `optional`)
   std::string help;
   std::vector<std::string> words = {};  // allowed values of a word setting
-  bool optional = false;           // may be absent with no default
+  bool optional = false;                // may be absent with no default
 };
 
 struct OutputSpec {

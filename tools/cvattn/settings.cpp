@@ -41,8 +41,8 @@ Settings::Settings(const std::string& op, const std::vector<SettingSpec>& specs,
     if (!known) {
       std::string names;
       for (const auto& s : specs) names += (names.empty() ? "" : ", ") + s.key;
-      throw ValueError(detail::concat("op '", op, "' has no setting '", key, "' (settings: ",
-                                      names.empty() ? "none" : names, ")"));
+      throw ValueError(detail::concat("op '", op, "' has no setting '", key,
+                                      "' (settings: ", names.empty() ? "none" : names, ")"));
     }
   }
   for (const auto& s : specs) {
@@ -59,12 +59,24 @@ Settings::Settings(const std::string& op, const std::vector<SettingSpec>& specs,
   for (const auto& s : specs) {
     if (!has(s.key)) continue;
     switch (s.type) {
-      case SettingType::integer: (void)integer(s.key); break;
-      case SettingType::pair: (void)pair(s.key); break;
-      case SettingType::real: (void)real(s.key); break;
-      case SettingType::boolean: (void)boolean(s.key); break;
-      case SettingType::shape: (void)shape(s.key); break;
-      case SettingType::int_list: (void)int_list(s.key); break;
+      case SettingType::integer:
+        (void)integer(s.key);
+        break;
+      case SettingType::pair:
+        (void)pair(s.key);
+        break;
+      case SettingType::real:
+        (void)real(s.key);
+        break;
+      case SettingType::boolean:
+        (void)boolean(s.key);
+        break;
+      case SettingType::shape:
+        (void)shape(s.key);
+        break;
+      case SettingType::int_list:
+        (void)int_list(s.key);
+        break;
       case SettingType::word: {
         const std::string w = word(s.key);
         bool ok = s.words.empty();
@@ -73,8 +85,8 @@ Settings::Settings(const std::string& op, const std::vector<SettingSpec>& specs,
           ok |= a == w;
           allowed += (allowed.empty() ? "" : ", ") + a;
         }
-        CVATTN_CHECK(ok, ValueError, "op '", op, "': setting ", s.key, "='", w,
-                     "' is not one of ", allowed);
+        CVATTN_CHECK(ok, ValueError, "op '", op, "': setting ", s.key, "='", w, "' is not one of ",
+                     allowed);
         break;
       }
     }
@@ -94,8 +106,8 @@ const std::string& Settings::raw(const std::string& key) const {
 
 std::int64_t Settings::integer(const std::string& key) const {
   std::int64_t v;
-  CVATTN_CHECK(parse_int(raw(key), v), ValueError, "op '", op_, "': setting ", key, "='",
-               raw(key), "' is not an integer");
+  CVATTN_CHECK(parse_int(raw(key), v), ValueError, "op '", op_, "': setting ", key, "='", raw(key),
+               "' is not an integer");
   return v;
 }
 

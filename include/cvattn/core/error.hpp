@@ -60,7 +60,7 @@ std::string concat(const Parts&... parts) {
 
 // Throws ErrorType with the streamed message parts when cond is false. The parts are only
 // formatted on failure.
-#define CVATTN_CHECK(cond, ErrorType, ...)                          \
-  do {                                                              \
+#define CVATTN_CHECK(cond, ErrorType, ...)                               \
+  do {                                                                   \
     if (!(cond)) throw ErrorType(::cvattn::detail::concat(__VA_ARGS__)); \
   } while (false)

@@ -3,9 +3,8 @@
 //   blob = ((resize(image) - mean) * scale) / std,   channels optionally swapped BGR -> RGB.
 // `mean` and `std` are given in the blob's channel order, as blobFromImage documents for its mean:
 // (R, G, B) for a BGR image with swap_rb.
-#include <vector>
-
 #include <opencv2/core.hpp>
+#include <vector>
 
 #include "cvattn/core/options.hpp"
 #include "cvattn/core/tensor.hpp"

@@ -21,8 +21,8 @@ namespace cvattn {
   CVATTN_CHECK(min_value >= 0, ValueError, "make_divisible: min_value must be >= 0, got ",
                min_value);
   // The bound keeps trunc() and the bump inside int64 (and far above any channel count).
-  CVATTN_CHECK(v >= 0 && v <= 1e15, ValueError,
-               "make_divisible: value must be in [0, 1e15], got ", v);
+  CVATTN_CHECK(v >= 0 && v <= 1e15, ValueError, "make_divisible: value must be in [0, 1e15], got ",
+               v);
   CVATTN_CHECK(std::isfinite(round_limit), ValueError,
                "make_divisible: round_limit must be finite, got ", round_limit);
   const std::int64_t m = min_value != 0 ? min_value : divisor;

@@ -149,8 +149,8 @@ class CVATTN_EXPORT Module {
   };
   void add_child(const std::string& name, std::shared_ptr<Module> module);
   void add_slot(Slot slot);
-  void collect(const std::string& prefix, std::vector<std::pair<std::string, const Slot*>>& out)
-      const;
+  void collect(const std::string& prefix,
+               std::vector<std::pair<std::string, const Slot*>>& out) const;
   void collect_modules(const std::string& path,
                        std::vector<std::pair<std::string, const Module*>>& out) const;
   void notify_loaded();

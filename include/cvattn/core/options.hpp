@@ -1,15 +1,15 @@
 #pragma once
 // CVATTN_ARG(T, name): a private field name_ with a chainable setter name(v) and a getter
 // name(), so option structs read like keyword arguments: ConvOptions().stride(2).padding(1).
-#define CVATTN_ARG(T, name)                                   \
- public:                                                      \
-  auto& name(const T& new_##name) {                           \
-    name##_ = new_##name;                                     \
-    return *this;                                             \
-  }                                                           \
+#define CVATTN_ARG(T, name)                                        \
+ public:                                                           \
+  auto& name(const T& new_##name) {                                \
+    name##_ = new_##name;                                          \
+    return *this;                                                  \
+  }                                                                \
   [[nodiscard]] const T& name() const noexcept { return name##_; } \
-                                                              \
- private:                                                     \
+                                                                   \
+ private:                                                          \
   T name##_
 
 #include <cstdint>

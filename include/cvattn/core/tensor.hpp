@@ -6,10 +6,9 @@
 // adopted without copying and to_mat() hands back a header that keeps the storage alive.
 #include <cstdint>
 #include <initializer_list>
+#include <opencv2/core/mat.hpp>
 #include <string>
 #include <vector>
-
-#include <opencv2/core/mat.hpp>
 
 #include "cvattn/export.hpp"
 

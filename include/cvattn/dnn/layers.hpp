@@ -19,8 +19,8 @@
 
 namespace cvattn::dnn {
 
-// Registers the layer types of layerTypes() with cv::dnn::LayerFactory. Idempotent and thread-safe; call
-// it once before readNetFromONNX.
+// Registers the layer types of layerTypes() with cv::dnn::LayerFactory. Idempotent and thread-safe;
+// call it once before readNetFromONNX.
 CVATTN_EXPORT void registerLayers();
 
 // Removes the registrations made by registerLayers() (a later registerLayers() restores them).

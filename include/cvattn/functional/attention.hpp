@@ -50,9 +50,9 @@ struct AttentionResult {
 // [B..., L, S]: [L, S] is shared by every batch entry, [B, 1, 1, S] is a per-batch key padding
 // mask, and so on. Errors: ShapeError for shapes that do not fit, ValueError for is_causal
 // together with attn_mask, a non-finite scale, or a boolean mask value other than 0/1.
-[[nodiscard]] CVATTN_EXPORT AttentionResult scaled_dot_product_attention(
-    const Tensor& query, const Tensor& key, const Tensor& value, const Tensor& attn_mask = {},
-    const SdpaOptions& options = {});
+[[nodiscard]] CVATTN_EXPORT AttentionResult
+scaled_dot_product_attention(const Tensor& query, const Tensor& key, const Tensor& value,
+                             const Tensor& attn_mask = {}, const SdpaOptions& options = {});
 
 // The per-head entry MultiheadAttention uses (docs/modules.md §12 steps 3-7) without copying heads
 // out: the H heads are column blocks of the packed projections, head h of query being

@@ -30,9 +30,9 @@ struct SqueezeExcitationWeights {
 
 // timm SEModule: p = mean_hw x (with add_maxpool: 0.5 * mean + 0.5 * amax), then
 // gate = gate_layer(fc2(relu(bn(fc1(p))))). x [N, C, H, W] with H, W >= 1.
-[[nodiscard]] CVATTN_EXPORT ChannelGated squeeze_excitation(
-    const Tensor& x, const SqueezeExcitationWeights& weights, bool add_maxpool = false,
-    GateLayer gate_layer = GateLayer::sigmoid);
+[[nodiscard]] CVATTN_EXPORT ChannelGated
+squeeze_excitation(const Tensor& x, const SqueezeExcitationWeights& weights,
+                   bool add_maxpool = false, GateLayer gate_layer = GateLayer::sigmoid);
 
 struct EcaWeights {
   // Without an MLP: conv_weight [1, 1, k] (k odd), the conv1d over the pooled channels.
@@ -47,10 +47,10 @@ struct EcaWeights {
     const Tensor& x, const EcaWeights& weights, GateLayer gate_layer = GateLayer::sigmoid);
 
 struct CbamWeights {
-  Tensor fc1_weight;  // [R, C]
-  Tensor fc1_bias;    // [R] or undefined
-  Tensor fc2_weight;  // [C, R]
-  Tensor fc2_bias;    // [C] or undefined
+  Tensor fc1_weight;      // [R, C]
+  Tensor fc1_bias;        // [R] or undefined
+  Tensor fc2_weight;      // [C, R]
+  Tensor fc2_bias;        // [C] or undefined
   Tensor spatial_weight;  // [1, 2, k, k], k odd, no bias
   // The spatial conv's inference BatchNorm (eps 1e-5), [1] each.
   Tensor bn_weight, bn_bias, bn_mean, bn_var;

@@ -2,9 +2,8 @@
 // Deformable convolution: torchvision.ops.deform_conv2d (DCNv1 without a mask, DCNv2 with one)
 // on NCHW float32 tensors (docs/modules.md §10.1), and the sampling positions it reads.
 #include <cstdint>
-#include <vector>
-
 #include <opencv2/core/types.hpp>
+#include <vector>
 
 #include "cvattn/core/options.hpp"
 #include "cvattn/core/tensor.hpp"

@@ -68,8 +68,8 @@ struct GeneralizedAttentionWeights {
 // mmcv's '0100' branch (term 1 without term 3) pairs the query at (x, y) with the vertical
 // embeddings of row y (its query is re-laid out as [w, h]); cvattn reproduces that on square
 // maps and throws ShapeError on non-square ones, where mmcv cannot run (mmdetection#8179).
-[[nodiscard]] CVATTN_EXPORT AttentionResult generalized_attention(
-    const Tensor& x, const GeneralizedAttentionWeights& weights,
-    const GeneralizedAttentionOptions& options = {});
+[[nodiscard]] CVATTN_EXPORT AttentionResult
+generalized_attention(const Tensor& x, const GeneralizedAttentionWeights& weights,
+                      const GeneralizedAttentionOptions& options = {});
 
 }  // namespace cvattn::functional

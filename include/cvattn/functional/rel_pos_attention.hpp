@@ -78,7 +78,6 @@ struct HaloAttentionOptions {
                                                          const Tensor& v, const Tensor& weight,
                                                          const Tensor& bias = {});
 [[nodiscard]] CVATTN_EXPORT Tensor lambda_rel_pos_attention(const Tensor& q, const Tensor& k,
-                                                            const Tensor& v,
-                                                            const Tensor& pos_emb);
+                                                            const Tensor& v, const Tensor& pos_emb);
 
 }  // namespace cvattn::functional

@@ -6,7 +6,6 @@
 #include <vector>
 
 #include "cvattn/core/options.hpp"
-
 #include "cvattn/core/tensor.hpp"
 #include "cvattn/export.hpp"
 
@@ -18,8 +17,7 @@ namespace cvattn::functional {
 //   cam[n] = relu(sum_k W[c, k] * F[n, k]) / max(that)     (an all-zero map stays zero)
 // -> [N, h, w]. ShapeError on inconsistent shapes, ValueError when class_index >= K.
 [[nodiscard]] CVATTN_EXPORT Tensor class_activation_map(const Tensor& feature_map,
-                                                        const Tensor& weight,
-                                                        const Tensor& logits,
+                                                        const Tensor& weight, const Tensor& logits,
                                                         std::int64_t class_index = -1);
 
 // How attention_rollout fuses the heads of one block: their mean, maximum or minimum.

@@ -69,8 +69,9 @@ struct GridSampleOptions {
 [[nodiscard]] CVATTN_EXPORT Tensor regular_control_points(std::int64_t rows, std::int64_t cols);
 
 // input [N, C, Hin, Win], grid [N, Ho, Wo, 2] -> output [N, C, Ho, Wo], exactly as
-// torch.nn.functional.grid_sample on x86-64 CPU, including NaN/inf grid values (docs/modules.md §8.4).
-// 5-D input [N, C, D, H, W] with grid [N, Do, Ho, Wo, 3] runs grid_sample3d (sampling3d.hpp).
+// torch.nn.functional.grid_sample on x86-64 CPU, including NaN/inf grid values (docs/modules.md
+// §8.4). 5-D input [N, C, D, H, W] with grid [N, Do, Ho, Wo, 3] runs grid_sample3d
+// (sampling3d.hpp).
 [[nodiscard]] CVATTN_EXPORT Tensor grid_sample(const Tensor& input, const Tensor& grid,
                                                const GridSampleOptions& options = {});
 
@@ -81,8 +82,8 @@ struct GridSampleGrads {
 
 // What autograd returns for grid_sample(input, grid, options).backward(grad_output), with
 // grad_output [N, C, Ho, Wo]. All three modes (docs/modules.md §8.6).
-[[nodiscard]] CVATTN_EXPORT GridSampleGrads grid_sample_backward(
-    const Tensor& input, const Tensor& grid, const Tensor& grad_output,
-    const GridSampleOptions& options = {});
+[[nodiscard]] CVATTN_EXPORT GridSampleGrads
+grid_sample_backward(const Tensor& input, const Tensor& grid, const Tensor& grad_output,
+                     const GridSampleOptions& options = {});
 
 }  // namespace cvattn::functional

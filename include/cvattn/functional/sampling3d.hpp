@@ -29,8 +29,8 @@ namespace cvattn::functional {
 
 // What autograd returns for the 5-D grid_sample(input, grid, options).backward(grad_output):
 // grad_input [N, C, D, H, W] and grad_grid [N, Do, Ho, Wo, 3] (zeros for nearest).
-[[nodiscard]] CVATTN_EXPORT GridSampleGrads grid_sample3d_backward(
-    const Tensor& input, const Tensor& grid, const Tensor& grad_output,
-    const GridSampleOptions& options = {});
+[[nodiscard]] CVATTN_EXPORT GridSampleGrads
+grid_sample3d_backward(const Tensor& input, const Tensor& grid, const Tensor& grad_output,
+                       const GridSampleOptions& options = {});
 
 }  // namespace cvattn::functional

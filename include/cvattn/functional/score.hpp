@@ -38,10 +38,10 @@ enum class Normalizer {
 [[nodiscard]] CVATTN_EXPORT Normalizer parse_normalizer(std::string_view word);
 
 struct ScoreParams {
-  Tensor weight;        // general: W [Eq, Ek]
-  Tensor query_weight;  // additive: W [A, Eq] (nn.Linear(Eq, A, bias=False).weight layout)
-  Tensor key_weight;    // additive: U [A, Ek]
-  Tensor vector;        // additive: v_a [A]
+  Tensor weight;                // general: W [Eq, Ek]
+  Tensor query_weight;          // additive: W [A, Eq] (nn.Linear(Eq, A, bias=False).weight layout)
+  Tensor key_weight;            // additive: U [A, Ek]
+  Tensor vector;                // additive: v_a [A]
   std::optional<double> scale;  // scaled_dot only; default 1/sqrt(E)
   double eps = 1e-8;            // cosine only
 };

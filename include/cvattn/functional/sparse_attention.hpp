@@ -15,15 +15,15 @@ namespace cvattn::functional {
 
 // Local attention: query pixel (y, x) attends to the keys in the (2D+1) x (2D+1) window centred
 // on it, D = radius:
-//   w[n,y,x,s] = softmax_s( scale * sum_c q[n,c,y,x] * k[n,c,y+dy,x+dx] ),  s = (dy+D)*(2D+1) + (dx+D)
-//   out[n,c,y,x] = sum_s w[n,y,x,s] * v[n,c,y+dy,x+dx]
+//   w[n,y,x,s] = softmax_s( scale * sum_c q[n,c,y,x] * k[n,c,y+dy,x+dx] ),  s = (dy+D)*(2D+1) +
+//   (dx+D) out[n,c,y,x] = sum_s w[n,y,x,s] * v[n,c,y+dy,x+dx]
 // Window positions outside the image are excluded from the softmax (not zero-padded keys, which
 // would still take part with score 0): their slot in attn_weights is 0 and the remaining slots
 // sum to 1. q, k [N, C, H, W]; v [N, Cv, H, W]; scale defaults to 1/sqrt(C).
 // Returns output [N, Cv, H, W] and attn_weights [N, H, W, (2D+1)^2].
-[[nodiscard]] CVATTN_EXPORT AttentionResult local_attention(
-    const Tensor& q, const Tensor& k, const Tensor& v, std::int64_t radius,
-    std::optional<double> scale = std::nullopt);
+[[nodiscard]] CVATTN_EXPORT AttentionResult
+local_attention(const Tensor& q, const Tensor& k, const Tensor& v, std::int64_t radius,
+                std::optional<double> scale = std::nullopt);
 
 // How select_keys finds each query's top_k keys by inner product q . k.
 //   exact:  full scores and a partial selection (ties: lower key index first).
@@ -47,8 +47,8 @@ struct KeySearchOptions {
   CVATTN_ARG(KeySearch, method) = KeySearch::exact;
   CVATTN_ARG(std::int64_t, top_k) = 32;  // 1 <= top_k <= S
   // kdtree
-  CVATTN_ARG(int, trees) = 4;      // randomized trees, [1, 64]
-  CVATTN_ARG(int, checks) = 256;   // leaves visited per query; -1 = unlimited
+  CVATTN_ARG(int, trees) = 4;     // randomized trees, [1, 64]
+  CVATTN_ARG(int, checks) = 256;  // leaves visited per query; -1 = unlimited
   // lsh
   CVATTN_ARG(int, bits) = 256;               // code length, multiple of 8 in [8, 4096]
   CVATTN_ARG(int, table_number) = 12;        // hash tables, [1, 64]
@@ -73,9 +73,9 @@ struct KeySelection {
 //   w[b,l,i] = softmax_i(scale * q[b,l] . k[b, idx[b,l,i]]),  out[b,l] = sum_i w[b,l,i] v[b, idx]
 // v [B, S, Ev]. Returns output [B, L, Ev] and attn_weights [B, L, top_k], aligned with
 // selection.indices. scale defaults to 1/sqrt(E).
-[[nodiscard]] CVATTN_EXPORT AttentionResult attend_selected(
-    const Tensor& q, const Tensor& k, const Tensor& v, const KeySelection& selection,
-    std::optional<double> scale = std::nullopt);
+[[nodiscard]] CVATTN_EXPORT AttentionResult
+attend_selected(const Tensor& q, const Tensor& k, const Tensor& v, const KeySelection& selection,
+                std::optional<double> scale = std::nullopt);
 
 // select_keys + attend_selected. scale must be positive (the keys are selected by q.k).
 [[nodiscard]] CVATTN_EXPORT AttentionResult sparse_attention(

@@ -45,9 +45,10 @@ struct StochasticOptions {
 [[nodiscard]] CVATTN_EXPORT Tensor stochastic_hard_weights(const Tensor& scores,
                                                            const StochasticOptions& options = {});
 
-[[nodiscard]] CVATTN_EXPORT AttentionResult attend_stochastic(
-    const Tensor& q, const Tensor& k, const Tensor& v, Score score,
-    const StochasticOptions& options = {}, const ScoreParams& params = {});
+[[nodiscard]] CVATTN_EXPORT AttentionResult attend_stochastic(const Tensor& q, const Tensor& k,
+                                                              const Tensor& v, Score score,
+                                                              const StochasticOptions& options = {},
+                                                              const ScoreParams& params = {});
 
 enum class LocalAlignment {
   monotonic,   // local-m: p_t = t (the query index)
@@ -71,9 +72,10 @@ struct LuongLocalOptions {
 // an empty window (local-m with t >= S + D) gives zero weights and a zero output.
 // Returns output [B, L, Ev] and attn_weights [B, L, S]; positions (optional) receives p_t
 // [B, L].
-[[nodiscard]] CVATTN_EXPORT AttentionResult luong_local_attention(
-    const Tensor& q, const Tensor& k, const Tensor& v, Score score,
-    const LuongLocalOptions& options, const ScoreParams& params = {},
-    Tensor* positions = nullptr);
+[[nodiscard]] CVATTN_EXPORT AttentionResult luong_local_attention(const Tensor& q, const Tensor& k,
+                                                                  const Tensor& v, Score score,
+                                                                  const LuongLocalOptions& options,
+                                                                  const ScoreParams& params = {},
+                                                                  Tensor* positions = nullptr);
 
 }  // namespace cvattn::functional

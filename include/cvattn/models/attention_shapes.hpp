@@ -13,10 +13,9 @@
 // everything before the global pooling is convolutional, so any input of at least 4x4 runs and
 // gives maps of size ceil(H/2)/2 x ceil(W/2)/2 (16x16 for 64x64).
 #include <memory>
+#include <opencv2/core.hpp>
 #include <string>
 #include <vector>
-
-#include <opencv2/core.hpp>
 
 #include "cvattn/core/attention_maps.hpp"
 #include "cvattn/core/module.hpp"
@@ -61,14 +60,15 @@ class CVATTN_EXPORT AttentionShapesNet final : public UnaryModule {
   // The model card's input convention: RGB / 255, no mean or std, resized to `size` (empty: keep
   // the image's size, for running fully convolutionally). 8-bit BGR (or gray / BGRA) image in.
   [[nodiscard]] static Tensor input_from_image(
-      const cv::Mat& bgr, cv::Size size = cv::Size(attention_shapes::kInputSize,
-                                                   attention_shapes::kInputSize));
+      const cv::Mat& bgr,
+      cv::Size size = cv::Size(attention_shapes::kInputSize, attention_shapes::kInputSize));
 
   // x [N, 3, H, W], H, W >= 4 -> logits [N, 4]. ShapeError otherwise.
   [[nodiscard]] Tensor forward(const Tensor& x) const override;
-  // Output = logits; maps "sk_attention" [N, 2, 24], "sk_path_share" [N, 1, h, w], "offset" [N, 18, h, w] ((dy, dx) per tap,
-  // in the 16x16-for-64 feature grid's pixels), "mask" [N, 9, h, w], "channel_attention"
-  // [N, 32], "spatial_attention" [N, 1, h, w], "features" [N, 32, h, w], "logits" [N, 4].
+  // Output = logits; maps "sk_attention" [N, 2, 24], "sk_path_share" [N, 1, h, w], "offset" [N, 18,
+  // h, w] ((dy, dx) per tap, in the 16x16-for-64 feature grid's pixels), "mask" [N, 9, h, w],
+  // "channel_attention" [N, 32], "spatial_attention" [N, 1, h, w], "features" [N, 32, h, w],
+  // "logits" [N, 4].
   [[nodiscard]] Attended forward_with_maps(const Tensor& x) const override;
 
   [[nodiscard]] std::string describe() const override { return "AttentionShapesNet"; }

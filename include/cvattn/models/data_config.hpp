@@ -14,9 +14,8 @@
 // pipeline by resampling error only (docs/models.md gives the measured difference).
 #include <array>
 #include <cstdint>
-#include <string>
-
 #include <opencv2/core.hpp>
+#include <string>
 
 #include "cvattn/core/tensor.hpp"
 #include "cvattn/export.hpp"

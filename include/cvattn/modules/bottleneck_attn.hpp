@@ -42,8 +42,8 @@ class CVATTN_EXPORT BottleneckAttnOptions {
 
   CVATTN_ARG(std::int64_t, dim);
   CVATTN_ARG(Pair2, feat_size);
-  CVATTN_ARG(std::int64_t, dim_out) = 0;   // 0: dim (timm's None)
-  CVATTN_ARG(std::int64_t, stride) = 1;    // 1 or 2
+  CVATTN_ARG(std::int64_t, dim_out) = 0;  // 0: dim (timm's None)
+  CVATTN_ARG(std::int64_t, stride) = 1;   // 1 or 2
   CVATTN_ARG(std::int64_t, num_heads) = 4;
   CVATTN_ARG(std::int64_t, dim_head) = 0;  // 0: make_divisible(dim_out * qk_ratio, 8) / heads
   CVATTN_ARG(double, qk_ratio) = 1.0;

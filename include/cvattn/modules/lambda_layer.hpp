@@ -47,7 +47,7 @@ class CVATTN_EXPORT LambdaLayerOptions {
   [[nodiscard]] Dims dims() const;
 
   CVATTN_ARG(std::int64_t, dim);
-  CVATTN_ARG(std::int64_t, dim_out) = 0;  // 0: dim; timm needs dim_out == dim
+  CVATTN_ARG(std::int64_t, dim_out) = 0;    // 0: dim; timm needs dim_out == dim
   CVATTN_ARG(Pair2, feat_size) = Pair2(0);  // required when r == 0
   CVATTN_ARG(std::int64_t, stride) = 1;     // 1 or 2
   CVATTN_ARG(std::int64_t, num_heads) = 4;

@@ -1,9 +1,10 @@
 #pragma once
-// Spatial transformer network (Jaderberg et al., 2015; docs/modules.md §9): a LocalisationNet regresses
-// an affine theta from the image, an AffineGridGenerator maps the output lattice through it and a
-// BilinearSampler resamples the input there. By default the localisation net is the official
-// PyTorch tutorial's; any other LocalisationNet can be given. StnClassifier is the tutorial's whole
-// `Net` (the transformer followed by a small MNIST classifier) giving log-softmax logits.
+// Spatial transformer network (Jaderberg et al., 2015; docs/modules.md §9): a LocalisationNet
+// regresses an affine theta from the image, an AffineGridGenerator maps the output lattice through
+// it and a BilinearSampler resamples the input there. By default the localisation net is the
+// official PyTorch tutorial's; any other LocalisationNet can be given. StnClassifier is the
+// tutorial's whole `Net` (the transformer followed by a small MNIST classifier) giving log-softmax
+// logits.
 //
 // State_dict keys are the localisation net's (for the tutorial `localization.{0,3}.*`,
 // `fc_loc.{0,2}.*`) and, for the classifier, `conv1.*`, `conv2.*`, `fc1.*`, `fc2.*`, so a torch

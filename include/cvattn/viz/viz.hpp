@@ -10,11 +10,10 @@
 // Non-finite map values have a defined meaning: NaN and -inf are drawn as the low end of the
 // range, +inf as the high end; the normalisation statistics use the finite values only.
 #include <cstdint>
-#include <string>
-#include <vector>
-
 #include <opencv2/core.hpp>
 #include <opencv2/imgproc.hpp>
+#include <string>
+#include <vector>
 
 #include "cvattn/core/options.hpp"
 #include "cvattn/core/tensor.hpp"
@@ -37,8 +36,8 @@ enum class Normalization {
 struct CVATTN_EXPORT HeatmapOptions {
   CVATTN_ARG(cv::ColormapTypes, colormap) = cv::COLORMAP_TURBO;
   CVATTN_ARG(Normalization, normalization) = Normalization::min_max;
-  CVATTN_ARG(double, low) = 0.0;     // fixed: value drawn as 0; percentile: lower percentile
-  CVATTN_ARG(double, high) = 1.0;  // fixed: value drawn as 1; percentile: upper percentile
+  CVATTN_ARG(double, low) = 0.0;         // fixed: value drawn as 0; percentile: lower percentile
+  CVATTN_ARG(double, high) = 1.0;        // fixed: value drawn as 1; percentile: upper percentile
   CVATTN_ARG(std::int64_t, sample) = 0;  // n of an [N, 1, H, W] or [N, H, W] map
  public:
   // Shorthands: fixed range [lo, hi]; percentiles [lo, hi].
@@ -53,6 +52,7 @@ struct CVATTN_EXPORT OverlayOptions {
   CVATTN_ARG(double, low) = 0.0;
   CVATTN_ARG(double, high) = 1.0;
   CVATTN_ARG(std::int64_t, sample) = 0;
+
  public:
   OverlayOptions& range(double lo, double hi);
   OverlayOptions& percentiles(double lo, double hi);
@@ -132,9 +132,9 @@ struct CVATTN_EXPORT DeformSamplingOptions {
 // y = row) from a deformable conv's offset map [N, 2*G*K, Ho, Wo] (docs/modules.md 10.1 layout):
 // p = (oy*sh - ph + i*dh + dy, ox*sw - pw + j*dw + dx). Feed it to draw_sampling_points together
 // with the output pixels' own positions (oy*sh - ph + dh*(kh-1)/2, same for x).
-[[nodiscard]] CVATTN_EXPORT Tensor deform_sampling_positions(
-    const Tensor& offset, const std::vector<cv::Point>& outputs,
-    const DeformSamplingOptions& options = {});
+[[nodiscard]] CVATTN_EXPORT Tensor
+deform_sampling_positions(const Tensor& offset, const std::vector<cv::Point>& outputs,
+                          const DeformSamplingOptions& options = {});
 
 struct CVATTN_EXPORT QueryOverlayOptions {
   CVATTN_ARG(double, alpha) = 0.5;

@@ -7,10 +7,10 @@
 #define CVATTN_FUNCTIONAL_DETAIL_CHANNEL_KERNELS_INL_H_
 #endif
 
+#include <hwy/highway.h>
+
 #include <cmath>
 #include <cstdint>
-
-#include <hwy/highway.h>
 
 HWY_BEFORE_NAMESPACE();
 namespace cvattn::detail::HWY_NAMESPACE {
@@ -87,10 +87,8 @@ inline void ChannelMeanMaxScaled(const float* HWY_RESTRICT x, const float* HWY_R
     for (; p + lanes <= len; p += lanes) {
       const auto a = hn::Mul(hn::LoadU(d, x0 + p), gv0), b = hn::Mul(hn::LoadU(d, x1 + p), gv1),
                  e = hn::Mul(hn::LoadU(d, x2 + p), gv2), f = hn::Mul(hn::LoadU(d, x3 + p), gv3);
-      hn::StoreU(hn::Add(hn::Add(hn::Add(hn::Add(hn::LoadU(d, sum + p), a), b), e), f), d,
-                 sum + p);
-      hn::StoreU(hn::Max(hn::Max(hn::Max(hn::Max(hn::LoadU(d, max + p), a), b), e), f), d,
-                 max + p);
+      hn::StoreU(hn::Add(hn::Add(hn::Add(hn::Add(hn::LoadU(d, sum + p), a), b), e), f), d, sum + p);
+      hn::StoreU(hn::Max(hn::Max(hn::Max(hn::Max(hn::LoadU(d, max + p), a), b), e), f), d, max + p);
     }
     for (; p < len; ++p) {
       const float a = x0[p] * g0, b = x1[p] * g1, e = x2[p] * g2, f = x3[p] * g3;

@@ -3,19 +3,18 @@
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "functional/detail/channel_kernels-inl.h"
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
-
 #include <hwy/highway.h>
 
 #include "functional/detail/channel_kernels-inl.h"
 
 #if HWY_ONCE
+#include <hwy/cache_control.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <fstream>
 #include <string>
-
-#include <hwy/cache_control.h>
 
 #include "core/dispatch.hpp"
 #include "functional/detail/channel_kernels.hpp"
@@ -66,9 +65,8 @@ void scale_plane2(const float* x, float* y, float g, const float* s, std::int64_
 
 void store_fence() { hwy::FlushStream(); }
 
-void channel_mean_max_scaled(const float* x, const float* g, std::int64_t channels,
-                             std::int64_t hw, std::int64_t p0, std::int64_t p1, float* mean,
-                             float* max) {
+void channel_mean_max_scaled(const float* x, const float* g, std::int64_t channels, std::int64_t hw,
+                             std::int64_t p0, std::int64_t p1, float* mean, float* max) {
   CVATTN_DISPATCH(ChannelMeanMaxScaled)(x, g, channels, hw, p0, p1, mean, max);
 }
 

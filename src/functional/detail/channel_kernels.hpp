@@ -35,9 +35,8 @@ void store_fence();
 // CBAM's spatial-attention input for pixels [p0, p1) of one sample x [C, hw], computed from
 // the channel-refined values v = x[c, p] * g[c] without storing them: mean[p - p0] = mean_c v,
 // max[p - p0] = max_c v (NaN propagates, as torch.amax). The sum runs in channel order.
-void channel_mean_max_scaled(const float* x, const float* g, std::int64_t channels,
-                             std::int64_t hw, std::int64_t p0, std::int64_t p1, float* mean,
-                             float* max);
+void channel_mean_max_scaled(const float* x, const float* g, std::int64_t channels, std::int64_t hw,
+                             std::int64_t p0, std::int64_t p1, float* mean, float* max);
 
 // Applies the gate in place to n logits.
 void apply_gate(GateLayer gate, float* u, std::int64_t n);

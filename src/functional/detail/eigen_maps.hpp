@@ -1,9 +1,8 @@
 #pragma once
 // Eigen views over row-major float buffers for the attention kernels. Private to cvattn (Eigen
 // never appears in a public header).
-#include <cstdint>
-
 #include <Eigen/Core>
+#include <cstdint>
 
 namespace cvattn::detail::attn {
 
@@ -14,8 +13,7 @@ using MutMap = Eigen::Map<RowMat, Eigen::Unaligned, Eigen::OuterStride<>>;
 inline ConstMap cmap(const float* data, std::int64_t rows, std::int64_t cols) {
   return ConstMap(data, rows, cols, Eigen::OuterStride<>(cols));
 }
-inline ConstMap cmap(const float* data, std::int64_t rows, std::int64_t cols,
-                     std::int64_t stride) {
+inline ConstMap cmap(const float* data, std::int64_t rows, std::int64_t cols, std::int64_t stride) {
   return ConstMap(data, rows, cols, Eigen::OuterStride<>(stride));
 }
 inline MutMap mmap(float* data, std::int64_t rows, std::int64_t cols) {

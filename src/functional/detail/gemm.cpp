@@ -63,7 +63,10 @@ void sgemm_eigen(Trans ta, Trans tb, std::int64_t m, std::int64_t n, std::int64_
   if (m == 0 || n == 0) return;
   MutRow cm(c, m, n, Eigen::OuterStride<>(ldc));
   if (k == 0) {
-    if (beta == 0.0f) cm.setZero(); else cm *= beta;
+    if (beta == 0.0f)
+      cm.setZero();
+    else
+      cm *= beta;
     return;
   }
   // op(A) is row-major [m,k] with stride lda, or the transpose of a row-major [k,m] (= a
@@ -84,8 +87,8 @@ void sgemm_eigen(Trans ta, Trans tb, std::int64_t m, std::int64_t n, std::int64_
 }
 
 void sgemm(Trans ta, Trans tb, std::int64_t m, std::int64_t n, std::int64_t k, float alpha,
-           const float* a, std::int64_t lda, const float* b, std::int64_t ldb, float beta,
-           float* c, std::int64_t ldc) {
+           const float* a, std::int64_t lda, const float* b, std::int64_t ldb, float beta, float* c,
+           std::int64_t ldc) {
 #if defined(CVATTN_HAS_OPENBLAS)
   if (m > 0 && n > 0 && k > 0 && fits_int(m) && fits_int(n) && fits_int(k) && fits_int(lda) &&
       fits_int(ldb) && fits_int(ldc)) {
@@ -104,9 +107,12 @@ const char* gemm_backend() {
 #if defined(CVATTN_HAS_OPENBLAS)
   configure_openblas();
   switch (g_parallel) {
-    case 0: return "openblas (serial)";
-    case 1: return "openblas (pthreads, one thread per call)";
-    default: return "openblas (openmp)";
+    case 0:
+      return "openblas (serial)";
+    case 1:
+      return "openblas (pthreads, one thread per call)";
+    default:
+      return "openblas (openmp)";
   }
 #else
   return "eigen";

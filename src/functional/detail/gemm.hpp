@@ -11,8 +11,8 @@ namespace cvattn::detail {
 enum class Trans { no, yes };
 
 void sgemm(Trans ta, Trans tb, std::int64_t m, std::int64_t n, std::int64_t k, float alpha,
-           const float* a, std::int64_t lda, const float* b, std::int64_t ldb, float beta,
-           float* c, std::int64_t ldc);
+           const float* a, std::int64_t lda, const float* b, std::int64_t ldb, float beta, float* c,
+           std::int64_t ldc);
 
 // The Eigen product, kept as the reference the OpenBLAS path is tested against.
 void sgemm_eigen(Trans ta, Trans tb, std::int64_t m, std::int64_t n, std::int64_t k, float alpha,

@@ -7,12 +7,12 @@
 #define CVATTN_FUNCTIONAL_DETAIL_REDUCE_INL_H_
 #endif
 
+#include <hwy/highway.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <limits>
-
-#include <hwy/highway.h>
 
 #include "functional/detail/reduce.hpp"
 

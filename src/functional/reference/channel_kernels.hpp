@@ -18,8 +18,8 @@ inline void scale_plane2(const float* x, float* y, float g, const float* s, std:
 // mean[p - p0] = (sum over c in order of x[c, p] * g[c]) / C, max[p - p0] = amax over c (NaN
 // propagates).
 inline void channel_mean_max_scaled(const float* x, const float* g, std::int64_t channels,
-                                    std::int64_t hw, std::int64_t p0, std::int64_t p1,
-                                    float* mean, float* max) {
+                                    std::int64_t hw, std::int64_t p0, std::int64_t p1, float* mean,
+                                    float* max) {
   for (std::int64_t p = p0; p < p1; ++p) {
     float sum = 0.0f;
     float m = -std::numeric_limits<float>::infinity();

@@ -12,8 +12,7 @@ inline void deinterleave_row(const float* src, float* const* dst, std::int64_t d
   }
 }
 
-inline void interleave_row(const float* const* src, float* dst, std::int64_t d,
-                           std::int64_t full) {
+inline void interleave_row(const float* const* src, float* dst, std::int64_t d, std::int64_t full) {
   for (std::int64_t r = 0; r < full; ++r) {
     for (std::int64_t b = 0; b < d; ++b) dst[r * d + b] = src[b][r];
   }

@@ -40,8 +40,8 @@ inline StateDict scoped(const StateDict& dict, const std::string& prefix) {
 // bn(x) in inference mode when bn is set, else x (timm's Identity); x [N, C, ...].
 inline Tensor maybe_batch_norm(const std::shared_ptr<BatchNorm2d>& bn, const Tensor& x) {
   if (!bn) return x;
-  return functional::batch_norm(x, bn->running_mean(), bn->running_var(), bn->weight(),
-                                bn->bias(), bn->options().eps());
+  return functional::batch_norm(x, bn->running_mean(), bn->running_var(), bn->weight(), bn->bias(),
+                                bn->options().eps());
 }
 
 }  // namespace cvattn::detail

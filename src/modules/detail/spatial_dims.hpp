@@ -15,8 +15,8 @@ namespace cvattn::detail {
 
 inline std::int64_t qk_head_width(const char* who, std::int64_t dim_out, std::int64_t heads,
                                   std::int64_t dim_head, double qk_ratio) {
-  CVATTN_CHECK(heads >= 1 && dim_out >= 1 && dim_out % heads == 0, ValueError, who,
-               ": dim_out ", dim_out, " must be a positive multiple of num_heads ", heads);
+  CVATTN_CHECK(heads >= 1 && dim_out >= 1 && dim_out % heads == 0, ValueError, who, ": dim_out ",
+               dim_out, " must be a positive multiple of num_heads ", heads);
   CVATTN_CHECK(dim_head >= 0, ValueError, who, ": dim_head must be >= 0 (0: from qk_ratio), got ",
                dim_head);
   if (dim_head > 0) return dim_head;

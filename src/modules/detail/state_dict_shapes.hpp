@@ -16,8 +16,8 @@ inline const Shape& require_shape(const StateDict& dict, const std::string& key,
   if (e == nullptr) {
     std::string keys;
     for (const auto& k : dict.keys()) keys += (keys.empty() ? "'" : ", '") + k + "'";
-    throw ValueError(detail::concat(where, ": missing '", key, "' (keys: ",
-                                    keys.empty() ? "none" : keys, ")"));
+    throw ValueError(
+        detail::concat(where, ": missing '", key, "' (keys: ", keys.empty() ? "none" : keys, ")"));
   }
   const Shape& s = e->value.shape();
   bool ok = s.size() == pattern.size();

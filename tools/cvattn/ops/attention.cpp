@@ -1,5 +1,6 @@
 // scaled_dot_product_attention and position_encoding (docs/modules.md §11, §13): functional ops.
 #include "cvattn/functional/attention.hpp"
+
 #include "cvattn/functional/position_encoding.hpp"
 #include "ops/ops.hpp"
 
@@ -42,7 +43,11 @@ OpSpec position_encoding() {
       {{"size", SettingType::shape, "", "output size N,C,H,W (C a multiple of 4)"},
        {"temperature", SettingType::real, "10000", "frequency base"},
        {"normalize", SettingType::boolean, "true", "scale the running counts to (0, scale]"},
-       {"scale", SettingType::real, "", "normaliser range (default 2*pi; needs normalize)", {},
+       {"scale",
+        SettingType::real,
+        "",
+        "normaliser range (default 2*pi; needs normalize)",
+        {},
         true}},
       {{"output", "[N,C,H,W]"}},
       [](const Invocation& inv) -> Computation {

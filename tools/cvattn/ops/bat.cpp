@@ -1,6 +1,7 @@
+#include "cvattn/modules/bat.hpp"
+
 #include <memory>
 
-#include "cvattn/modules/bat.hpp"
 #include "ops/ops.hpp"
 #include "ops/spatial_settings.hpp"
 
@@ -19,7 +20,8 @@ OpSpec bat() {
       {{"output", "[N,C,H,W]"}},
       [](const Invocation& inv) -> Computation {
         const auto& s = inv.settings;
-        const BatNonLocalAttnOptions options = BatNonLocalAttnOptions::from_state_dict(*inv.weights);
+        const BatNonLocalAttnOptions options =
+            BatNonLocalAttnOptions::from_state_dict(*inv.weights);
         check_setting_matches(s, "bat", "block_size", options.block_size(), "ba.conv_p.weight");
         check_setting_matches(s, "bat", "groups", options.groups(), "ba.conv1.conv.weight");
         auto module = std::make_shared<BatNonLocalAttn>(options);

@@ -1,6 +1,7 @@
+#include "cvattn/modules/bottleneck_attn.hpp"
+
 #include <memory>
 
-#include "cvattn/modules/bottleneck_attn.hpp"
 #include "ops/ops.hpp"
 #include "ops/spatial_settings.hpp"
 

@@ -1,6 +1,7 @@
+#include "cvattn/modules/cbam.hpp"
+
 #include <memory>
 
-#include "cvattn/modules/cbam.hpp"
 #include "ops/ops.hpp"
 
 namespace cvattn::cli::ops {
@@ -12,9 +13,7 @@ OpSpec cbam() {
       {{"input", "[N,C,H,W]"}},
       true,
       {},
-      {{"output", "[N,C,H,W]"},
-       {"channel_attention", "[N,C]"},
-       {"spatial_attention", "[N,1,H,W]"}},
+      {{"output", "[N,C,H,W]"}, {"channel_attention", "[N,C]"}, {"spatial_attention", "[N,1,H,W]"}},
       [](const Invocation& inv) -> Computation {
         const StateDict& weights = *inv.weights;
         auto module = std::make_shared<Cbam>(CbamOptions::from_state_dict(weights));

@@ -1,6 +1,7 @@
+#include "cvattn/modules/ceca.hpp"
+
 #include <memory>
 
-#include "cvattn/modules/ceca.hpp"
 #include "ops/gates_common.hpp"
 #include "ops/ops.hpp"
 

@@ -1,6 +1,7 @@
+#include "cvattn/modules/cond_conv.hpp"
+
 #include <memory>
 
-#include "cvattn/modules/cond_conv.hpp"
 #include "ops/gates_common.hpp"
 #include "ops/ops.hpp"
 
@@ -18,8 +19,7 @@ OpSpec cond_conv() {
       true,
       {{"kernel_size", SettingType::pair, "3", "kernel size of every expert"},
        {"stride", SettingType::pair, "1", "conv stride"},
-       {"padding", SettingType::pair, "", "conv padding (default timm's '': symmetric)", {},
-        true},
+       {"padding", SettingType::pair, "", "conv padding (default timm's '': symmetric)", {}, true},
        {"dilation", SettingType::pair, "1", "conv dilation"},
        {"groups", SettingType::integer, "1", "conv groups"}},
       {{"output", "[N,Co,Ho,Wo]"}},
@@ -28,15 +28,13 @@ OpSpec cond_conv() {
         const Tensor input = inv.input("input");
         const Tensor routing = inv.input("routing_weights");
         check_rank(input, 4, "input", "cond_conv");
-        auto options = CondConv2dOptions::from_state_dict(*inv.weights, input.dim(1),
-                                                          s.pair("kernel_size"),
-                                                          s.integer("groups"));
+        auto options = CondConv2dOptions::from_state_dict(
+            *inv.weights, input.dim(1), s.pair("kernel_size"), s.integer("groups"));
         options.stride(s.pair("stride")).dilation(s.pair("dilation"));
         if (s.given("padding")) options.padding(s.pair("padding"));
         auto module = std::make_shared<CondConv2d>(options);
         module->load_state_dict(*inv.weights);
-        check_shape(routing, {input.dim(0), options.num_experts()}, "routing_weights",
-                    "cond_conv");
+        check_shape(routing, {input.dim(0), options.num_experts()}, "routing_weights", "cond_conv");
         return [module, input, routing] {
           return Outputs{{"output", module->forward(input, routing)}};
         };

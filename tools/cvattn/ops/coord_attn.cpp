@@ -1,6 +1,7 @@
+#include "cvattn/modules/coord_attn.hpp"
+
 #include <memory>
 
-#include "cvattn/modules/coord_attn.hpp"
 #include "ops/gates_common.hpp"
 #include "ops/ops.hpp"
 

@@ -1,6 +1,7 @@
+#include "cvattn/modules/deform_conv.hpp"
+
 #include <memory>
 
-#include "cvattn/modules/deform_conv.hpp"
 #include "ops/ops.hpp"
 
 namespace cvattn::cli::ops {

@@ -1,7 +1,8 @@
+#include "cvattn/modules/dynamic_conv.hpp"
+
 #include <memory>
 #include <string>
 
-#include "cvattn/modules/dynamic_conv.hpp"
 #include "ops/gates_common.hpp"
 #include "ops/ops.hpp"
 
@@ -26,12 +27,11 @@ OpSpec dynamic_conv() {
         const auto& s = inv.settings;
         auto options = DynamicConv2dOptions::from_state_dict(*inv.weights);
         if (s.given("groups") && s.integer("groups") != options.groups()) {
-          gates::contradiction(
-              "dynamic_conv", "groups", std::to_string(s.integer("groups")),
-              "'weight' " + to_string(inv.weights->at("weight").shape()) + " and " +
-                  "'attention.fc1.weight' " +
-                  to_string(inv.weights->at("attention.fc1.weight").shape()) + " make groups " +
-                  std::to_string(options.groups()));
+          gates::contradiction("dynamic_conv", "groups", std::to_string(s.integer("groups")),
+                               "'weight' " + to_string(inv.weights->at("weight").shape()) +
+                                   " and " + "'attention.fc1.weight' " +
+                                   to_string(inv.weights->at("attention.fc1.weight").shape()) +
+                                   " make groups " + std::to_string(options.groups()));
         }
         options.stride(s.pair("stride"))
             .padding(s.pair("padding"))

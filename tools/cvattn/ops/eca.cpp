@@ -1,6 +1,7 @@
+#include "cvattn/modules/eca.hpp"
+
 #include <memory>
 
-#include "cvattn/modules/eca.hpp"
 #include "ops/ops.hpp"
 
 namespace cvattn::cli::ops {

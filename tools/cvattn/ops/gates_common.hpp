@@ -15,7 +15,10 @@
 namespace cvattn::cli::ops::gates {
 
 inline SettingSpec gate_layer_setting(const std::string& fallback) {
-  return {"gate_layer", SettingType::word, fallback, "gate applied to the attention logits",
+  return {"gate_layer",
+          SettingType::word,
+          fallback,
+          "gate applied to the attention logits",
           {"sigmoid", "hard_sigmoid", "tanh"}};
 }
 

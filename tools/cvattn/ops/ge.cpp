@@ -17,7 +17,11 @@ OpSpec ge() {
       {{"input", "[N,C,H,W]"}},
       true,
       {{"extent", SettingType::integer, "0", "gather extent (0: global; else even)"},
-       {"feat_size", SettingType::pair, "", "spatial size for extent 0 with extra params", {},
+       {"feat_size",
+        SettingType::pair,
+        "",
+        "spatial size for extent 0 with extra params",
+        {},
         true},
        {"add_maxpool", SettingType::boolean, "false", "blend in max pooling (no extra params)"},
        gates::gate_layer_setting("sigmoid")},
@@ -40,9 +44,8 @@ OpSpec ge() {
           }
           if (e >= 0 && convs != want) {
             gates::contradiction("ge", "extent", std::to_string(e),
-                                 "they hold " + std::to_string(convs) +
-                                     " gather convs, extent " + std::to_string(e) + " builds " +
-                                     std::to_string(want));
+                                 "they hold " + std::to_string(convs) + " gather convs, extent " +
+                                     std::to_string(e) + " builds " + std::to_string(want));
           }
           if (e == 0 && s.given("feat_size")) {
             const Shape& k = w.at("gather.conv1.weight").shape();

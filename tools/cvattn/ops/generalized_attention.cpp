@@ -1,6 +1,7 @@
+#include "cvattn/modules/generalized_attention.hpp"
+
 #include <memory>
 
-#include "cvattn/modules/generalized_attention.hpp"
 #include "ops/ops.hpp"
 #include "ops/spatial_settings.hpp"
 

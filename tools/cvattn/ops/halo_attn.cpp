@@ -1,6 +1,7 @@
+#include "cvattn/modules/halo_attn.hpp"
+
 #include <memory>
 
-#include "cvattn/modules/halo_attn.hpp"
 #include "ops/ops.hpp"
 #include "ops/spatial_settings.hpp"
 
@@ -23,8 +24,7 @@ OpSpec halo_attn() {
        {"halo_size", SettingType::integer, "3", "halo around each block"},
        {"avg_down", SettingType::boolean, "false",
         "with stride 2, average-pool the output instead of striding the queries"},
-       {"scale_pos_embed", SettingType::boolean, "false",
-        "scale the relative logits with q.k"}},
+       {"scale_pos_embed", SettingType::boolean, "false", "scale the relative logits with q.k"}},
       {{"output", "[N,dim_out,H/stride,W/stride]"},
        {"attention", "[N,num_heads,num_blocks,(block_size/stride)^2,(block_size+2*halo_size)^2]"}},
       [](const Invocation& inv) -> Computation {

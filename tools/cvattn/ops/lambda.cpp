@@ -15,11 +15,17 @@ OpSpec lambda() {
       "timm LambdaLayer (content and position lambdas, intra-depth 1)",
       {{"input", "[N,C,H,W]"}},
       true,
-      {{"feat_size", SettingType::pair, "", "(h, w) of the input for the relative-position "
-        "variant (no r); must match pos_emb", {}, true},
+      {{"feat_size",
+        SettingType::pair,
+        "",
+        "(h, w) of the input for the relative-position "
+        "variant (no r); must match pos_emb",
+        {},
+        true},
        {"stride", SettingType::integer, "1", "2: AvgPool2d(2, 2) after the layer"},
        {"num_heads", SettingType::integer, "4", "heads (must match the weights)"},
-       {"r", SettingType::integer, "9", "lambda convolution size (must match conv_lambda; 0: "
+       {"r", SettingType::integer, "9",
+        "lambda convolution size (must match conv_lambda; 0: "
         "relative embeddings)"}},
       {{"output", "[N,C,H/stride,W/stride]"}},
       [](const Invocation& inv) -> Computation {
@@ -28,7 +34,8 @@ OpSpec lambda() {
         check_setting_matches(s, "lambda", "num_heads", from.num_heads(), "norm_q.running_mean");
         check_setting_matches(s, "lambda", "r", from.r(),
                               from.r() > 0 ? "conv_lambda.weight" : "pos_emb");
-        if (from.r() == 0) check_pair_matches(s, "lambda", "feat_size", from.feat_size(), "pos_emb");
+        if (from.r() == 0)
+          check_pair_matches(s, "lambda", "feat_size", from.feat_size(), "pos_emb");
         const LambdaLayerOptions options = LambdaLayerOptions(from).stride(s.integer("stride"));
         auto module = std::make_shared<LambdaLayer>(options);
         module->load_state_dict(*inv.weights);

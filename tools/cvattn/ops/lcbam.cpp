@@ -14,9 +14,7 @@ OpSpec lcbam() {
       {{"input", "[N,C,H,W]"}},
       true,
       {gates::gate_layer_setting("sigmoid")},
-      {{"output", "[N,C,H,W]"},
-       {"channel_attention", "[N,C]"},
-       {"spatial_attention", "[N,1,H,W]"}},
+      {{"output", "[N,C,H,W]"}, {"channel_attention", "[N,C]"}, {"spatial_attention", "[N,1,H,W]"}},
       [](const Invocation& inv) -> Computation {
         const auto options =
             LightCbamOptions::from_state_dict(*inv.weights).gate_layer(gates::gate_layer(inv));
@@ -24,8 +22,7 @@ OpSpec lcbam() {
         module->load_state_dict(*inv.weights);
         const Tensor input = inv.input("input");
         check_shape(input, {kAny, options.channels(), kAny, kAny}, "input", "lcbam");
-        return gates::with_maps(module, input,
-                                {maps::kChannelAttention, maps::kSpatialAttention});
+        return gates::with_maps(module, input, {maps::kChannelAttention, maps::kSpatialAttention});
       },
   };
 }

@@ -17,8 +17,8 @@ OpSpec mha() {
       {{"output", "[N,L,E]"}, {"attn_weights", "[N,L,S] or [N,num_heads,L,S]"}},
       [](const Invocation& inv) -> Computation {
         const StateDict& weights = *inv.weights;
-        auto module = std::make_shared<MultiheadAttention>(MultiheadAttentionOptions::from_state_dict(
-            weights, inv.settings.integer("num_heads")));
+        auto module = std::make_shared<MultiheadAttention>(
+            MultiheadAttentionOptions::from_state_dict(weights, inv.settings.integer("num_heads")));
         module->load_state_dict(weights);
         const auto call = MultiheadAttentionCall().average_attn_weights(
             inv.settings.boolean("average_attn_weights"));

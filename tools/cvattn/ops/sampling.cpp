@@ -1,6 +1,7 @@
-// affine_grid, grid_sample and grid_sample_backward (docs/modules.md §7-8) over the functional kernels;
-// 5-D input / 3-D theta run the volumetric forms (functional/sampling3d.hpp).
+// affine_grid, grid_sample and grid_sample_backward (docs/modules.md §7-8) over the functional
+// kernels; 5-D input / 3-D theta run the volumetric forms (functional/sampling3d.hpp).
 #include "cvattn/functional/sampling.hpp"
+
 #include "ops/ops.hpp"
 
 namespace cvattn::cli::ops {
@@ -11,10 +12,14 @@ namespace {
 
 // The grid_sample settings shared by the forward and backward ops.
 std::vector<SettingSpec> grid_sample_settings() {
-  return {{"mode", SettingType::word, "bilinear", "interpolation", {"bilinear", "nearest", "bicubic"}},
-          {"padding_mode", SettingType::word, "zeros", "what samples outside the input read",
-           {"zeros", "border", "reflection"}},
-          {"align_corners", SettingType::boolean, "false", "-1/+1 name the corner pixel centres"}};
+  return {
+      {"mode", SettingType::word, "bilinear", "interpolation", {"bilinear", "nearest", "bicubic"}},
+      {"padding_mode",
+       SettingType::word,
+       "zeros",
+       "what samples outside the input read",
+       {"zeros", "border", "reflection"}},
+      {"align_corners", SettingType::boolean, "false", "-1/+1 name the corner pixel centres"}};
 }
 
 F::GridSampleOptions grid_sample_options(const Settings& s) {
@@ -64,7 +69,9 @@ OpSpec grid_sample_backward() {
   return {
       "grid_sample_backward",
       "autograd of torch.nn.functional.grid_sample",
-      {{"input", "[N,C,H,W] or 5-D"}, {"grid", "[N,Ho,Wo,2] or [N,Do,Ho,Wo,3]"}, {"grad_output", "the output's shape"}},
+      {{"input", "[N,C,H,W] or 5-D"},
+       {"grid", "[N,Ho,Wo,2] or [N,Do,Ho,Wo,3]"},
+       {"grad_output", "the output's shape"}},
       false,
       grid_sample_settings(),
       {{"grad_input", "input's shape"}, {"grad_grid", "grid's shape"}},

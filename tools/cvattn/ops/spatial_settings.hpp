@@ -13,9 +13,8 @@ namespace cvattn::cli::ops {
 inline void check_setting_matches(const Settings& s, const char* op, const std::string& key,
                                   std::int64_t from_weights, const std::string& weight_key) {
   if (!s.given(key)) return;
-  CVATTN_CHECK(s.integer(key) == from_weights, ValueError, op, ": --set ", key, "=",
-               s.integer(key), " contradicts the weights, whose '", weight_key, "' gives ",
-               key, "=", from_weights);
+  CVATTN_CHECK(s.integer(key) == from_weights, ValueError, op, ": --set ", key, "=", s.integer(key),
+               " contradicts the weights, whose '", weight_key, "' gives ", key, "=", from_weights);
 }
 
 inline void check_pair_matches(const Settings& s, const char* op, const std::string& key,

@@ -30,8 +30,9 @@ OpSpec splat() {
             *inv.weights, "", s.integer("radix"), s.integer("groups"));
         if (s.given("kernel_size") && s.integer("kernel_size") != options.kernel_size()) {
           gates::contradiction("splat", "kernel_size", std::to_string(s.integer("kernel_size")),
-                               "'conv.weight' " + to_string(inv.weights->at("conv.weight").shape()) +
-                                   " has a " + std::to_string(options.kernel_size()) + "x" +
+                               "'conv.weight' " +
+                                   to_string(inv.weights->at("conv.weight").shape()) + " has a " +
+                                   std::to_string(options.kernel_size()) + "x" +
                                    std::to_string(options.kernel_size()) + " kernel");
         }
         options.stride(s.integer("stride")).dilation(s.integer("dilation"));

@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Fails when a tracked C++ source is not formatted as .clang-format says (clang-format 14,
+# Debian's clang-format-14). Fix with:
+#   git ls-files '*.cpp' '*.hpp' '*.h' | xargs clang-format-14 -i
+set -euo pipefail
+cd "$(dirname "$0")/.."
+if ! command -v clang-format-14 >/dev/null 2>&1; then
+  echo "check-format: installing clang-format-14" >&2
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends clang-format-14 >/dev/null
+fi
+mapfile -t files < <(git ls-files '*.cpp' '*.hpp' '*.h')
+bad=()
+for f in "${files[@]}"; do
+  if ! clang-format-14 --dry-run --Werror "$f" >/dev/null 2>&1; then bad+=("$f"); fi
+done
+if [ ${#bad[@]} -gt 0 ]; then
+  echo "check-format: ${#bad[@]} file(s) not formatted (clang-format-14 -i <file>):" >&2
+  printf '  %s\n' "${bad[@]}" >&2
+  exit 1
+fi
+echo "check-format: ${#files[@]} files formatted"
