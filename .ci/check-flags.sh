@@ -6,7 +6,9 @@
 # definite uninitialised read compiled with the library's exact flags must still be an error.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-for preset in flags-v4 flags-v2; do
+# (x86-64-v1, the portable default, is the ci preset's own build; flags-v2 remains a preset for
+# local checks.)
+for preset in flags-v4; do
   log="build/$preset.log"
   cmake --preset "$preset" >/dev/null
   if ! cmake --build --preset "$preset" > "$log" 2>&1; then
