@@ -102,6 +102,8 @@
 // --- mobile ---
 
 // --- swin ---
+#include "cvattn/functional/window_attention.hpp"
+#include "cvattn/models/swin_transformer.hpp"
 
 // --- byob ---
 

@@ -5,6 +5,7 @@
 
 #include "cvattn/core/error.hpp"
 #include "cvattn/models/resnet.hpp"
+#include "cvattn/models/swin_transformer.hpp"
 #include "cvattn/models/vision_transformer.hpp"
 
 namespace cvattn::models {
@@ -98,6 +99,18 @@ const std::vector<Entry>& registry() {
     // --- mobile: entries of this family ---
 
     // --- swin: entries of this family ---
+    // models/swin_transformer.py: patch 4, window 7 at 224.
+    const std::vector<std::pair<std::string, SwinTransformerOptions>> swins = {
+        {"swin_tiny_patch4_window7_224", SwinTransformerOptions()},
+    };
+    for (const auto& [name, options] : swins) {
+      out.push_back({name, "head.fc.weight",
+                     [name = name, options = options](std::int64_t num_classes) {
+                       SwinTransformerOptions o = options;
+                       return std::shared_ptr<Network>(std::make_shared<SwinTransformer>(
+                           o.model_name(name).num_classes(num_classes)));
+                     }});
+    }
 
     // --- byob: entries of this family ---
 
