@@ -13,6 +13,7 @@
 #include "cvattn/functional/attention.hpp"
 #include "cvattn/functional/tensor_ops.hpp"
 #include "cvattn/functional/window_attention.hpp"
+#include "cvattn/models/resnet.hpp"
 #include "cvattn/models/swin_transformer.hpp"
 #include "cvattn/models/timm.hpp"
 #include "support/fixtures.hpp"
@@ -241,6 +242,34 @@ TEST_P(TimmResNest, MatchesTimm) {
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, TimmResNest, ::testing::ValuesIn(cases_with("resnest")),
                          [](const ::testing::TestParamInfo<std::string>& p) { return p.param; });
+
+TEST(ResNest, StrictLoadingAndThreads) {
+  const auto skeleton = models::build("resnest14d", 4);
+  const StateDict dict = generated_state_dict(*skeleton, 31).dict;
+  StateDict missing = dict;
+  missing.erase("layer2.0.conv2.bn0.running_var");
+  EXPECT_THAT(
+      [&] { (void)models::create("resnest14d", missing); },
+      ThrowsMessage<ValueError>(AllOf(HasSubstr("models::create('resnest14d')"),
+                                      HasSubstr("missing 'layer2.0.conv2.bn0.running_var'"))));
+  // resnest14d weights are not resnest26d's: its second blocks are missing.
+  EXPECT_THAT([&] { (void)models::create("resnest26d", dict); },
+              ThrowsMessage<ValueError>(HasSubstr("missing 'layer1.1.conv1.weight'")));
+  EXPECT_THAT(
+      [] { models::ResNestBottleneck b(models::ResNetBlockOptions(64, 64).reduce_first(2)); },
+      ThrowsMessage<ValueError>(HasSubstr("only reduce_first 1 and no attn_layer")));
+  const auto net = models::create("resnest14d", dict);
+  const Tensor x = generated("input", {1, 3, 45, 38}, 32);
+  const models::NetworkOutput serial = net->run(x);
+  EXPECT_EQ(serial.maps.at("layer3.0.conv2.attention").shape(), (Shape{1, 2, 256}));
+  std::vector<Tensor> results(2);
+  std::vector<std::thread> threads;
+  for (std::size_t i = 0; i < results.size(); ++i) {
+    threads.emplace_back([&, i] { results[i] = net->run(x).logits; });
+  }
+  for (auto& t : threads) t.join();
+  for (const Tensor& r : results) EXPECT_TENSOR_NEAR(r, serial.logits, kExact);
+}
 
 // ---------------------------------------------------------------------------------------------
 // Window functional ops
