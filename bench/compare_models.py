@@ -40,6 +40,8 @@ DEFAULT = "seresnet18:1,seresnet18:8,resnet50:1,vit_tiny_patch16_224:1,vit_tiny_
 PRESETS = {
     "byob": "botnet26t_256:1:256,halonet26t:1:256,lambda_resnet26t:1:256",
 }
+# swin: Swin and ResNeSt rows (issue 20)
+DEFAULT += ",swin_tiny_patch4_window7_224:1,swin_tiny_patch4_window7_224:8,resnest14d:1,resnest14d:8"
 
 
 def torch_time(model, x, repeat):

@@ -103,6 +103,8 @@
 // --- mobile ---
 
 // --- swin ---
+#include "cvattn/functional/window_attention.hpp"
+#include "cvattn/models/swin_transformer.hpp"
 
 // --- byob ---
 #include "cvattn/models/byobnet.hpp"

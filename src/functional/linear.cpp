@@ -47,16 +47,15 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
     const std::int64_t begin = extent * t / tasks, end = extent * (t + 1) / tasks;
     const std::int64_t r0 = split_rows ? begin : 0, r1 = split_rows ? end : rows;
     const std::int64_t o0 = split_rows ? 0 : begin, o1 = split_rows ? out_features : end;
+    // The bias is written first and the product accumulated onto it (beta 1): one pass over y
+    // instead of the GEMM's zeroing pass plus a bias pass.
+    if (bd != nullptr) {
+      for (std::int64_t r = r0; r < r1; ++r) std::copy(bd + o0, bd + o1, yd + r * out_features + o0);
+    }
     cvattn::detail::sgemm(cvattn::detail::Trans::no, cvattn::detail::Trans::yes, r1 - r0, o1 - o0,
                           in_features, 1.0f, xd + r0 * in_features, in_features,
-                          wd + o0 * in_features, in_features, 0.0f,
+                          wd + o0 * in_features, in_features, bd != nullptr ? 1.0f : 0.0f,
                           yd + r0 * out_features + o0, out_features);
-    if (bd != nullptr) {
-      for (std::int64_t r = 0; r < r1 - r0; ++r) {
-        float* row = yd + (r0 + r) * out_features;
-        for (std::int64_t o = o0; o < o1; ++o) row[o] += bd[o];
-      }
-    }
   });
   return y;
 }

@@ -344,6 +344,64 @@ std::string SelectiveKernelBottleneck::describe() const {
          ", attn_layer=" + to_string(o.attn_layer()) + ")";
 }
 
+ResNestBottleneck::ResNestBottleneck(const ResNetBlockOptions& options) : ResidualBlock(options) {
+  const auto& o = options_;
+  CVATTN_CHECK(o.reduce_first() == 1 && o.attn_layer() == BlockAttention::none, ValueError,
+               "ResNestBottleneck: only reduce_first 1 and no attn_layer (as timm), got ",
+               o.reduce_first(), " and ", to_string(o.attn_layer()));
+  const std::int64_t width = bottleneck_width(o);
+  CVATTN_CHECK(width >= 1 && o.radix() >= 1, ValueError, "ResNestBottleneck: width (", width,
+               ") and radix (", o.radix(), ") must be >= 1");
+  // timm: avd with stride > 1 (or is_first, which make_blocks never sets) strides by the pool.
+  std::int64_t stride = o.stride();
+  if (o.avd() && stride > 1) {
+    avd_stride_ = stride;
+    stride = 1;
+  }
+  auto c1 = register_module("conv1", conv(o.inplanes(), width, 1));
+  auto b1 = register_module("bn1", bn(width));
+  conv_bn1_ = FoldedConvBn(c1, b1);
+  conv2_ = register_module("conv2", std::make_shared<SplitAttn>(SplitAttnOptions(width, width)
+                                                                    .kernel_size(3)
+                                                                    .stride(stride)
+                                                                    .padding(1)
+                                                                    .groups(o.cardinality())
+                                                                    .radix(o.radix())
+                                                                    .norm(true)));
+  auto c3 = register_module("conv3", conv(width, out_channels(), 1));
+  auto b3 = register_module("bn3", bn(out_channels()));
+  conv_bn3_ = FoldedConvBn(c3, b3);
+  register_downsample(out_channels());
+}
+
+void ResNestBottleneck::on_weights_loaded() {
+  conv_bn1_.fold();
+  conv_bn3_.fold();
+}
+
+Attended ResNestBottleneck::run(const Tensor& x, bool keep_maps) const {
+  // nn.AvgPool2d(3, avd_stride, padding=1): count_include_pad, floor.
+  const auto avd = [&](const Tensor& t) {
+    return F::avg_pool2d(t, F::AvgPool2dOptions(3).stride(avd_stride_).padding(1));
+  };
+  Tensor y = conv_bn1_(x, true);
+  if (avd_stride_ > 0 && options_.avd_first()) y = avd(y);
+  Attended splat = keep_maps ? conv2_->forward_with_maps(y) : Attended{conv2_->forward(y), {}};
+  y = splat.output;
+  if (avd_stride_ > 0 && !options_.avd_first()) y = avd(y);
+  Attended out = finish(conv_bn3_(y, false), x, keep_maps);
+  if (keep_maps) detail::add_prefixed(out.maps, "conv2", splat.maps);
+  return out;
+}
+
+std::string ResNestBottleneck::describe() const {
+  const auto& o = options_;
+  return "ResNestBottleneck(inplanes=" + std::to_string(o.inplanes()) +
+         ", planes=" + std::to_string(o.planes()) + ", stride=" + std::to_string(o.stride()) +
+         ", radix=" + std::to_string(o.radix()) + ", avd=" + (o.avd() ? "True" : "False") +
+         ", avd_first=" + (o.avd_first() ? "True" : "False") + ")";
+}
+
 // ---------------------------------------------------------------------------------------------
 // Stage and network
 
@@ -382,7 +440,8 @@ ResNet::ResNet(const ResNetOptions& options) : options_(options) {
     auto stage = register_module("layer" + std::to_string(s + 1), std::make_shared<BlockList>());
     const std::int64_t planes = o.channels()[s];
     const std::int64_t expansion = o.block() == ResNetBlock::bottleneck ||
-                                           o.block() == ResNetBlock::selective_kernel_bottleneck
+                                           o.block() == ResNetBlock::selective_kernel_bottleneck ||
+                                           o.block() == ResNetBlock::resnest_bottleneck
                                        ? 4
                                        : 1;
     CVATTN_CHECK(o.layers()[s] >= 1, ValueError, "ResNetOptions: stage ", s + 1,
@@ -398,7 +457,10 @@ ResNet::ResNet(const ResNetOptions& options) : options_(options) {
                                   .avg_down(o.avg_down())
                                   .sk_rd_ratio(o.sk_rd_ratio())
                                   .sk_rd_divisor(o.sk_rd_divisor())
-                                  .sk_split_input(o.sk_split_input());
+                                  .sk_split_input(o.sk_split_input())
+                                  .radix(o.radix())
+                                  .avd(o.avd())
+                                  .avd_first(o.avd_first());
       switch (o.block()) {
         case ResNetBlock::basic:
           stage->push_back(std::make_shared<BasicBlock>(bo));
@@ -411,6 +473,9 @@ ResNet::ResNet(const ResNetOptions& options) : options_(options) {
           break;
         case ResNetBlock::selective_kernel_bottleneck:
           stage->push_back(std::make_shared<SelectiveKernelBottleneck>(bo));
+          break;
+        case ResNetBlock::resnest_bottleneck:
+          stage->push_back(std::make_shared<ResNestBottleneck>(bo));
           break;
       }
       inplanes = planes * expansion;

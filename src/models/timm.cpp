@@ -6,6 +6,7 @@
 #include "cvattn/core/error.hpp"
 #include "cvattn/models/byobnet.hpp"
 #include "cvattn/models/resnet.hpp"
+#include "cvattn/models/swin_transformer.hpp"
 #include "cvattn/models/vision_transformer.hpp"
 
 namespace cvattn::models {
@@ -99,6 +100,38 @@ const std::vector<Entry>& registry() {
     // --- mobile: entries of this family ---
 
     // --- swin: entries of this family ---
+    // models/resnest.py: deep stem of width 32, average-pool downsampling, avd.
+    auto resnest = [](std::vector<std::int64_t> layers, std::int64_t radix, bool avd_first) {
+      return ResNetOptions(B::resnest_bottleneck, std::move(layers))
+          .stem_width(32)
+          .stem_type(StemType::deep)
+          .avg_down(true)
+          .radix(radix)
+          .avd(true)
+          .avd_first(avd_first);
+    };
+    const std::vector<std::pair<std::string, ResNetOptions>> resnests = {
+        {"resnest14d", resnest({1, 1, 1, 1}, 2, false)},
+        {"resnest26d", resnest({2, 2, 2, 2}, 2, false)},
+        {"resnest50d", resnest({3, 4, 6, 3}, 2, false)},
+        {"resnest50d_4s2x40d", resnest({3, 4, 6, 3}, 4, true).base_width(40).cardinality(2)},
+        {"resnest50d_1s4x24d", resnest({3, 4, 6, 3}, 1, true).base_width(24).cardinality(4)},
+    };
+    for (const auto& [name, options] : resnests) {
+      out.push_back({name, "fc.weight", resnet(name, options)});
+    }
+    // models/swin_transformer.py: patch 4, window 7 at 224.
+    const std::vector<std::pair<std::string, SwinTransformerOptions>> swins = {
+        {"swin_tiny_patch4_window7_224", SwinTransformerOptions()},
+    };
+    for (const auto& [name, options] : swins) {
+      out.push_back({name, "head.fc.weight",
+                     [name = name, options = options](std::int64_t num_classes) {
+                       SwinTransformerOptions o = options;
+                       return std::shared_ptr<Network>(std::make_shared<SwinTransformer>(
+                           o.model_name(name).num_classes(num_classes)));
+                     }});
+    }
 
     // --- byob: entries of this family ---
     // models/byoanet.py: ByobNet with self-attention in the last two stages.

@@ -19,7 +19,8 @@
 // Each BatchNorm is folded into the conv before it when the weights load.
 //
 // Maps by path relative to the block: "se.attention" [N, C] and, in SK blocks,
-// "conv1.attention" [N, 2, C]; the network prefixes "layer<i>.<j>.".
+// "conv1.attention" [N, 2, C] (ResNeSt: "conv2.attention" [N, radix, width]); the network
+// prefixes "layer<i>.<j>.".
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -37,6 +38,7 @@
 #include "cvattn/modules/eca.hpp"
 #include "cvattn/modules/linear.hpp"
 #include "cvattn/modules/selective_kernel.hpp"
+#include "cvattn/modules/split_attn.hpp"
 #include "cvattn/modules/squeeze_excitation.hpp"
 
 namespace cvattn::models {
@@ -131,6 +133,10 @@ class CVATTN_EXPORT ResNetBlockOptions {
   CVATTN_ARG(double, sk_rd_ratio) = 1.0 / 16.0;
   CVATTN_ARG(std::int64_t, sk_rd_divisor) = 8;
   CVATTN_ARG(bool, sk_split_input) = true;
+  // ResNestBottleneck settings (timm's block_args of models/resnest.py).
+  CVATTN_ARG(std::int64_t, radix) = 2;
+  CVATTN_ARG(bool, avd) = false;        // stride by an average pool instead of the 3x3 conv
+  CVATTN_ARG(bool, avd_first) = false;  // that pool before conv2 (else after it)
 };
 
 // A residual block; forward_with_maps gives maps by path relative to the block
@@ -225,7 +231,35 @@ class CVATTN_EXPORT SelectiveKernelBottleneck final : public ResidualBlock {
   std::shared_ptr<SelectiveKernel> conv2_;
 };
 
-enum class ResNetBlock { basic, bottleneck, selective_kernel_basic, selective_kernel_bottleneck };
+// timm's ResNestBottleneck (models/resnest.py): conv1 1x1 + bn1 + ReLU -> (avd_first pool) ->
+// conv2 = SplitAttn(3x3, groups=cardinality, radix, BatchNorm) -> (avd_last pool) -> conv3 1x1 +
+// bn3 -> + shortcut -> ReLU. With avd and stride > 1 the block strides by AvgPool2d(3, stride,
+// padding 1) instead of the split-attention conv. Map "conv2.attention" [N, radix, width].
+class CVATTN_EXPORT ResNestBottleneck final : public ResidualBlock {
+ public:
+  static constexpr std::int64_t kExpansion = 4;
+  // ValueError unless reduce_first == 1 and attn_layer is none (as timm asserts).
+  explicit ResNestBottleneck(const ResNetBlockOptions& options);
+  [[nodiscard]] std::string describe() const override;
+  [[nodiscard]] std::int64_t out_channels() const override { return options_.planes() * 4; }
+
+ protected:
+  [[nodiscard]] Attended run(const Tensor& x, bool keep_maps) const override;
+  void on_weights_loaded() override;
+
+ private:
+  std::int64_t avd_stride_ = 0;  // 0: no pool
+  FoldedConvBn conv_bn1_, conv_bn3_;
+  std::shared_ptr<SplitAttn> conv2_;
+};
+
+enum class ResNetBlock {
+  basic,
+  bottleneck,
+  selective_kernel_basic,
+  selective_kernel_bottleneck,
+  resnest_bottleneck
+};
 enum class StemType { plain, deep, deep_tiered };  // timm's '', 'deep', 'deep_tiered'
 
 class CVATTN_EXPORT ResNetOptions {
@@ -247,6 +281,9 @@ class CVATTN_EXPORT ResNetOptions {
   CVATTN_ARG(double, sk_rd_ratio) = 1.0 / 16.0;
   CVATTN_ARG(std::int64_t, sk_rd_divisor) = 8;
   CVATTN_ARG(bool, sk_split_input) = true;
+  CVATTN_ARG(std::int64_t, radix) = 2;  // ResNestBottleneck
+  CVATTN_ARG(bool, avd) = false;
+  CVATTN_ARG(bool, avd_first) = false;
 };
 
 class CVATTN_EXPORT ResNet final : public Network {
