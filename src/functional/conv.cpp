@@ -80,6 +80,30 @@ void depthwise_row_3x3(const float* __restrict r0, const float* __restrict r1,
   }
 }
 
+// One output row of a K x K depthwise conv with dilation 1 from the K padded input rows (row u
+// at top + u * row_step), all taps in one pass. S == 1 reads the rows as they are; S == 2 reads
+// rows stored split, even columns first and odd ones from odd_at on, so that every tap is a
+// unit-stride read GCC vectorises across the output row.
+template <int K, int S>
+void depthwise_row(const float* __restrict top, std::int64_t row_step, std::int64_t odd_at,
+                   const float* __restrict k, float b, float* __restrict out, std::int64_t wo) {
+  float kk[K * K];
+  for (int i = 0; i < K * K; ++i) kk[i] = k[i];
+  for (std::int64_t ox = 0; ox < wo; ++ox) {
+    float acc = b;
+#pragma GCC unroll 8
+    for (int u = 0; u < K; ++u) {
+      const float* r = top + u * row_step;
+#pragma GCC unroll 8
+      for (int v = 0; v < K; ++v) {
+        const float* src = (S == 1 || v % 2 == 0) ? r + v / S : r + odd_at + v / 2;
+        acc += kk[u * K + v] * src[ox];
+      }
+    }
+    out[ox] = acc;
+  }
+}
+
 // groups == Cin: every output channel o reads one input plane (o / multiplier), so a direct
 // loop over taps beats a GEMM with K = kh*kw. The plane is first copied into a zero-padded
 // scratch so that no tap needs a bounds test.
@@ -97,6 +121,14 @@ void conv_depthwise(const Geometry& g, const float* in, const float* wt, const f
   const std::int64_t multiplier = g.cout_g;
   const bool fused = g.kh == 3 && g.kw == 3;
   const bool dense = g.sw == 1 && g.dw == 1;
+  // 3x3 with stride 2 and 5x5 with stride 1 or 2 (MobileNet / EfficientNet blocks), dilation 1:
+  // depthwise_row, the stride-2 planes stored with each row split into even and odd columns.
+  const bool square = g.kh == g.kw && g.dh == 1 && g.dw == 1;
+  const int row_kernel = square && g.kw == 5 && (g.sw == 1 || g.sw == 2)   ? 5
+                         : square && g.kw == 3 && g.sw == 2               ? 3
+                                                                           : 0;
+  const bool split = row_kernel != 0 && g.sw == 2;
+  const std::int64_t odd_at = (wp + 1) / 2;
   for_each_task(planes, slots, [&](std::int64_t plane, std::int64_t slot) {
     const std::int64_t o = plane % g.cout;
     const std::int64_t ni = plane / g.cout;
@@ -105,6 +137,17 @@ void conv_depthwise(const Geometry& g, const float* in, const float* wt, const f
     std::fill(padded, padded + g.ph * wp, 0.0f);
     for (std::int64_t y = 0; y < g.h; ++y) {
       float* row = padded + (g.ph + y) * wp;
+      if (split) {  // padded column j = x + pw at j / 2 (even j) or odd_at + j / 2 (odd j)
+        const float* srow = src + y * g.w;
+        std::fill(row, row + wp, 0.0f);
+        for (std::int64_t parity = 0; parity < 2; ++parity) {
+          const std::int64_t x0 = (g.pw + parity) % 2;  // the first x with j % 2 == parity
+          float* __restrict dst_row = row + (parity == 0 ? 0 : odd_at) + (x0 + g.pw) / 2;
+          const std::int64_t count = x0 < g.w ? (g.w - x0 + 1) / 2 : 0;
+          for (std::int64_t i = 0; i < count; ++i) dst_row[i] = srow[x0 + 2 * i];
+        }
+        continue;
+      }
       std::fill(row, row + g.pw, 0.0f);
       std::copy(src + y * g.w, src + (y + 1) * g.w, row + g.pw);
       std::fill(row + g.pw + g.w, row + wp, 0.0f);
@@ -116,6 +159,18 @@ void conv_depthwise(const Geometry& g, const float* in, const float* wt, const f
     for (std::int64_t oy = 0; oy < g.ho; ++oy) {
       float* orow = dst + oy * g.wo;
       const float* top = padded + oy * g.sh * wp;  // kernel row u reads top + u * dh * wp
+      if (row_kernel == 5) {
+        if (split) {
+          depthwise_row<5, 2>(top, wp, odd_at, k, b, orow, g.wo);
+        } else {
+          depthwise_row<5, 1>(top, wp, 0, k, b, orow, g.wo);
+        }
+        continue;
+      }
+      if (row_kernel == 3) {
+        depthwise_row<3, 2>(top, wp, odd_at, k, b, orow, g.wo);
+        continue;
+      }
       if (fused) {
         const float* r1 = top + g.dh * wp;
         const float* r2 = top + 2 * g.dh * wp;
