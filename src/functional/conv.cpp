@@ -132,8 +132,20 @@ void conv_depthwise_phases(const Geometry& g, const float* in, const float* wt, 
     const float* src = in + (ni * g.cin + o / multiplier) * g.h * g.w;
     float* phases = scratch_data + slot * stride;
     float* flat_out = phases + s * s * phase_size;
-    std::fill(phases, phases + s * s * phase_size, 0.0f);
-    for (std::int64_t y = 0; y < g.h; ++y) {
+    if (s == 1) {  // one phase: the padded plane, its rows copied and only the border zeroed
+      const std::int64_t wp = wq;
+      std::fill(phases, phases + g.ph * wp, 0.0f);
+      for (std::int64_t y = 0; y < g.h; ++y) {
+        float* row = phases + (g.ph + y) * wp;
+        std::fill(row, row + g.pw, 0.0f);
+        std::copy(src + y * g.w, src + (y + 1) * g.w, row + g.pw);
+        std::fill(row + g.pw + g.w, row + wp, 0.0f);
+      }
+      std::fill(phases + (g.ph + g.h) * wp, phases + phase_size, 0.0f);
+    } else {
+      std::fill(phases, phases + s * s * phase_size, 0.0f);
+    }
+    for (std::int64_t y = 0; s > 1 && y < g.h; ++y) {
       const std::int64_t py = y + g.ph;
       const float* srow = src + y * g.w;
       for (std::int64_t pc = 0; pc < s; ++pc) {
