@@ -100,6 +100,7 @@
 // --- data ---
 
 // --- mobile ---
+#include "cvattn/models/efficientnet.hpp"
 
 // --- swin ---
 
