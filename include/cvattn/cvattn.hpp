@@ -101,6 +101,7 @@
 // --- data ---
 
 // --- mobile ---
+#include "cvattn/models/efficientnet.hpp"
 
 // --- swin ---
 #include "cvattn/functional/window_attention.hpp"

@@ -5,6 +5,7 @@
 
 #include "cvattn/core/error.hpp"
 #include "cvattn/models/byobnet.hpp"
+#include "cvattn/models/efficientnet.hpp"
 #include "cvattn/models/resnet.hpp"
 #include "cvattn/models/swin_transformer.hpp"
 #include "cvattn/models/vision_transformer.hpp"
@@ -98,6 +99,66 @@ const std::vector<Entry>& registry() {
                      }});
     }
     // --- mobile: entries of this family ---
+    // models/mobilenetv3.py _gen_mobilenet_v3 and models/efficientnet.py _gen_efficientnet /
+    // _gen_efficientnet_condconv, channel and depth multipliers 1.0.
+    const std::vector<std::pair<std::string, MobileNetOptions>> mobiles = {
+        {"mobilenetv3_small_100",
+         MobileNetOptions({{"ds_r1_k3_s2_e1_c16_se0.25_nre"},
+                           {"ir_r1_k3_s2_e4.5_c24_nre", "ir_r1_k3_s1_e3.67_c24_nre"},
+                           {"ir_r1_k5_s2_e4_c40_se0.25", "ir_r2_k5_s1_e6_c40_se0.25"},
+                           {"ir_r2_k5_s1_e3_c48_se0.25"},
+                           {"ir_r3_k5_s2_e6_c96_se0.25"},
+                           {"cn_r1_k1_s1_c576"}})
+             .head(MobileHead::mobilenetv3)
+             .stem_size(16)
+             .num_features(1024)
+             .act_layer(ActLayer::hard_swish)
+             .se_from_exp(true)
+             .se_round_channels(true)
+             .se_act_layer(ActLayer::relu)
+             .se_gate_layer(GateLayer::hard_sigmoid)},
+        {"mobilenetv3_large_100",
+         MobileNetOptions({{"ds_r1_k3_s1_e1_c16_nre"},
+                           {"ir_r1_k3_s2_e4_c24_nre", "ir_r1_k3_s1_e3_c24_nre"},
+                           {"ir_r3_k5_s2_e3_c40_se0.25_nre"},
+                           {"ir_r1_k3_s2_e6_c80", "ir_r1_k3_s1_e2.5_c80", "ir_r2_k3_s1_e2.3_c80"},
+                           {"ir_r2_k3_s1_e6_c112_se0.25"},
+                           {"ir_r3_k5_s2_e6_c160_se0.25"},
+                           {"cn_r1_k1_s1_c960"}})
+             .head(MobileHead::mobilenetv3)
+             .stem_size(16)
+             .num_features(1280)
+             .act_layer(ActLayer::hard_swish)
+             .se_from_exp(true)
+             .se_round_channels(true)
+             .se_act_layer(ActLayer::relu)
+             .se_gate_layer(GateLayer::hard_sigmoid)},
+        {"efficientnet_b0", MobileNetOptions({{"ds_r1_k3_s1_e1_c16_se0.25"},
+                                              {"ir_r2_k3_s2_e6_c24_se0.25"},
+                                              {"ir_r2_k5_s2_e6_c40_se0.25"},
+                                              {"ir_r3_k3_s2_e6_c80_se0.25"},
+                                              {"ir_r3_k5_s1_e6_c112_se0.25"},
+                                              {"ir_r4_k5_s2_e6_c192_se0.25"},
+                                              {"ir_r1_k3_s1_e6_c320_se0.25"}})},
+        {"efficientnet_cc_b0_4e", MobileNetOptions({{"ds_r1_k3_s1_e1_c16_se0.25"},
+                                                    {"ir_r2_k3_s2_e6_c24_se0.25"},
+                                                    {"ir_r2_k5_s2_e6_c40_se0.25"},
+                                                    {"ir_r3_k3_s2_e6_c80_se0.25"},
+                                                    {"ir_r3_k5_s1_e6_c112_se0.25_cc4"},
+                                                    {"ir_r4_k5_s2_e6_c192_se0.25_cc4"},
+                                                    {"ir_r1_k3_s1_e6_c320_se0.25_cc4"}})},
+    };
+    for (const auto& [name, options] : mobiles) {
+      out.push_back({name, "classifier.weight",
+                     [name = name, options = options](std::int64_t num_classes) {
+                       MobileNetOptions o = options;
+                       o.model_name(name).num_classes(num_classes);
+                       if (o.head() == MobileHead::mobilenetv3) {
+                         return std::shared_ptr<Network>(std::make_shared<MobileNetV3>(o));
+                       }
+                       return std::shared_ptr<Network>(std::make_shared<EfficientNet>(o));
+                     }});
+    }
 
     // --- swin: entries of this family ---
     // models/resnest.py: deep stem of width 32, average-pool downsampling, avd.

@@ -93,6 +93,12 @@ TEST(Conv2d, MatchesDirectEvaluationOnLargerShapes) {
       {{1, 32, 5, 300}, {4, 32, 3, 3}, {1, 2}, {1, 0}, 1, 1, true},
       {{3, 16, 17, 15}, {24, 4, 3, 3}, 2, 1, 1, 4, true},
       {{1, 24, 31, 33}, {24, 1, 5, 5}, 1, 2, 1, 24, true},
+      // Depthwise 5x5 and strided 3x3 rows (MobileNet / EfficientNet): stride 2 in W reads the
+      // plane split into even and odd columns; odd sizes, multiplier 2, asymmetric stride.
+      {{2, 12, 23, 17}, {12, 1, 5, 5}, 2, 2, 1, 12, true},
+      {{1, 5, 9, 10}, {5, 1, 5, 5}, {2, 1}, {2, 1}, 1, 5, false},
+      {{1, 6, 14, 15}, {12, 1, 3, 3}, {1, 2}, 1, 1, 6, false},
+      {{2, 7, 1, 2}, {7, 1, 5, 5}, 2, 2, 1, 7, true},
       {{2, 32, 19, 21}, {48, 32, 1, 1}, 1, 0, 1, 1, true},
       {{1, 8, 64, 64}, {8, 8, 3, 3}, 1, 4, 4, 1, true},
       // Winograd: several chunks of tile rows, odd sizes, groups, asymmetric padding.
