@@ -143,9 +143,9 @@ def main():
                     notes.append("%s (batch %d): torch.onnx.export failed: %s." % (name, batch,
                                                                                    err))
             if not ok:
-                rows.append((name, batch, "", "WRONG", ort_cell, "", ""))
+                rows.append((name, batch, "", "WRONG", ort_cell, ort_cell, "", ""))
                 continue
-            pt, cv, ort, ratio, ort_ratio = [], [], [], [], []
+            pt, cv, ort, ort_wall, ratio, ort_ratio = [], [], [], [], [], []
             for _ in range(args.rounds):
                 p = torch_time(model, x, args.repeat)
                 c = cvattn_time(cmd, args.repeat)
@@ -153,27 +153,32 @@ def main():
                 cv.append(c)
                 ratio.append(p / c)
                 if ort_cmd:
-                    o = ort_peer.run(ort_cmd, args.repeat)["median_ms"]
+                    o, w = ort_peer.times(ort_peer.run(ort_cmd, args.repeat))
                     ort.append(o)
+                    ort_wall.append(w)
                     ort_ratio.append(o / c)
+            wall_cell = ort_cell
             if ort:
                 ort_cell = "%.1f" % statistics.median(ort)
+                wall_cell = "%.1f" % statistics.median(ort_wall)
             rows.append((name, batch, "%.1f" % statistics.median(pt),
-                         "%.1f" % statistics.median(cv), ort_cell,
+                         "%.1f" % statistics.median(cv), ort_cell, wall_cell,
                          "%.2fx" % statistics.median(ratio),
                          "%.2fx" % statistics.median(ort_ratio) if ort_ratio else "n/a"))
             print(rows[-1], file=sys.stderr)
     if use_ort:
         print("Machine: %s; PyTorch %s (eager, no_grad), ONNX Runtime %s (onnxruntime-node, "
               "opset 17), cvattn; one thread each; medians of %d calls, median over %d "
-              "interleaved rounds; speed-ups are medians of per-round ratios." %
+              "interleaved rounds; speed-ups are medians of per-round ratios. ORT ms is ONNX "
+              "Runtime's own time per run (its profiler), ORT via Node the wall time of "
+              "session.run() in onnxruntime-node; cvattn vs ORT uses the former." %
               (machine(), torch.__version__, ort_peer.version(), args.repeat, args.rounds))
         print()
-        print("| model | batch | PyTorch ms | cvattn ms | ORT ms | cvattn vs PyTorch | "
-              "cvattn vs ORT |")
-        print("|---|---|---|---|---|---|---|")
+        print("| model | batch | PyTorch ms | cvattn ms | ORT ms | ORT via Node ms | "
+              "cvattn vs PyTorch | cvattn vs ORT |")
+        print("|---|---|---|---|---|---|---|---|")
         for r in rows:
-            print("| %s | %d | %s | %s | %s | %s | %s |" % r)
+            print("| %s | %d | %s | %s | %s | %s | %s | %s |" % r)
     else:
         print("Machine: %s; PyTorch %s (eager, no_grad) and cvattn, one thread each." %
               (machine(), torch.__version__))
@@ -181,7 +186,7 @@ def main():
         print("| model | batch | cvattn ms | PyTorch ms | speed-up |")
         print("|---|---|---|---|---|")
         for r in rows:
-            print("| %s | %d | %s | %s | %s |" % (r[0], r[1], r[3], r[2], r[5]))
+            print("| %s | %d | %s | %s | %s |" % (r[0], r[1], r[3], r[2], r[6]))
     for n in notes:
         print()
         print(n)

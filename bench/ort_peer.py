@@ -41,7 +41,7 @@ def export(module, inputs, path, input_names, opset=17):
     """Export module(*inputs) to path with the given input names and one output "output".
     Returns None on success, else the reason the export failed (one line)."""
     try:
-        with torch.no_grad(), warnings.catch_warnings():
+        with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             torch.onnx.export(module, tuple(inputs), path, opset_version=opset,
                               input_names=list(input_names), output_names=["output"],
@@ -61,7 +61,8 @@ def command(onnx_path, feeds):
 
 
 def run(cmd, repeat, out=None):
-    """Runs the model: returns run_ort.js's JSON ({median_ms, min_ms, runs}); raises
+    """Runs the model: returns run_ort.js's JSON ({median_ms, min_ms, runs, cpu_ms,
+    session_median_ms, session_min_ms}); raises
     RuntimeError with its message when it fails."""
     args = cmd + ["--repeat", str(repeat)] + (["--out", out] if out else [])
     res = subprocess.run(args, capture_output=True, text=True, check=False)
@@ -69,6 +70,15 @@ def run(cmd, repeat, out=None):
         raise RuntimeError(res.stderr.strip().splitlines()[-1] if res.stderr.strip()
                            else "run_ort.js exit %d" % res.returncode)
     return json.loads(res.stdout.strip().splitlines()[-1])
+
+
+def times(result, stat="median"):
+    """(ORT's own time per run from its profiler, the wall time of session.run() seen from JS)
+    in ms, each the median or the minimum (stat) of the timed runs. The comparison uses the
+    first: onnxruntime-node's conversion of feeds and fetches is the binding's cost."""
+    wall = result[stat + "_ms"]
+    own = result.get("session_%s_ms" % stat)
+    return (wall if own is None else own), wall
 
 
 def check(cmd, ref, out, tol):

@@ -5,14 +5,18 @@
 //                             [--repeat R] [--out OUT.npy]
 //
 // Session: intraOpNumThreads=1, interOpNumThreads=1, graphOptimizationLevel 'all', sequential
-// execution, CPU execution provider. Inputs are float32 C-order .npy files, fed under NAME (the
-// graph's input names). One warm-up run, then R timed runs of session.run(); prints one JSON
-// line {"median_ms", "min_ms", "runs"}. With --out the first output of the warm-up run is
-// written as a float32 .npy, so that the caller can check it against PyTorch.
+// execution, CPU memory arena and memory pattern on, CPU execution provider. Inputs are float32
+// C-order .npy files, fed under NAME (the graph's input names). One warm-up run, then R timed
+// runs of session.run(); prints one JSON line {"median_ms", "min_ms", "runs", "cpu_ms",
+// "session_median_ms", "session_min_ms"}: wall time of session.run() seen from JS, process
+// CPU time per run, and ORT's own time per run from its profiler. Timed runs write into
+// preallocated output tensors. With --out the first output of the warm-up run is written as a
+// float32 .npy, for the caller to check against PyTorch.
 // Install once: npm install --prefix bench/ort   (node_modules stays out of git).
 'use strict';
 
 const fs = require('fs');
+const os = require('os');
 const path = require('path');
 
 function fail(msg) {
@@ -103,6 +107,31 @@ function parseArgs(argv) {
   return args;
 }
 
+function cpuMs(usage) {
+  return (usage.user + usage.system) / 1000;
+}
+
+// The model_run durations of the timed runs (the first, the warm-up, left out), in ms; the
+// profile file is removed.
+function sessionTimes(session, dir) {
+  session.endProfiling();
+  const runs = [];
+  for (const name of fs.readdirSync(dir)) {
+    const file = path.join(dir, name);
+    try {
+      for (const e of JSON.parse(fs.readFileSync(file, 'utf8'))) {
+        if (e.cat === 'Session' && e.name === 'model_run') runs.push([e.ts, e.dur / 1000]);
+      }
+    } catch (e) {
+      // an unreadable profile: no session times
+    }
+    fs.unlinkSync(file);
+  }
+  fs.rmdirSync(dir);
+  runs.sort((a, b) => a[0] - b[0]);
+  return runs.slice(1).map((r) => r[1]);
+}
+
 function median(v) {
   const s = v.slice().sort((a, b) => a - b);
   const m = s.length >> 1;
@@ -112,12 +141,21 @@ function median(v) {
 async function main() {
   const args = parseArgs(process.argv.slice(2));
   const ort = loadOrt();
+  const profileDir = fs.mkdtempSync(path.join(os.tmpdir(), 'run_ort_'));
   const session = await ort.InferenceSession.create(args.model, {
     executionProviders: ['cpu'],
     intraOpNumThreads: 1,
     interOpNumThreads: 1,
     graphOptimizationLevel: 'all',
     executionMode: 'sequential',
+    // Both on: onnxruntime-node 1.30 left the memory pattern off here, and then every run
+    // page-faulted its intermediate buffers in afresh (measured: sys time 2 ms of a 3 ms run).
+    enableCpuMemArena: true,
+    enableMemPattern: true,
+    // ORT's own time per run (its profiler's model_run events), beside the wall time seen from
+    // JS, which adds onnxruntime-node's conversion of the feeds and fetches.
+    enableProfiling: true,
+    profileFilePrefix: path.join(profileDir, 'ort'),
   });
   const feeds = {};
   for (const [name, file] of args.inputs) {
@@ -135,16 +173,29 @@ async function main() {
     const t = first[session.outputNames[0]];
     writeNpy(args.out, t.data, t.dims);
   }
+  // Timed runs write into output tensors allocated once: without them onnxruntime-node copies
+  // every output into a fresh JS buffer, which is the binding's cost, not ONNX Runtime's.
+  const fetches = {};
+  for (const name of session.outputNames) {
+    const t = first[name];
+    fetches[name] = new ort.Tensor(t.type, new Float32Array(t.data.length), t.dims);
+  }
   const times = [];
+  const cpu0 = process.cpuUsage();
   for (let r = 0; r < args.repeat; ++r) {
     const t0 = process.hrtime.bigint();
-    await session.run(feeds);
+    await session.run(feeds, fetches);
     times.push(Number(process.hrtime.bigint() - t0) / 1e6);
   }
+  const cpu = cpuMs(process.cpuUsage(cpu0)) / times.length;
+  const session_ms = sessionTimes(session, profileDir);
   process.stdout.write(JSON.stringify({
     median_ms: median(times),
     min_ms: Math.min(...times),
     runs: times.length,
+    cpu_ms: cpu,
+    session_median_ms: session_ms.length ? median(session_ms) : null,
+    session_min_ms: session_ms.length ? Math.min(...session_ms) : null,
   }) + '\n');
 }
 
