@@ -302,7 +302,8 @@ def ort_command(case, ref, folder, row, notes):
         return None
     cmd = ort_peer.command(path, {n: os.path.join(folder, n + ".npy") for n in case.graph.names})
     ref = ref.detach().numpy()
-    err = ort_peer.check(cmd, ref, os.path.join(folder, "ort_output.npy"), 1e-4 + 1e-4 * np.abs(ref))
+    err = ort_peer.check(cmd, ref, os.path.join(folder, "ort_output.npy"),
+                         1e-4 + 1e-4 * np.abs(ref))
     if err:
         row["ort_status"] = "WRONG"
         notes.append("%s: ONNX Runtime %s" % (case.key, err.replace("|", "/")[:160]))
@@ -532,7 +533,8 @@ def main():
         if args.threads > 1:
             cells += [fmt(row["cvT"]), "n/a" if row["scale"] is None else "%.2fx" % row["scale"]]
         if use_ort:
-            cells += [row["ort_status"] or fmt(row["ort"]), row["ort_status"] or fmt(row["ort_wall"]),
+            status = row["ort_status"]
+            cells += [status or fmt(row["ort"]), status or fmt(row["ort_wall"]),
                       "n/a" if row["ort_ratio"] is None else "%.2fx" % row["ort_ratio"]]
         print("| " + " | ".join(cells) + " |")
         if row["ratio"] is not None:
