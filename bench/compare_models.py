@@ -153,7 +153,12 @@ def main():
                 cv.append(c)
                 ratio.append(p / c)
                 if ort_cmd:
-                    o, w = ort_peer.times(ort_peer.run(ort_cmd, args.repeat))
+                    try:
+                        o, w = ort_peer.times(ort_peer.run(ort_cmd, args.repeat))
+                    except RuntimeError as e:  # a failing ORT run loses its cell, not the row
+                        notes.append("%s (batch %d): ONNX Runtime failed: %s." % (name, batch, e))
+                        ort_cmd, ort_cell, ort, ort_wall, ort_ratio = None, "ERROR", [], [], []
+                        continue
                     ort.append(o)
                     ort_wall.append(w)
                     ort_ratio.append(o / c)
