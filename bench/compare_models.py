@@ -16,6 +16,7 @@ then
 2. alternates, for --rounds rounds, PyTorch (torch.set_num_threads(1), one warm-up call, median
    of --repeat calls) and `cvattn run timm_model ... --repeat R --threads 1` (its own median after
    loading). Per side the median over the rounds; the speed-up is the median of per-round ratios.
+   --stat min takes each side's fastest call per round instead of the median.
 With --peers ort each model is also exported with torch.onnx.export (opset 17, batch fixed) and
 run by onnxruntime-node at one thread (bench/ort/run_ort.js): its logits are checked against
 timm's with the same tolerance (a WRONG cell has no speed) and it is timed in the same rounds
@@ -69,7 +70,7 @@ def listed_models(binary):
     return names
 
 
-def torch_time(model, x, repeat):
+def torch_time(model, x, repeat, stat="median"):
     with torch.no_grad():
         model(x)
         times = []
@@ -77,13 +78,13 @@ def torch_time(model, x, repeat):
             t0 = time.perf_counter()
             model(x)
             times.append((time.perf_counter() - t0) * 1e3)
-    return statistics.median(times)
+    return min(times) if stat == "min" else statistics.median(times)
 
 
-def cvattn_time(cmd, repeat):
+def cvattn_time(cmd, repeat, stat="median"):
     out = subprocess.run(cmd + ["--repeat", str(repeat), "--threads", "1"], check=True,
                          capture_output=True, text=True).stdout
-    return json.loads(out.strip().splitlines()[-1])["median_ms"]
+    return json.loads(out.strip().splitlines()[-1])[stat + "_ms"]
 
 
 def main():
@@ -94,6 +95,8 @@ def main():
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--only", default=DEFAULT)
     ap.add_argument("--peers", default="", help="'ort': add ONNX Runtime (onnxruntime-node)")
+    ap.add_argument("--stat", choices=["median", "min"], default="median",
+                    help="per-round figure of each side: the median of the calls or the fastest")
     args = ap.parse_args()
     torch.set_num_threads(1)
     use_ort = "ort" in args.peers.split(",")
@@ -147,14 +150,14 @@ def main():
                 continue
             pt, cv, ort, ort_wall, ratio, ort_ratio = [], [], [], [], [], []
             for _ in range(args.rounds):
-                p = torch_time(model, x, args.repeat)
-                c = cvattn_time(cmd, args.repeat)
+                p = torch_time(model, x, args.repeat, args.stat)
+                c = cvattn_time(cmd, args.repeat, args.stat)
                 pt.append(p)
                 cv.append(c)
                 ratio.append(p / c)
                 if ort_cmd:
                     try:
-                        o, w = ort_peer.times(ort_peer.run(ort_cmd, args.repeat))
+                        o, w = ort_peer.times(ort_peer.run(ort_cmd, args.repeat), args.stat)
                     except RuntimeError as e:  # a failing ORT run loses its cell, not the row
                         notes.append("%s (batch %d): ONNX Runtime failed: %s." % (name, batch, e))
                         ort_cmd, ort_cell, ort, ort_wall, ort_ratio = None, "ERROR", [], [], []
@@ -173,11 +176,12 @@ def main():
             print(rows[-1], file=sys.stderr)
     if use_ort:
         print("Machine: %s; PyTorch %s (eager, no_grad), ONNX Runtime %s (onnxruntime-node, "
-              "opset 17), cvattn; one thread each; medians of %d calls, median over %d "
+              "opset 17), cvattn; one thread each; %s of %d calls, median over %d "
               "interleaved rounds; speed-ups are medians of per-round ratios. ORT ms is ONNX "
               "Runtime's own time per run (its profiler), ORT via Node the wall time of "
               "session.run() in onnxruntime-node; cvattn vs ORT uses the former." %
-              (machine(), torch.__version__, ort_peer.version(), args.repeat, args.rounds))
+              (machine(), torch.__version__, ort_peer.version(),
+               "minimum" if args.stat == "min" else "medians", args.repeat, args.rounds))
         print()
         print("| model | batch | PyTorch ms | cvattn ms | ORT ms | ORT via Node ms | "
               "cvattn vs PyTorch | cvattn vs ORT |")
