@@ -19,6 +19,12 @@ weights to a temporary folder (.npy, and .safetensors keyed by the PyTorch state
 With --threads T it also times cvattn with T threads in every round and adds a column with the
 speed-up of T threads over one. An op the cvattn binary does not list (`cvattn list`) gets a row
 of "n/a" and is left out of the geometric mean. The output is a markdown table ready to paste.
+
+With --peers ort, rows that export to ONNX (torch.onnx.export, opset 17, 16 for GridSample, fixed
+shapes, weights as initialisers) also run under ONNX Runtime (onnxruntime-node, one thread,
+bench/ort/run_ort.js; install with `npm install --prefix bench/ort`): its output is checked like
+cvattn's and it is timed in the same rounds (PyTorch, cvattn, ORT); two more columns. Without
+onnxruntime-node the columns are skipped with a note.
 """
 import argparse
 import datetime
@@ -43,6 +49,8 @@ from channel import CbamModule, SEModule  # noqa: E402
 from channel import randomize as randomize_channel  # noqa: E402
 from common import save_safetensors  # noqa: E402
 from sk import SelectiveKernel, randomize_batch_norms  # noqa: E402
+
+import ort_peer  # noqa: E402
 
 GEN = torch.Generator().manual_seed(20261129)
 
@@ -104,19 +112,41 @@ def sdpa(q, k, v):
     return w @ v, w
 
 
+class Graph(nn.Module):
+    """What --peers ort exports for a row: fn(*tensors) over the row's inputs named in `names`
+    (graph input names, fed from the same .npy files); `owner` holds fn's parameters."""
+
+    def __init__(self, fn, names, owner=None, opset=17):
+        super().__init__()
+        self.fn, self.names, self.owner, self.opset = fn, names, owner, opset
+
+    def forward(self, *tensors):
+        return self.fn(*tensors)
+
+
 class Case:
     """One table row: tensors (name -> torch tensor) for --in, an optional module for --weights,
-    --set settings, and fn() giving the PyTorch output that cvattn's "output" must match."""
+    --set settings, and fn() giving the PyTorch output that cvattn's "output" must match;
+    graph, a Graph, when the row also runs under ONNX Runtime."""
 
     def __init__(self, key, op, shape, fn, inputs, module=None, sets=None, note="", flops=0,
-                 nbytes=0):
-        self.key, self.op, self.shape, self.fn = key, op, shape, fn
+                 nbytes=0, graph=None):
+        self.key, self.op, self.shape, self.fn, self.graph = key, op, shape, fn, graph
         self.inputs, self.module, self.sets, self.note = inputs, module, sets or {}, note
         # The work the op cannot avoid, for the "% of limit" column: GEMM-like ops count the
         # multiply-adds of the direct computation x 2 (against single-core SGEMM), memory-bound
         # ops the bytes of their inputs read once and outputs written once (against copy
         # bandwidth, whose bytes count the same way).
         self.flops, self.nbytes = flops, nbytes
+
+
+def conv_graph(w, b):
+    """conv2d for ONNX Runtime: the weights as initialisers, as a deployed model has them."""
+    conv = nn.Conv2d(w.shape[1], w.shape[0], w.shape[2], padding=1)
+    with torch.no_grad():
+        conv.weight.copy_(w)
+        conv.bias.copy_(b)
+    return Graph(lambda x, m=conv: m(x), ["input"], conv.eval())
 
 
 def cases():
@@ -127,17 +157,23 @@ def cases():
     out.append(Case("grid_sample_64", "grid_sample", "[1,64,128,128]",
                     lambda x=x, g=g: F.grid_sample(x, g, align_corners=False),
                     {"input": x, "grid": g}, note="bilinear, zeros",
-                    nbytes=4 * (2 * x.numel() + g.numel())))
+                    nbytes=4 * (2 * x.numel() + g.numel()),
+                    graph=Graph(lambda x, g: F.grid_sample(x, g, align_corners=False),
+                                ["input", "grid"], opset=16)))
     x = randn(8, 3, 224, 224)
     g = F.affine_grid(mild_theta(8), [8, 3, 224, 224], align_corners=False)
     out.append(Case("grid_sample_8x3", "grid_sample", "[8,3,224,224]",
                     lambda x=x, g=g: F.grid_sample(x, g, align_corners=False),
                     {"input": x, "grid": g}, note="bilinear, zeros",
-                    nbytes=4 * (2 * x.numel() + g.numel())))
+                    nbytes=4 * (2 * x.numel() + g.numel()),
+                    graph=Graph(lambda x, g: F.grid_sample(x, g, align_corners=False),
+                                ["input", "grid"], opset=16)))
     th = mild_theta(8)
     out.append(Case("affine_grid", "affine_grid", "[8,3,224,224]",
                     lambda th=th: F.affine_grid(th, [8, 3, 224, 224], align_corners=False),
-                    {"theta": th}, sets={"size": "8,3,224,224"}, nbytes=4 * 8 * 224 * 224 * 2))
+                    {"theta": th}, sets={"size": "8,3,224,224"}, nbytes=4 * 8 * 224 * 224 * 2,
+                    graph=Graph(lambda th: F.affine_grid(th, [8, 3, 224, 224],
+                                                         align_corners=False), ["theta"])))
 
     x = randn(1, 64, 56, 56)
     w = randn(64, 64, 3, 3, scale=0.05)
@@ -145,7 +181,8 @@ def cases():
     out.append(Case("conv2d", "conv2d", "[1,64,56,56]",
                     lambda x=x, w=w, b=b: F.conv2d(x, w, b, padding=1),
                     {"input": x, "weight": w, "bias": b}, sets={"padding": "1"},
-                    note="3x3, 64->64, pad 1", flops=2 * 64 * 64 * 9 * 56 * 56))
+                    note="3x3, 64->64, pad 1", flops=2 * 64 * 64 * 9 * 56 * 56,
+                    graph=conv_graph(w, b)))
 
     from torchvision.ops import deform_conv2d
     off = rand(1, 18, 56, 56, lo=-2.0, hi=2.0)
@@ -155,40 +192,49 @@ def cases():
                                                                        mask=m),
                     {"input": x, "offset": off, "weight": w, "bias": b, "mask": mask},
                     sets={"padding": "1"}, note="v2 (mask), 3x3, 64->64",
-                    flops=2 * 64 * 64 * 9 * 56 * 56))
+                    flops=2 * 64 * 64 * 9 * 56 * 56,
+                    graph=Graph(lambda x, o, m, w=w, b=b: deform_conv2d(x, o, w, b, padding=1,
+                                                                        mask=m),
+                                ["input", "offset", "mask"])))
 
     x = randn(8, 256, 28, 28)
     gen = torch.Generator().manual_seed(7)
     se = randomize_channel(SEModule(256), gen)
     out.append(Case("se", "se", "[8,256,28,28]", lambda x=x, m=se: m(x)[0], {"input": x}, se,
-                    note="timm SEModule", nbytes=4 * 2 * x.numel()))
+                    note="timm SEModule", nbytes=4 * 2 * x.numel(),
+                    graph=Graph(lambda x, m=se: m(x)[0], ["input"], se)))
     cbam = randomize_channel(CbamModule(256), gen)
     out.append(Case("cbam", "cbam", "[8,256,28,28]", lambda x=x, m=cbam: m(x)[0], {"input": x},
-                    cbam, note="timm CbamModule", nbytes=4 * 2 * x.numel()))
+                    cbam, note="timm CbamModule", nbytes=4 * 2 * x.numel(),
+                    graph=Graph(lambda x, m=cbam: m(x)[0], ["input"], cbam)))
 
     x = randn(1, 64, 56, 56)
     sk = SelectiveKernel(64)
     randomize_batch_norms(sk, gen)
     out.append(Case("sk", "sk", "[1,64,56,56]", lambda x=x, m=sk: m(x), {"input": x}, sk,
-                    note="timm SelectiveKernel, 2 paths", flops=2 * 2 * 64 * 32 * 9 * 56 * 56))
+                    note="timm SelectiveKernel, 2 paths", flops=2 * 2 * 64 * 32 * 9 * 56 * 56,
+                    graph=Graph(lambda x, m=sk: m(x), ["input"], sk)))
 
     q, k, v = randn(8, 8, 196, 32), randn(8, 8, 196, 32), randn(8, 8, 196, 32)
     out.append(Case("sdpa", "scaled_dot_product_attention", "[8,8,196,32]",
                     lambda q=q, k=k, v=v: sdpa(q, k, v)[0], {"query": q, "key": k, "value": v},
-                    note="softmax(QK^T/sqrt(E))V", flops=2 * 2 * 64 * 196 * 196 * 32))
+                    note="softmax(QK^T/sqrt(E))V", flops=2 * 2 * 64 * 196 * 196 * 32,
+                    graph=Graph(lambda q, k, v: sdpa(q, k, v)[0], ["query", "key", "value"])))
 
     x = randn(8, 196, 256)
     mha = module_weights(nn.MultiheadAttention(256, 8, batch_first=True))
     out.append(Case("mha", "mha", "[8,196,256]", lambda x=x, m=mha: m(x, x, x)[0],
                     {"query": x, "key": x, "value": x}, mha, sets={"num_heads": "8"},
                     note="8 heads, self-attention, averaged weights",
-                    flops=2 * (4 * 1568 * 256 * 256 + 2 * 64 * 196 * 196 * 32)))
+                    flops=2 * (4 * 1568 * 256 * 256 + 2 * 64 * 196 * 196 * 32),
+                    graph=Graph(lambda x, m=mha: m(x, x, x)[0], ["query"], mha)))
 
     x = randn(2, 64, 28, 28)
     nl = module_weights(NonLocalAttn(64))
     out.append(Case("nonlocal", "nonlocal", "[2,64,28,28]", lambda x=x, m=nl: m(x), {"input": x},
                     nl, note="timm NonLocalAttn",
-                    flops=2 * (2 * 784 * 64 * 8 * 4 + 2 * 2 * 784 * 784 * 8)))
+                    flops=2 * (2 * 784 * 64 * 8 * 4 + 2 * 2 * 784 * 784 * 8),
+                    graph=Graph(lambda x, m=nl: m(x), ["input"], nl)))
     return out
 
 
@@ -238,6 +284,31 @@ def check(args, ref, folder):
         i = np.unravel_index(np.argmax(excess), ref.shape)
         return "differs at %s: %g vs %g" % (list(i), got[i], ref[i])
     return None
+
+
+def ort_command(case, ref, folder, row, notes):
+    """Exports the row's graph and checks ONNX Runtime's output against PyTorch's like cvattn's:
+    the run_ort.js command to time, or None (the reason in the row's ORT cell and the notes)."""
+    if case.graph is None:
+        row["ort_status"] = "n/a"
+        return None
+    path = os.path.join(folder, "model.onnx")
+    err = ort_peer.export(case.graph.eval(), [case.inputs[n] for n in case.graph.names], path,
+                          case.graph.names, case.graph.opset)
+    if err:
+        row["ort_status"] = "no export"
+        notes.append("%s: torch.onnx.export (opset %d) failed: %s" % (case.key, case.graph.opset,
+                                                                      err))
+        return None
+    cmd = ort_peer.command(path, {n: os.path.join(folder, n + ".npy") for n in case.graph.names})
+    ref = ref.detach().numpy()
+    err = ort_peer.check(cmd, ref, os.path.join(folder, "ort_output.npy"),
+                         1e-4 + 1e-4 * np.abs(ref))
+    if err:
+        row["ort_status"] = "WRONG"
+        notes.append("%s: ONNX Runtime %s" % (case.key, err.replace("|", "/")[:160]))
+        return None
+    return cmd
 
 
 def listed_ops(binary):
@@ -345,12 +416,20 @@ def main():
     parser.add_argument("--limits", default="auto",
                         help="'auto' (run bench_limits beside the cvattn binary), 'none', or "
                              "'GBPS,GFLOPS': one core's copy bandwidth and SGEMM rate")
+    parser.add_argument("--peers", default="",
+                        help="'ort': also run ONNX Runtime (onnxruntime-node) on the rows that "
+                             "export to ONNX")
     parser.add_argument("--keep", metavar="DIR",
                         help="write the inputs to DIR/<row key>/ and keep them (default: a "
                              "temporary folder)")
     args = parser.parse_args()
 
     torch.set_num_threads(1)
+    use_ort = "ort" in args.peers.split(",")
+    notes = []
+    if use_ort and ort_peer.missing():
+        notes.append("ONNX Runtime columns skipped: %s." % ort_peer.missing())
+        use_ort = False
     ops = listed_ops(args.cvattn)
     limits = measure_limits(args.cvattn, args.limits)
     rows = []
@@ -360,7 +439,8 @@ def main():
             if args.only and case.key not in args.only.split(","):
                 continue
             row = {"case": case, "torch": None, "cv": None, "ratio": None, "cvT": None,
-                   "scale": None, "status": ""}
+                   "scale": None, "status": "", "ort": None, "ort_wall": None, "ort_ratio": None,
+                   "ort_status": ""}
             rows.append(row)
             if case.op not in ops:
                 row["status"] = "not in this cvattn"
@@ -376,11 +456,13 @@ def main():
             cmd = cvattn_args(args.cvattn, case, folder)
             with torch.no_grad():
                 ref = case.fn()
+            ort_cmd = ort_command(case, ref, folder, row, notes) if use_ort else None
             err = check(cmd, ref, folder)
             if err:
                 row["status"] = "WRONG: " + err.replace("|", "/")[:160]
                 continue
             t_torch, t_cv, ratios, t_cvT, scales = [], [], [], [], []
+            t_ort, t_ort_wall, ort_ratios = [], [], []
             try:
                 for _ in range(args.rounds):
                     a = time_torch(case.fn, args.repeat, args.stat)
@@ -388,6 +470,11 @@ def main():
                     t_torch.append(a)
                     t_cv.append(c)
                     ratios.append(a / c)
+                    if ort_cmd:
+                        o, w = ort_peer.times(ort_peer.run(ort_cmd, args.repeat), args.stat)
+                        t_ort.append(o)
+                        t_ort_wall.append(w)
+                        ort_ratios.append(o / c)
                     if args.threads > 1:
                         ct = time_cvattn(cmd, args.repeat, args.threads, args.stat)
                         t_cvT.append(ct)
@@ -399,6 +486,9 @@ def main():
                        ratio=statistics.median(ratios))
             if scales:
                 row.update(cvT=statistics.median(t_cvT), scale=statistics.median(scales))
+            if t_ort:
+                row.update(ort=statistics.median(t_ort), ort_wall=statistics.median(t_ort_wall),
+                           ort_ratio=statistics.median(ort_ratios))
             print("# %-16s torch %8.3f ms  cvattn %8.3f ms  %5.2fx" %
                   (case.key, row["torch"], row["cv"], row["ratio"]), file=sys.stderr)
 
@@ -406,6 +496,13 @@ def main():
     print("Machine: %s; %s; Python %s, PyTorch %s, torchvision %s (1 thread); %s." %
           (machine(), datetime.date.today().isoformat(), platform.python_version(),
            torch.__version__, torchvision.__version__, cvattn_info(args.cvattn)))
+    if use_ort:
+        print("Peer: ONNX Runtime %s (onnxruntime-node, CPU, intra/inter-op threads 1, graph "
+              "optimisation 'all', exported opset 17, GridSample 16). ORT ms is its own time per "
+              "run (its profiler), ORT via Node the wall time of session.run() in "
+              "onnxruntime-node (adds the binding's conversion of inputs and outputs); "
+              "\"cvattn vs ORT\" = ORT ms / cvattn ms, median of the per-round ratios." %
+              ort_peer.version())
     print("Wall-clock %s of %d calls per side and round, median over %d interleaved rounds; "
           "speed-up = median of the per-round ratios." %
           ("minimum" if args.stat == "min" else "median", args.repeat, args.rounds))
@@ -419,6 +516,9 @@ def main():
     if args.threads > 1:
         head += " cvattn %d threads ms | %d vs 1 thread |" % (args.threads, args.threads)
         line += "---|---|"
+    if use_ort:
+        head += " ORT ms | ORT via Node ms | cvattn vs ORT |"
+        line += "---|---|---|"
     print(head)
     print(line)
     good = []
@@ -432,6 +532,10 @@ def main():
                  of_limit(case, row["cv"], limits)]
         if args.threads > 1:
             cells += [fmt(row["cvT"]), "n/a" if row["scale"] is None else "%.2fx" % row["scale"]]
+        if use_ort:
+            status = row["ort_status"]
+            cells += [status or fmt(row["ort"]), status or fmt(row["ort_wall"]),
+                      "n/a" if row["ort_ratio"] is None else "%.2fx" % row["ort_ratio"]]
         print("| " + " | ".join(cells) + " |")
         if row["ratio"] is not None:
             good.append(row)
@@ -442,11 +546,18 @@ def main():
             scaled = [r["scale"] for r in good if r["scale"]]
             gs = math.exp(sum(map(math.log, scaled)) / len(scaled)) if scaled else None
             cells += ["", "n/a" if gs is None else "%.2fx" % gs]
+        if use_ort:
+            peer = [r["ort_ratio"] for r in good if r["ort_ratio"]]
+            go = math.exp(sum(map(math.log, peer)) / len(peer)) if peer else None
+            cells += ["", "", "n/a" if go is None else "**%.2fx** (%d ops)" % (go, len(peer))]
         print("| " + " | ".join(cells) + " |")
     missing = [r["case"].op for r in rows if r["status"] == "not in this cvattn"]
     if missing:
         print()
         print("n/a: not offered by this cvattn binary: %s." % ", ".join(sorted(set(missing))))
+    for note in notes:
+        print()
+        print(note)
 
 
 if __name__ == "__main__":
