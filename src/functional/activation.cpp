@@ -6,11 +6,11 @@
 #include <limits>
 #include <stdexcept>
 #include <string>
-#include <unsupported/Eigen/SpecialFunctions>
 #include <utility>
 #include <vector>
 
 #include "cvattn/core/error.hpp"
+#include "functional/detail/activation_kernels.hpp"
 #include "functional/detail/tasks.hpp"
 
 namespace cvattn {
@@ -88,18 +88,16 @@ using ConstArrayMap = Eigen::Map<const Eigen::ArrayXf>;
 // Elements per task of the elementwise ops: large enough to amortise the fork.
 constexpr std::int64_t kElementChunk = std::int64_t{1} << 15;
 
-template <class Op>
-Tensor elementwise(const Tensor& x, const char* where, Op op) {
+Tensor unary(const Tensor& x, const char* where, ActLayer act) {
   check_defined(x, "x", where);
   Tensor y = Tensor::empty(x.shape());
   const std::int64_t n = x.numel();
-  const std::int64_t chunks = detail::ceil_div(n, kElementChunk);
   const float* src = x.data();
   float* dst = y.data();
-  cvattn::detail::parallel_for(chunks, [&](std::int64_t c) {
+  cvattn::detail::parallel_for(detail::ceil_div(n, kElementChunk), [&](std::int64_t c) {
     const std::int64_t begin = c * kElementChunk;
-    const std::int64_t count = std::min(kElementChunk, n - begin);
-    op(ConstArrayMap(src + begin, count), ArrayMap(dst + begin, count));
+    cvattn::detail::activation_kernel(act, src + begin, dst + begin,
+                                      std::min(kElementChunk, n - begin));
   });
   return y;
 }
@@ -194,104 +192,24 @@ Tensor softmax_impl(const Tensor& x, int dim, const char* where) {
 
 }  // namespace
 
-Tensor relu(const Tensor& x) {
-  return elementwise(x, "relu", [](ConstArrayMap in, ArrayMap out) {
-    const float* __restrict src = in.data();
-    float* __restrict dst = out.data();
-    // (v < 0) ? 0 : v keeps NaN (std::max(0, NaN) would not).
-    for (Eigen::Index i = 0; i < in.size(); ++i) dst[i] = src[i] < 0.0f ? 0.0f : src[i];
-  });
-}
-
-Tensor sigmoid(const Tensor& x) {
-  return elementwise(x, "sigmoid",
-                     [](ConstArrayMap in, ArrayMap out) { out = ((-in).exp() + 1.0f).inverse(); });
-}
-
-Tensor tanh(const Tensor& x) {
-  return elementwise(x, "tanh", [](ConstArrayMap in, ArrayMap out) { out = in.tanh(); });
-}
-
-Tensor relu6(const Tensor& x) {
-  return elementwise(x, "relu6", [](ConstArrayMap in, ArrayMap out) {
-    const float* __restrict src = in.data();
-    float* __restrict dst = out.data();
-    // Comparisons that are false for NaN keep it, as PyTorch's hardtanh does.
-    for (Eigen::Index i = 0; i < in.size(); ++i) {
-      const float v = src[i] < 0.0f ? 0.0f : src[i];
-      dst[i] = v > 6.0f ? 6.0f : v;
-    }
-  });
-}
+// Every elementwise activation runs the dispatched kernel of detail/activation_kernels.hpp
+// (reference twin: functional/reference/activation.hpp), a chunk per task.
+Tensor relu(const Tensor& x) { return unary(x, "relu", ActLayer::relu); }
+Tensor sigmoid(const Tensor& x) { return unary(x, "sigmoid", ActLayer::sigmoid); }
+Tensor tanh(const Tensor& x) { return unary(x, "tanh", ActLayer::tanh); }
+Tensor relu6(const Tensor& x) { return unary(x, "relu6", ActLayer::relu6); }
 
 Tensor gelu(const Tensor& x, GeluApproximate approximate) {
-  if (approximate == GeluApproximate::tanh) {
-    return elementwise(x, "gelu", [](ConstArrayMap in, ArrayMap out) {
-      constexpr float kBeta = 0.7978845608028654f;  // sqrt(2 / pi)
-      constexpr float kKappa = 0.044715f;
-      out = in * (in * in * kKappa + 1.0f) * kBeta;
-      out = in * 0.5f * (out.tanh() + 1.0f);
-    });
-  }
-  return elementwise(x, "gelu", [](ConstArrayMap in, ArrayMap out) {
-    // Eigen's float erf is a vectorised rational approximation, accurate to a few ulp; erf is
-    // clamped at +-4 (where it is +-1 in float), so gelu(-inf) = -inf * 0 = NaN as in PyTorch.
-    constexpr float kInvSqrt2 = 0.7071067811865476f;
-    out = (in * kInvSqrt2).erf();
-    out = in * 0.5f * (out + 1.0f);
-  });
+  // exact: Eigen's float erf (clamped at +-4, where it is +-1), so gelu(-inf) = -inf * 0 = NaN
+  // as in PyTorch.
+  return unary(x, "gelu",
+               approximate == GeluApproximate::tanh ? ActLayer::gelu_tanh : ActLayer::gelu);
 }
 
-Tensor silu(const Tensor& x) {
-  return elementwise(x, "silu",
-                     [](ConstArrayMap in, ArrayMap out) { out = in / ((-in).exp() + 1.0f); });
-}
-
-Tensor hardswish(const Tensor& x) {
-  return elementwise(x, "hardswish", [](ConstArrayMap in, ArrayMap out) {
-    const float* __restrict src = in.data();
-    float* __restrict dst = out.data();
-    for (Eigen::Index i = 0; i < in.size(); ++i) {
-      float t = src[i] + 3.0f;
-      t = t < 0.0f ? 0.0f : t;
-      t = t > 6.0f ? 6.0f : t;
-      dst[i] = src[i] * t / 6.0f;
-    }
-  });
-}
-
-Tensor hardsigmoid(const Tensor& x) {
-  return elementwise(x, "hardsigmoid", [](ConstArrayMap in, ArrayMap out) {
-    const float* __restrict src = in.data();
-    float* __restrict dst = out.data();
-    // (x + 3) / 6 clamped to [0, 1]: the same values as min(max(x + 3, 0), 6) / 6 (6 / 6 is
-    // exactly 1), in the form GCC 12 vectorises; NaN fails both comparisons and stays NaN.
-    for (Eigen::Index i = 0; i < in.size(); ++i) {
-      float t = (src[i] + 3.0f) / 6.0f;
-      t = t < 0.0f ? 0.0f : t;
-      dst[i] = t > 1.0f ? 1.0f : t;
-    }
-  });
-}
-
-Tensor mish(const Tensor& x) {
-  return elementwise(x, "mish", [](ConstArrayMap in, ArrayMap out) {
-    // tanh(log1p(e)) with e = exp(x) is n / (n + 2), n = e (e + 2): one exp and one division.
-    // Beyond x = 20 the factor is 1.0f, so clamping there keeps n finite; whatever the clamp
-    // makes of NaN, the product with x is NaN.
-    out = in.min(20.0f).exp();
-    out = out * (out + 2.0f);
-    out = in * out / (out + 2.0f);
-    // Eigen's exp stops at a tiny positive value instead of 0 far below -88, which would make
-    // mish(-inf) -inf; PyTorch gives -inf * 0 = NaN.
-    const float* __restrict src = in.data();
-    float* __restrict dst = out.data();
-    constexpr float kNegInf = -std::numeric_limits<float>::infinity();
-    for (Eigen::Index i = 0; i < in.size(); ++i) {
-      dst[i] = src[i] == kNegInf ? std::numeric_limits<float>::quiet_NaN() : dst[i];
-    }
-  });
-}
+Tensor silu(const Tensor& x) { return unary(x, "silu", ActLayer::silu); }
+Tensor hardswish(const Tensor& x) { return unary(x, "hardswish", ActLayer::hard_swish); }
+Tensor hardsigmoid(const Tensor& x) { return unary(x, "hardsigmoid", ActLayer::hard_sigmoid); }
+Tensor mish(const Tensor& x) { return unary(x, "mish", ActLayer::mish); }
 
 Tensor activation(const Tensor& x, ActLayer act) {
   switch (act) {
