@@ -442,7 +442,7 @@ void nearest_block(const Geometry& g, const Axis<P, AC>& ax, const Axis<P, AC>& 
   const auto h = static_cast<std::int32_t>(g.h);
   const auto w = static_cast<std::int32_t>(g.w);
   for (std::int64_t p = 0; p < count; ++p) {
-    // nearbyint: round half to even, as _mm256_round_ps does (std::round would not).
+    // nearbyint: round half to even, as PyTorch's vectorised rounding does (std::round would not).
     const std::int32_t xi = to_index(std::nearbyint(ax.apply(grid[2 * p])));
     const std::int32_t yi = to_index(std::nearbyint(ay.apply(grid[2 * p + 1])));
     // Unsigned range tests, no bool values: the loop vectorises.
