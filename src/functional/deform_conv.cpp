@@ -118,8 +118,8 @@ Plan make_plan(const Geometry& g) {
 
 // Channels-last copy of images [C, H*W] -> [H*W + 1, C], the last pixel zero, in tiles of
 // kTile pixels.
-void to_channels_last(const Geometry& g, const cvattn::detail::DeformKernels& kernels, const float* in,
-                      std::int64_t images, float* out) {
+void to_channels_last(const Geometry& g, const cvattn::detail::DeformKernels& kernels,
+                      const float* in, std::int64_t images, float* out) {
   constexpr std::int64_t kTile = 32;
   const std::int64_t hw = g.h * g.w;
   const std::int64_t cin = g.cin;
