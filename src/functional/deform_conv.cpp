@@ -10,6 +10,18 @@
 // panels of 16 output channels [panel, (tap, channel), 16], broadcasting one column entry per
 // pixel against two vectors of output channels. Each thread owns one column block of about
 // kSlotBytes; all blocks together stay under kDeformConvWorkspaceCap whatever the input.
+//
+// This file is the validation, the work plan and the runtime SIMD dispatch (core/dispatch.hpp);
+// the per-target kernels are in deform_conv-inl.h.
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "functional/deform_conv-inl.h"
+#include <hwy/foreach_target.h>  // IWYU pragma: keep
+
+#include <hwy/highway.h>
+
+#include "functional/deform_conv-inl.h"
+
+#if HWY_ONCE
 #include "cvattn/functional/deform_conv.hpp"
 
 #include <algorithm>
@@ -20,17 +32,40 @@
 #include "core/parallel_for.hpp"
 #include "core/workspace.hpp"
 #include "cvattn/core/error.hpp"
-#include "functional/detail/bilinear_taps.hpp"
+#include "core/dispatch.hpp"
 #include "functional/detail/conv_kernels.hpp"
+#include "functional/detail/deform_conv_parts.hpp"
 #include "functional/detail/tasks.hpp"
 #include "functional/detail/window.hpp"
 
-#if defined(__AVX2__) && defined(__FMA__)
-#include <immintrin.h>
-#define CVATTN_DEFORM_AVX2 1
-#else
-#define CVATTN_DEFORM_AVX2 0
-#endif
+namespace cvattn::detail {
+
+HWY_EXPORT(DeformComputeTaps);
+HWY_EXPORT(DeformScatterSamples);
+HWY_EXPORT(DeformChannelsLastTile);
+HWY_EXPORT(DeformGemmPanels);
+
+namespace {
+
+// The kernels of the target in use, chosen once per call.
+struct DeformKernels {
+  void (*taps)(const DeformGeometry&, const DeformBaseGrid&, const float*, const float*,
+               std::int64_t, std::int64_t, std::int64_t, std::int64_t, const DeformTapBlock&);
+  void (*scatter)(const DeformTapBlock&, std::int64_t, const float*, std::int64_t, std::int64_t,
+                  float*, std::int64_t);
+  void (*channels_last)(const float*, float*, std::int64_t, std::int64_t, std::int64_t,
+                        std::int64_t);
+  void (*gemm)(const float*, std::int64_t, std::int64_t, const float*, std::int64_t,
+               std::int64_t, float*, std::int64_t, const float*);
+};
+
+DeformKernels deform_kernels() {
+  return {CVATTN_DISPATCH(DeformComputeTaps), CVATTN_DISPATCH(DeformScatterSamples),
+          CVATTN_DISPATCH(DeformChannelsLastTile), CVATTN_DISPATCH(DeformGemmPanels)};
+}
+
+}  // namespace
+}  // namespace cvattn::detail
 
 namespace cvattn::functional {
 namespace {
@@ -45,21 +80,11 @@ constexpr std::int64_t kSlotBytes = std::int64_t{256} << 10;
 constexpr std::int64_t kMinCols = 32;
 // Channels-last copies made at once: several small images share one parallel region.
 constexpr std::int64_t kRoundBytes = std::int64_t{16} << 20;
-// The GEMM kernel's register tile: kTileRows pixels x kPanel output channels.
-constexpr std::int64_t kPanel = 16;
-constexpr int kTileRows = 6;
-
-struct Geometry {
-  std::int64_t n, cin, h, w;
-  std::int64_t cout, kh, kw, taps;
-  std::int64_t sh, sw, ph, pw, dh, dw;
-  std::int64_t ho, wo;
-  std::int64_t go, cin_o;          // offset groups and channels per offset group
-  std::int64_t gw, cin_g, cout_g;  // weight groups and channels per weight group
-  bool masked;
-  [[nodiscard]] std::int64_t positions() const { return ho * wo; }
-  [[nodiscard]] std::int64_t reduction() const { return taps * cin_g; }
-};
+constexpr std::int64_t kPanel = cvattn::detail::kDeformPanel;
+constexpr int kTileRows = cvattn::detail::kDeformTileRows;
+using Geometry = cvattn::detail::DeformGeometry;
+using TapBlock = cvattn::detail::DeformTapBlock;
+using BaseGrid = cvattn::detail::DeformBaseGrid;
 
 // How the work of one call is cut: pixels per chunk, reduction columns per GEMM, images per round.
 struct Plan {
@@ -91,221 +116,10 @@ Plan make_plan(const Geometry& g) {
   return plan;
 }
 
-// Taps of one (offset group, kernel tap) for a chunk of output pixels, structure of arrays:
-// corner q of pixel p is channels-last pixel index[q][p] (the zero pixel when that corner, or the
-// whole sample, lies outside) with weight[q][p] (bilinear weight times the mask).
-struct TapBlock {
-  std::int32_t* index[4];
-  float* weight[4];
-};
-
-// The regular sampling grid before offsets, as torchvision computes it: the integer position
-// converted to float. y[i * Ho + oy] = oy*sh - ph + i*dh and x[j * Wo + ox] = ox*sw - pw + j*dw.
-struct BaseGrid {
-  std::vector<float> y, x;
-  explicit BaseGrid(const Geometry& g)
-      : y(static_cast<std::size_t>(g.kh * g.ho)), x(static_cast<std::size_t>(g.kw * g.wo)) {
-    for (std::int64_t i = 0; i < g.kh; ++i) {
-      for (std::int64_t oy = 0; oy < g.ho; ++oy) {
-        y[static_cast<std::size_t>(i * g.ho + oy)] =
-            static_cast<float>(oy * g.sh - g.ph + i * g.dh);
-      }
-    }
-    for (std::int64_t j = 0; j < g.kw; ++j) {
-      for (std::int64_t ox = 0; ox < g.wo; ++ox) {
-        x[static_cast<std::size_t>(j * g.wo + ox)] =
-            static_cast<float>(ox * g.sw - g.pw + j * g.dw);
-      }
-    }
-  }
-};
-
-// Taps of `count` consecutive output pixels of one row: base y `by`, base x bx[t], offsets
-// dy[t], dx[t] and (Masked) mask m[t]; written to tb at position `at`.
-template <bool Masked>
-void taps_of_row(float by, const float* __restrict bx, const float* __restrict dy,
-                 const float* __restrict dx, const float* __restrict m, std::int64_t count,
-                 std::int32_t h, std::int32_t w, const TapBlock& tb, std::int64_t at) {
-  const std::int32_t zero_pixel = h * w;
-  std::int32_t* __restrict i0 = tb.index[0] + at;
-  std::int32_t* __restrict i1 = tb.index[1] + at;
-  std::int32_t* __restrict i2 = tb.index[2] + at;
-  std::int32_t* __restrict i3 = tb.index[3] + at;
-  float* __restrict w0 = tb.weight[0] + at;
-  float* __restrict w1 = tb.weight[1] + at;
-  float* __restrict w2 = tb.weight[2] + at;
-  float* __restrict w3 = tb.weight[3] + at;
-  std::int64_t t0 = 0;
-#if CVATTN_DEFORM_AVX2
-  // GCC vectorises the loops below 4 wide and computes every tap twice; one 8-wide pass with the
-  // same float operations. Only in-range samples keep their corners, and for those floor(x) lies
-  // in [-1, w-1] (floor(y) in [-1, h-1]), so one signed test per side tells a corner inside.
-  {
-    const __m256 hf = _mm256_set1_ps(static_cast<float>(h));
-    const __m256 wf = _mm256_set1_ps(static_cast<float>(w));
-    const __m256 minus1 = _mm256_set1_ps(-1.0f);
-    const __m256 one = _mm256_set1_ps(1.0f);
-    const __m256 byv = _mm256_set1_ps(by);
-    const __m256i wi = _mm256_set1_epi32(w);
-    const __m256i w_last = _mm256_set1_epi32(w - 1);
-    const __m256i h_last = _mm256_set1_epi32(h - 1);
-    const __m256i neg1 = _mm256_set1_epi32(-1);
-    const __m256i zp = _mm256_set1_epi32(zero_pixel);
-    const __m256i one_i = _mm256_set1_epi32(1);
-    for (; t0 + 8 <= count; t0 += 8) {
-      const __m256 py = _mm256_add_ps(byv, _mm256_loadu_ps(dy + t0));
-      const __m256 px = _mm256_add_ps(_mm256_loadu_ps(bx + t0), _mm256_loadu_ps(dx + t0));
-      const __m256 ok = _mm256_and_ps(
-          _mm256_and_ps(_mm256_cmp_ps(px, minus1, _CMP_GT_OQ), _mm256_cmp_ps(px, wf, _CMP_LT_OQ)),
-          _mm256_and_ps(_mm256_cmp_ps(py, minus1, _CMP_GT_OQ), _mm256_cmp_ps(py, hf, _CMP_LT_OQ)));
-      const __m256 x0 = _mm256_floor_ps(px);
-      const __m256 y0 = _mm256_floor_ps(py);
-      const __m256 lx = _mm256_sub_ps(px, x0);
-      const __m256 ly = _mm256_sub_ps(py, y0);
-      const __m256 hx = _mm256_sub_ps(one, lx);
-      const __m256 hy = _mm256_sub_ps(one, ly);
-      __m256 q0 = _mm256_and_ps(ok, _mm256_mul_ps(hy, hx));
-      __m256 q1 = _mm256_and_ps(ok, _mm256_mul_ps(hy, lx));
-      __m256 q2 = _mm256_and_ps(ok, _mm256_mul_ps(ly, hx));
-      __m256 q3 = _mm256_and_ps(ok, _mm256_mul_ps(ly, lx));
-      if constexpr (Masked) {
-        const __m256 sc = _mm256_loadu_ps(m + t0);
-        q0 = _mm256_mul_ps(sc, q0), q1 = _mm256_mul_ps(sc, q1);
-        q2 = _mm256_mul_ps(sc, q2), q3 = _mm256_mul_ps(sc, q3);
-      }
-      _mm256_storeu_ps(w0 + t0, q0);
-      _mm256_storeu_ps(w1 + t0, q1);
-      _mm256_storeu_ps(w2 + t0, q2);
-      _mm256_storeu_ps(w3 + t0, q3);
-      // Out-of-range lanes may convert to anything: their corners are all replaced below.
-      const __m256i xi = _mm256_cvttps_epi32(x0);
-      const __m256i yi = _mm256_cvttps_epi32(y0);
-      const __m256i oki = _mm256_castps_si256(ok);
-      const __m256i west = _mm256_and_si256(oki, _mm256_cmpgt_epi32(xi, neg1));
-      const __m256i east = _mm256_and_si256(oki, _mm256_cmpgt_epi32(w_last, xi));
-      const __m256i north = _mm256_cmpgt_epi32(yi, neg1);
-      const __m256i south = _mm256_cmpgt_epi32(h_last, yi);
-      const __m256i nw = _mm256_add_epi32(_mm256_mullo_epi32(yi, wi), xi);
-      const __m256i sw = _mm256_add_epi32(nw, wi);
-      const auto put = [&](std::int32_t* dst, __m256i idx, __m256i use) {
-        _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + t0),
-                            _mm256_blendv_epi8(zp, idx, use));
-      };
-      put(i0, nw, _mm256_and_si256(west, north));
-      put(i1, _mm256_add_epi32(nw, one_i), _mm256_and_si256(east, north));
-      put(i2, sw, _mm256_and_si256(west, south));
-      put(i3, _mm256_add_epi32(sw, one_i), _mm256_and_si256(east, south));
-    }
-  }
-#endif
-  // Two passes over the same taps: GCC vectorises each, but not one loop storing all eight.
-  for (std::int64_t t = t0; t < count; ++t) {
-    const float py = by + dy[t];
-    const float px = bx[t] + dx[t];
-    const float scale = Masked ? m[t] : 1.0f;
-    const std::uint32_t ok = cvattn::detail::deform_sample_in_range(px, py, h, w);
-    const cvattn::detail::BilinearTaps s = cvattn::detail::bilinear_taps(px, py, h, w);
-    // torchvision: mask * (sum of weight * corner), a sample out of range being 0 (so a NaN mask
-    // still poisons it).
-    w0[t] = scale * (ok ? s.weight[0] : 0.0f);
-    w1[t] = scale * (ok ? s.weight[1] : 0.0f);
-    w2[t] = scale * (ok ? s.weight[2] : 0.0f);
-    w3[t] = scale * (ok ? s.weight[3] : 0.0f);
-  }
-  for (std::int64_t t = t0; t < count; ++t) {
-    const float py = by + dy[t];
-    const float px = bx[t] + dx[t];
-    const std::uint32_t ok = cvattn::detail::deform_sample_in_range(px, py, h, w);
-    const cvattn::detail::BilinearTaps s = cvattn::detail::bilinear_taps(px, py, h, w);
-    // A corner outside the image, or of a sample out of range, reads the zero pixel.
-    const std::uint32_t inside = ok ? s.inside : 0u;
-    i0[t] = (inside & 1u) ? s.offset[0] : zero_pixel;
-    i1[t] = (inside & 2u) ? s.offset[1] : zero_pixel;
-    i2[t] = (inside & 4u) ? s.offset[2] : zero_pixel;
-    i3[t] = (inside & 8u) ? s.offset[3] : zero_pixel;
-  }
-}
-
-void compute_taps(const Geometry& g, const BaseGrid& grid, const float* offset, const float* mask,
-                  std::int64_t grp, std::int64_t k, std::int64_t p0, std::int64_t cols,
-                  const TapBlock& tb) {
-  const std::int64_t p_all = g.positions();
-  const std::int64_t i = k / g.kw;
-  const std::int64_t j = k % g.kw;
-  const float* dy = offset + (grp * 2 * g.taps + 2 * k) * p_all;
-  const float* dx = dy + p_all;
-  const float* m = g.masked ? mask + (grp * g.taps + k) * p_all : nullptr;
-  const auto h = static_cast<std::int32_t>(g.h);
-  const auto w = static_cast<std::int32_t>(g.w);
-  const float* bx = grid.x.data() + j * g.wo;
-  std::int64_t p = p0;
-  const std::int64_t end = p0 + cols;
-  while (p < end) {  // one output row segment at a time, so the inner loop is straight
-    const std::int64_t oy = p / g.wo;
-    const std::int64_t ox0 = p - oy * g.wo;
-    const std::int64_t count = std::min(g.wo - ox0, end - p);
-    const float by = grid.y[static_cast<std::size_t>(i * g.ho + oy)];
-    if (m) {
-      taps_of_row<true>(by, bx + ox0, dy + p, dx + p, m + p, count, h, w, tb, p - p0);
-    } else {
-      taps_of_row<false>(by, bx + ox0, dy + p, dx + p, nullptr, count, h, w, tb, p - p0);
-    }
-    p += count;
-  }
-}
-
-// col[p, 0:len] = sum_q weight[q][p] * image[index[q][p], 0:len] for the chunk's pixels, where
-// `image` points at the first channel of the range in the channels-last copy.
-template <bool Aligned>
-void scatter_rows(const TapBlock& tb, std::int64_t cols, const float* image,
-                  std::int64_t pixel_stride, std::int64_t len, float* col,
-                  std::int64_t col_stride) {
-  for (std::int64_t p = 0; p < cols; ++p) {
-    const float* __restrict s0 = image + tb.index[0][p] * pixel_stride;
-    const float* __restrict s1 = image + tb.index[1][p] * pixel_stride;
-    const float* __restrict s2 = image + tb.index[2][p] * pixel_stride;
-    const float* __restrict s3 = image + tb.index[3][p] * pixel_stride;
-    const float w0 = tb.weight[0][p], w1 = tb.weight[1][p];
-    const float w2 = tb.weight[2][p], w3 = tb.weight[3][p];
-    float* __restrict d = col + p * col_stride;
-    std::int64_t c = 0;
-#if CVATTN_DEFORM_AVX2
-    // GCC vectorises the loop below with 128-bit vectors only; the same operations 8 wide.
-    const __m256 v0 = _mm256_set1_ps(w0), v1 = _mm256_set1_ps(w1);
-    const __m256 v2 = _mm256_set1_ps(w2), v3 = _mm256_set1_ps(w3);
-    for (; c + 8 <= len; c += 8) {
-      __m256 acc = _mm256_mul_ps(v0, _mm256_loadu_ps(s0 + c));
-      acc = _mm256_fmadd_ps(v1, _mm256_loadu_ps(s1 + c), acc);
-      acc = _mm256_fmadd_ps(v2, _mm256_loadu_ps(s2 + c), acc);
-      acc = _mm256_fmadd_ps(v3, _mm256_loadu_ps(s3 + c), acc);
-      // This CPU tuning splits unaligned 256-bit stores in two; aligned ones stay whole.
-      if constexpr (Aligned) {
-        _mm256_store_ps(d + c, acc);
-      } else {
-        _mm256_storeu_ps(d + c, acc);
-      }
-    }
-#endif
-    for (; c < len; ++c) {
-      d[c] = std::fma(w3, s3[c], std::fma(w2, s2[c], std::fma(w1, s1[c], w0 * s0[c])));
-    }
-  }
-}
-
-void scatter_samples(const TapBlock& tb, std::int64_t cols, const float* image,
-                     std::int64_t pixel_stride, std::int64_t len, float* col,
-                     std::int64_t col_stride) {
-  const auto at = reinterpret_cast<std::uintptr_t>(col);
-  if (at % 32 == 0 && col_stride % 8 == 0) {
-    scatter_rows<true>(tb, cols, image, pixel_stride, len, col, col_stride);
-  } else {
-    scatter_rows<false>(tb, cols, image, pixel_stride, len, col, col_stride);
-  }
-}
-
 // Channels-last copy of images [C, H*W] -> [H*W + 1, C], the last pixel zero, in tiles of
-// kTile pixels (4x4 blocks transposed in SSE registers where available).
-void to_channels_last(const Geometry& g, const float* in, std::int64_t images, float* out) {
+// kTile pixels.
+void to_channels_last(const Geometry& g, const cvattn::detail::DeformKernels& kernels,
+                      const float* in, std::int64_t images, float* out) {
   constexpr std::int64_t kTile = 32;
   const std::int64_t hw = g.h * g.w;
   const std::int64_t cin = g.cin;
@@ -316,43 +130,8 @@ void to_channels_last(const Geometry& g, const float* in, std::int64_t images, f
     const std::int64_t img = t / tiles;
     const std::int64_t p0 = (t % tiles) * kTile;
     const std::int64_t p1 = std::min(hw, p0 + kTile);
-    const float* src = in + img * cin * hw;
     float* dst = out + img * (hw + 1) * cin;
-    std::int64_t c = 0;
-#if CVATTN_DEFORM_AVX2
-    for (; c + 4 <= cin; c += 4) {
-      const float* s = src + c * hw;
-      // Each row is read for a few lines only, too short for the hardware prefetcher: fetch the
-      // rows of the group of channels after next while this one is transposed.
-      if (c + 12 <= cin) {
-        const float* ahead = s + 8 * hw;
-        for (std::int64_t r = 0; r < 4; ++r) {
-          for (std::int64_t q = p0; q < p1; q += 16) {
-            _mm_prefetch(reinterpret_cast<const char*>(ahead + r * hw + q), _MM_HINT_T0);
-          }
-        }
-      }
-      std::int64_t p = p0;
-      for (; p + 4 <= p1; p += 4) {
-        __m128 r0 = _mm_loadu_ps(s + p);
-        __m128 r1 = _mm_loadu_ps(s + hw + p);
-        __m128 r2 = _mm_loadu_ps(s + 2 * hw + p);
-        __m128 r3 = _mm_loadu_ps(s + 3 * hw + p);
-        _MM_TRANSPOSE4_PS(r0, r1, r2, r3);
-        _mm_storeu_ps(dst + p * cin + c, r0);
-        _mm_storeu_ps(dst + (p + 1) * cin + c, r1);
-        _mm_storeu_ps(dst + (p + 2) * cin + c, r2);
-        _mm_storeu_ps(dst + (p + 3) * cin + c, r3);
-      }
-      for (; p < p1; ++p) {
-        for (std::int64_t cc = 0; cc < 4; ++cc) dst[p * cin + c + cc] = s[cc * hw + p];
-      }
-    }
-#endif
-    for (; c < cin; ++c) {
-      const float* s = src + c * hw;
-      for (std::int64_t p = p0; p < p1; ++p) dst[p * cin + c] = s[p];
-    }
+    kernels.channels_last(in + img * cin * hw, dst, cin, hw, p0, p1);
     if (p0 + kTile > hw) std::fill(dst + hw * cin, dst + (hw + 1) * cin, 0.0f);
   });
 }
@@ -378,122 +157,6 @@ void pack_weight(const Geometry& g, const float* weight, std::int64_t panels, fl
           for (std::int64_t lane = lanes; lane < kPanel; ++lane) d[lane] = 0.0f;
         }
       }
-    }
-  }
-}
-
-#if CVATTN_DEFORM_AVX2
-// Writes a full 6-pixel tile's 8 output channels v[i] (pixel i, channels 0-7) to out[oc * ldo + i]
-// as bias[oc] + v (bias given) or out + v: transposed in registers, 4 + 2 floats per channel,
-// instead of 48 scalar read-modify-writes.
-inline void store_tile6(const __m256* v, float* out, std::int64_t ldo, const float* bias) {
-  const __m256 t0 = _mm256_unpacklo_ps(v[0], v[1]), t1 = _mm256_unpackhi_ps(v[0], v[1]);
-  const __m256 t2 = _mm256_unpacklo_ps(v[2], v[3]), t3 = _mm256_unpackhi_ps(v[2], v[3]);
-  // Pixels 0-3 of channel c (c + 4 in the upper half) in s[c]; pixels 4-5 of channels (0, 1),
-  // (2, 3) as pairs in u0, u1 (channels + 4 in the upper half).
-  const __m256 s[4] = {_mm256_shuffle_ps(t0, t2, 0x44), _mm256_shuffle_ps(t0, t2, 0xEE),
-                       _mm256_shuffle_ps(t1, t3, 0x44), _mm256_shuffle_ps(t1, t3, 0xEE)};
-  const __m256 u0 = _mm256_unpacklo_ps(v[4], v[5]), u1 = _mm256_unpackhi_ps(v[4], v[5]);
-  for (int half = 0; half < 2; ++half) {
-    const __m128 pair01 = half ? _mm256_extractf128_ps(u0, 1) : _mm256_castps256_ps128(u0);
-    const __m128 pair23 = half ? _mm256_extractf128_ps(u1, 1) : _mm256_castps256_ps128(u1);
-    for (int c = 0; c < 4; ++c) {
-      const int oc = half * 4 + c;
-      const __m128 p03 = half ? _mm256_extractf128_ps(s[c], 1) : _mm256_castps256_ps128(s[c]);
-      const __m128 pair = c < 2 ? pair01 : pair23;
-      const __m128 p45 = (c & 1) ? _mm_movehl_ps(pair, pair) : pair;
-      float* o = out + oc * ldo;
-      __m128 b03, b45;
-      if (bias) {
-        b03 = b45 = _mm_set1_ps(bias[oc]);
-      } else {
-        b03 = _mm_loadu_ps(o);
-        b45 = _mm_loadl_pi(_mm_setzero_ps(), reinterpret_cast<const __m64*>(o + 4));
-      }
-      _mm_storeu_ps(o, _mm_add_ps(b03, p03));
-      _mm_storel_pi(reinterpret_cast<__m64*>(o + 4), _mm_add_ps(b45, p45));
-    }
-  }
-}
-#endif
-
-// out[oc * ldo + i] += sum_r col[i * ldc + r] * panel[r * kPanel + oc] for MR pixels i and the
-// first `oc_valid` output channels oc of the panel; with `bias`, out is set to bias[oc] + sum
-// instead (the first depth block: saves a pass writing the bias and reading it back).
-template <int MR>
-void tile_kernel(const float* col, std::int64_t ldc, const float* panel, std::int64_t depth,
-                 float* out, std::int64_t ldo, std::int64_t oc_valid, const float* bias) {
-  alignas(32) float acc[MR][kPanel];
-#if CVATTN_DEFORM_AVX2
-  __m256 lo[MR], hi[MR];
-  for (int i = 0; i < MR; ++i) lo[i] = _mm256_setzero_ps(), hi[i] = _mm256_setzero_ps();
-  for (std::int64_t r = 0; r < depth; ++r) {
-    const __m256 w0 = _mm256_loadu_ps(panel + r * kPanel);
-    const __m256 w1 = _mm256_loadu_ps(panel + r * kPanel + 8);
-    for (int i = 0; i < MR; ++i) {
-      const __m256 a = _mm256_broadcast_ss(col + i * ldc + r);
-      lo[i] = _mm256_fmadd_ps(a, w0, lo[i]);
-      hi[i] = _mm256_fmadd_ps(a, w1, hi[i]);
-    }
-  }
-  if constexpr (MR == 6) {
-    if (oc_valid == kPanel) {
-      store_tile6(lo, out, ldo, bias);
-      store_tile6(hi, out + 8 * ldo, ldo, bias ? bias + 8 : nullptr);
-      return;
-    }
-  }
-  for (int i = 0; i < MR; ++i) {
-    _mm256_store_ps(acc[i], lo[i]);
-    _mm256_store_ps(acc[i] + 8, hi[i]);
-  }
-#else
-  for (int i = 0; i < MR; ++i) {
-    for (std::int64_t l = 0; l < kPanel; ++l) acc[i][l] = 0.0f;
-  }
-  for (std::int64_t r = 0; r < depth; ++r) {
-    const float* w = panel + r * kPanel;
-    for (int i = 0; i < MR; ++i) {
-      const float a = col[i * ldc + r];
-      for (std::int64_t l = 0; l < kPanel; ++l) acc[i][l] += a * w[l];
-    }
-  }
-#endif
-  if (bias) {
-    for (std::int64_t oc = 0; oc < oc_valid; ++oc) {
-      float* o = out + oc * ldo;
-      for (int i = 0; i < MR; ++i) o[i] = bias[oc] + acc[i][oc];
-    }
-  } else {
-    for (std::int64_t oc = 0; oc < oc_valid; ++oc) {
-      float* o = out + oc * ldo;
-      for (int i = 0; i < MR; ++i) o[i] += acc[i][oc];
-    }
-  }
-}
-
-// out[oc, p] (row stride ldo) += sum_r col[p, r] * panels[q][r][oc] for pixels p < cols and the
-// cout_g output channels spread over the panels (= bias[oc] + sum when bias is given).
-void gemm_panels(const float* col, std::int64_t cols, std::int64_t depth, const float* panels,
-                 std::int64_t panel_stride, std::int64_t cout_g, float* out, std::int64_t ldo,
-                 const float* bias) {
-  for (std::int64_t q = 0; q * kPanel < cout_g; ++q) {
-    const float* panel = panels + q * panel_stride;
-    const float* bq = bias ? bias + q * kPanel : nullptr;
-    const std::int64_t oc_valid = std::min(kPanel, cout_g - q * kPanel);
-    float* o = out + q * kPanel * ldo;
-    std::int64_t p = 0;
-    for (; p + kTileRows <= cols; p += kTileRows) {
-      tile_kernel<kTileRows>(col + p * depth, depth, panel, depth, o + p, ldo, oc_valid, bq);
-    }
-    const float* c = col + p * depth;
-    switch (cols - p) {
-      case 5: tile_kernel<5>(c, depth, panel, depth, o + p, ldo, oc_valid, bq); break;
-      case 4: tile_kernel<4>(c, depth, panel, depth, o + p, ldo, oc_valid, bq); break;
-      case 3: tile_kernel<3>(c, depth, panel, depth, o + p, ldo, oc_valid, bq); break;
-      case 2: tile_kernel<2>(c, depth, panel, depth, o + p, ldo, oc_valid, bq); break;
-      case 1: tile_kernel<1>(c, depth, panel, depth, o + p, ldo, oc_valid, bq); break;
-      default: break;
     }
   }
 }
@@ -587,6 +250,7 @@ Tensor deform_conv2d(const Tensor& input, const Tensor& offset, const Tensor& we
   const Workspace packed({g.gw, panels, r_all, kPanel}, "deform_conv2d (packed weight)");
   pack_weight(g, weight.data(), panels, packed.data());
   const BaseGrid grid(g);
+  const cvattn::detail::DeformKernels kernels = cvattn::detail::deform_kernels();
   const Workspace channels_last({plan.round, hw1, g.cin}, "deform_conv2d (channels-last input)");
   const std::int64_t max_tasks = plan.round * chunks;
   const std::int64_t slots = detail::slot_count(max_tasks);
@@ -613,7 +277,7 @@ Tensor deform_conv2d(const Tensor& input, const Tensor& offset, const Tensor& we
 
   for (std::int64_t n0 = 0; n0 < g.n; n0 += plan.round) {
     const std::int64_t images = std::min(plan.round, g.n - n0);
-    to_channels_last(g, in + n0 * g.cin * g.h * g.w, images, cl);
+    to_channels_last(g, kernels, in + n0 * g.cin * g.h * g.w, images, cl);
     const std::int64_t tasks = images * chunks;
     const auto task = [&](std::int64_t t, std::int64_t slot) {
       const std::int64_t img = t / chunks;
@@ -643,14 +307,14 @@ Tensor deform_conv2d(const Tensor& input, const Tensor& offset, const Tensor& we
               const std::int64_t a = std::max(a_abs, grp * g.cin_o);
               const std::int64_t e = std::min(b_abs, (grp + 1) * g.cin_o);
               if (grp != have_grp || k != have_k) {
-                compute_taps(g, grid, off_n, msk_n, grp, k, p0, cols, tb);
+                kernels.taps(g, grid, off_n, msk_n, grp, k, p0, cols, tb);
                 have_grp = grp, have_k = k;
               }
-              scatter_samples(tb, cols, image + a, g.cin, e - a,
+              kernels.scatter(tb, cols, image + a, g.cin, e - a,
                               col + (k * g.cin_g + (a - gi * g.cin_g) - r0), rl);
             }
           }
-          gemm_panels(col, cols, rl, wp + (gi * panels * r_all + r0) * kPanel, r_all * kPanel,
+          kernels.gemm(col, cols, rl, wp + (gi * panels * r_all + r0) * kPanel, r_all * kPanel,
                       g.cout_g, out_n + gi * g.cout_g * p_all + p0, p_all,
                       r0 == 0 ? bias_all + gi * g.cout_g : nullptr);
         }
@@ -724,3 +388,4 @@ Tensor sampling_positions(const Tensor& offset, Pair2 kernel_size,
 }
 
 }  // namespace cvattn::functional
+#endif  // HWY_ONCE

@@ -11,6 +11,14 @@
 #include <cmath>
 #include <cstdint>
 
+// Always inlined: the SIMD kernels that call these are compiled for several targets
+// (functional/*-inl.h), and an out-of-line copy would run at the build's baseline ISA.
+#if defined(__GNUC__)
+#define CVATTN_TAPS_INLINE inline __attribute__((always_inline))
+#else
+#define CVATTN_TAPS_INLINE inline
+#endif
+
 namespace cvattn::detail {
 
 // Corner order everywhere: 0 = nw (y0, x0), 1 = ne (y0, x0+1), 2 = sw (y0+1, x0),
@@ -26,7 +34,7 @@ inline constexpr std::uint32_t kAllInside = 15;
 // floor(v) (an integral float, NaN or +-inf) as an index clamped to [-2, 2^30]; NaN gives -2.
 // Both extremes are outside any plane, as are the "+1" neighbours of -2 and 2^30, which is
 // exactly how PyTorch's int32 conversion (NaN/huge -> INT_MIN) behaves in its bounds tests.
-inline std::int32_t clamp_floor_index(float v) {
+CVATTN_TAPS_INLINE std::int32_t clamp_floor_index(float v) {
   const float lo = v >= -2.0f ? v : -2.0f;  // NaN fails the test and becomes -2
   return static_cast<std::int32_t>(lo <= 1073741824.0f ? lo : 1073741824.0f);
 }
@@ -34,8 +42,8 @@ inline std::int32_t clamp_floor_index(float v) {
 // Bit k set when corner k of the cell with top-left corner (xi, yi) lies in an h x w plane.
 // Written with unsigned range tests and integer selects only (no bool values), so that loops
 // computing a row of taps vectorise with GCC.
-inline std::uint32_t bilinear_inside(std::int32_t xi, std::int32_t yi, std::int32_t h,
-                                     std::int32_t w) {
+CVATTN_TAPS_INLINE std::uint32_t bilinear_inside(std::int32_t xi, std::int32_t yi,
+                                                 std::int32_t h, std::int32_t w) {
   const auto uw = static_cast<std::uint32_t>(w);
   const auto uh = static_cast<std::uint32_t>(h);
   // Columns: west feeds corners 0 and 2 (mask 5), east corners 1 and 3 (mask 10).
@@ -49,7 +57,7 @@ inline std::uint32_t bilinear_inside(std::int32_t xi, std::int32_t yi, std::int3
 
 // Taps of the bilinear sample at pixel coordinates (x, y) of an h x w plane. Corners outside
 // [0, w) x [0, h) read as zero (PyTorch's padding_mode='zeros' rule, and torchvision's R()).
-inline BilinearTaps bilinear_taps(float x, float y, std::int32_t h, std::int32_t w) {
+CVATTN_TAPS_INLINE BilinearTaps bilinear_taps(float x, float y, std::int32_t h, std::int32_t w) {
   const float x0 = std::floor(x);
   const float y0 = std::floor(y);
   BilinearTaps t;
@@ -80,7 +88,7 @@ inline BilinearTaps bilinear_taps(float x, float y, std::int32_t h, std::int32_t
 // The interpolated value of one plane: sum_k weight_k * (inside_k ? plane[offset_k] : 0), summed
 // in PyTorch's order nw, ne, sw, se. A corner outside contributes 0 * weight (NaN for a NaN
 // weight, as in PyTorch), never the value of the pixel its clamped offset points at.
-inline float bilinear_read(const float* plane, const BilinearTaps& t) {
+CVATTN_TAPS_INLINE float bilinear_read(const float* plane, const BilinearTaps& t) {
   const float v0 = (t.inside & 1u) ? plane[t.offset[0]] : 0.0f;
   const float v1 = (t.inside & 2u) ? plane[t.offset[1]] : 0.0f;
   const float v2 = (t.inside & 4u) ? plane[t.offset[2]] : 0.0f;
@@ -94,7 +102,8 @@ inline float bilinear_read(const float* plane, const BilinearTaps& t) {
 // behaviour; torchvision leaves NaN undefined).
 // 1 when in range, else 0: an integer from bitwise & (not a bool from &&), so that loops computing
 // a row of taps stay branch-free and vectorise.
-inline std::uint32_t deform_sample_in_range(float x, float y, std::int32_t h, std::int32_t w) {
+CVATTN_TAPS_INLINE std::uint32_t deform_sample_in_range(float x, float y, std::int32_t h,
+                                                        std::int32_t w) {
   return static_cast<std::uint32_t>((x > -1.0f) & (x < static_cast<float>(w)) & (y > -1.0f) &
                                     (y < static_cast<float>(h)));
 }

@@ -1,0 +1,173 @@
+// The runtime-dispatched sampling kernels (grid_sample, deform_conv2d) against their reference
+// twins (src/functional/reference/), on every SIMD target this build and CPU support, over odd
+// shapes that hit the vector tails, several blocks, and NaN / +-inf / huge coordinates.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "cvattn/functional/deform_conv.hpp"
+#include "cvattn/functional/sampling.hpp"
+#include "functional/reference/deform_conv.hpp"
+#include "functional/reference/grid_sample.hpp"
+#include "support/random.hpp"
+#include "support/simd_targets.hpp"
+
+namespace cvattn {
+namespace {
+
+namespace F = functional;
+using test::for_each_simd_target;
+using test::random_tensor;
+
+// Element-wise |got - want| <= atol + rtol * |want|, NaN only where the reference has NaN.
+void expect_close(const Tensor& got, const Tensor& want, float atol, float rtol) {
+  ASSERT_EQ(got.shape(), want.shape());
+  std::int64_t bad = 0;
+  for (std::int64_t i = 0; i < got.numel(); ++i) {
+    const float a = got[i], b = want[i];
+    const bool ok = (std::isnan(a) && std::isnan(b)) || (a == b) ||
+                    std::fabs(a - b) <= atol + rtol * std::fabs(b);
+    if (!ok && bad++ < 5) ADD_FAILURE() << "element " << i << ": got " << a << ", want " << b;
+  }
+  EXPECT_EQ(bad, 0);
+}
+
+// A grid of mostly in-range values, a margin outside [-1, 1], and (with specials) every kind of
+// value PyTorch treats specially: NaN, +-inf, huge, and the exact edges.
+Tensor sampling_grid(std::int64_t n, std::int64_t ho, std::int64_t wo, std::uint64_t seed,
+                     bool specials) {
+  Tensor g = random_tensor({n, ho, wo, 2}, seed, -1.25f, 1.25f);
+  if (specials) {
+    const float inf = std::numeric_limits<float>::infinity();
+    const float values[] = {std::numeric_limits<float>::quiet_NaN(),
+                            inf,
+                            -inf,
+                            1e10f,
+                            -1e10f,
+                            -1.0f,
+                            1.0f,
+                            0.0f,
+                            3e9f,
+                            -0.999999f};
+    for (std::int64_t i = 0; i < g.numel(); i += 7) g[i] = values[(i / 7) % 10];
+  }
+  return g;
+}
+
+struct GridCase {
+  std::int64_t n, c, h, w, ho, wo;
+};
+
+TEST(SimdParitySampling, GridSampleForward) {
+  // Odd sizes, a 1-pixel-wide plane, C not a multiple of the channel group, and one output plane
+  // of more than one block (1024 pixels).
+  const GridCase cases[] = {{2, 3, 7, 11, 5, 19},
+                            {1, 9, 13, 6, 37, 29},
+                            {3, 1, 1, 9, 4, 7},
+                            {2, 17, 10, 12, 9, 13},
+                            {1, 5, 2, 1, 3, 5}};
+  const F::Interpolation modes[] = {F::Interpolation::bilinear, F::Interpolation::nearest,
+                                    F::Interpolation::bicubic};
+  const F::PaddingMode pads[] = {F::PaddingMode::zeros, F::PaddingMode::border,
+                                 F::PaddingMode::reflection};
+  for_each_simd_target([&] {
+    std::uint64_t seed = 1;
+    for (const GridCase& k : cases) {
+      const Tensor x = random_tensor({k.n, k.c, k.h, k.w}, seed++);
+      for (const bool specials : {false, true}) {
+        const Tensor grid = sampling_grid(k.n, k.ho, k.wo, seed++, specials);
+        for (const auto mode : modes) {
+          for (const auto pad : pads) {
+            for (const bool ac : {false, true}) {
+              SCOPED_TRACE(std::string(F::interpolation_name(mode)) + " " +
+                           F::padding_mode_name(pad) + (ac ? " align_corners" : "") +
+                           (specials ? " specials" : "") + " C=" + std::to_string(k.c) +
+                           " H=" + std::to_string(k.h) + " W=" + std::to_string(k.w));
+              const auto o = F::GridSampleOptions().mode(mode).padding_mode(pad).align_corners(ac);
+              expect_close(F::grid_sample(x, grid, o), reference::grid_sample(x, grid, o), 1e-5f,
+                           1e-5f);
+            }
+          }
+        }
+      }
+    }
+  });
+}
+
+TEST(SimdParitySampling, GridSampleBackwardAgreesAcrossTargets) {
+  // The backward kernels have no reference twin of their own (PyTorch fixtures check them in
+  // test_sampling); here every target must agree with the best one.
+  const Tensor x = random_tensor({2, 5, 9, 13}, 11);
+  const Tensor grid = sampling_grid(2, 7, 11, 12, true);
+  const Tensor gout = random_tensor({2, 5, 7, 11}, 13);
+  for (const auto mode :
+       {F::Interpolation::bilinear, F::Interpolation::nearest, F::Interpolation::bicubic}) {
+    for (const auto pad :
+         {F::PaddingMode::zeros, F::PaddingMode::border, F::PaddingMode::reflection}) {
+      const auto o = F::GridSampleOptions().mode(mode).padding_mode(pad).align_corners(true);
+      const F::GridSampleGrads best = F::grid_sample_backward(x, grid, gout, o);
+      for_each_simd_target([&] {
+        SCOPED_TRACE(std::string(F::interpolation_name(mode)) + " " + F::padding_mode_name(pad));
+        const F::GridSampleGrads got = F::grid_sample_backward(x, grid, gout, o);
+        expect_close(got.grad_input, best.grad_input, 1e-5f, 1e-5f);
+        expect_close(got.grad_grid, best.grad_grid, 1e-5f, 1e-5f);
+      });
+    }
+  }
+}
+
+struct DeformCase {
+  std::int64_t n, cin, cout, h, w, kh, kw, groups, offset_groups;
+  Pair2 stride, padding, dilation;
+  bool masked, biased;
+};
+
+TEST(SimdParitySampling, DeformConv2d) {
+  // Channels not a multiple of any vector width, several weight and offset groups, a full
+  // 16-channel panel plus a partial one, strides, dilations, and v1 (no mask) and v2.
+  const DeformCase cases[] = {
+      {2, 5, 7, 9, 11, 3, 3, 1, 1, Pair2(1), Pair2(1), Pair2(1), true, true},
+      {1, 6, 8, 8, 13, 2, 3, 2, 3, Pair2(2, 1), Pair2(0, 1), Pair2(1, 2), false, true},
+      {2, 37, 20, 7, 6, 3, 3, 1, 1, Pair2(1), Pair2(1), Pair2(1), true, false},
+      {1, 64, 33, 10, 9, 3, 3, 1, 2, Pair2(1), Pair2(2), Pair2(2), true, true},
+      {3, 3, 2, 1, 5, 1, 3, 1, 1, Pair2(1), Pair2(0, 1), Pair2(1), false, false},
+  };
+  for_each_simd_target([&] {
+    std::uint64_t seed = 100;
+    for (const DeformCase& k : cases) {
+      SCOPED_TRACE("cin=" + std::to_string(k.cin) + " cout=" + std::to_string(k.cout) + " " +
+                   std::to_string(k.kh) + "x" + std::to_string(k.kw));
+      const auto o =
+          F::DeformConv2dOptions().stride(k.stride).padding(k.padding).dilation(k.dilation);
+      const std::int64_t ho =
+          (k.h + 2 * k.padding.h - (k.dilation.h * (k.kh - 1) + 1)) / k.stride.h + 1;
+      const std::int64_t wo =
+          (k.w + 2 * k.padding.w - (k.dilation.w * (k.kw - 1) + 1)) / k.stride.w + 1;
+      const std::int64_t taps = k.kh * k.kw;
+      const Tensor x = random_tensor({k.n, k.cin, k.h, k.w}, seed++);
+      Tensor off = random_tensor({k.n, 2 * k.offset_groups * taps, ho, wo}, seed++, -3.0f, 3.0f);
+      // Samples far outside, on the range limits, and NaN.
+      const float specials[] = {std::numeric_limits<float>::quiet_NaN(),
+                                1e9f,
+                                -1e9f,
+                                -1.0f,
+                                static_cast<float>(k.h),
+                                0.5f};
+      for (std::int64_t i = 0; i < off.numel(); i += 11) off[i] = specials[(i / 11) % 6];
+      const Tensor weight = random_tensor({k.cout, k.cin / k.groups, k.kh, k.kw}, seed++);
+      const Tensor bias = k.biased ? random_tensor({k.cout}, seed++) : Tensor();
+      const Tensor mask =
+          k.masked ? random_tensor({k.n, k.offset_groups * taps, ho, wo}, seed++, 0.0f, 1.0f)
+                   : Tensor();
+      expect_close(F::deform_conv2d(x, off, weight, bias, mask, o),
+                   reference::deform_conv2d(x, off, weight, bias, mask, o), 1e-4f, 1e-4f);
+    }
+  });
+}
+
+}  // namespace
+}  // namespace cvattn
