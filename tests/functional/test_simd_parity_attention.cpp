@@ -1,0 +1,202 @@
+// The attention path's runtime-dispatched kernels (softmax rows, transposes, the SDPA engine)
+// against their reference twins (src/functional/reference/), on every SIMD target this build and
+// CPU support, over sizes that hit every loop tail of 4-, 8- and 16-lane vectors.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "functional/detail/softmax.hpp"
+#include "functional/reference/softmax.hpp"
+#include "support/random.hpp"
+#include "support/simd_targets.hpp"
+
+namespace cvattn {
+namespace {
+
+using test::for_each_simd_target;
+
+const float kInf = std::numeric_limits<float>::infinity();
+const float kNaN = std::numeric_limits<float>::quiet_NaN();
+
+std::vector<float> random_vector(std::int64_t n, std::uint64_t seed, float lo, float hi) {
+  test::Random rng(seed);
+  std::vector<float> v(static_cast<std::size_t>(n));
+  for (float& x : v) x = rng.uniform(lo, hi);
+  return v;
+}
+
+// The project's tolerance, 1e-4 + 1e-4*|ref|, with NaN matching NaN.
+void expect_close(const std::vector<float>& got, const std::vector<float>& want,
+                  double tol = 1e-4) {
+  ASSERT_EQ(got.size(), want.size());
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    if (std::isnan(want[i])) {
+      EXPECT_TRUE(std::isnan(got[i])) << "at " << i;
+    } else {
+      EXPECT_NEAR(got[i], want[i], tol + tol * std::fabs(want[i])) << "at " << i;
+    }
+  }
+}
+
+// Row lengths around the vector widths and their pairs (up to 32 floats on AVX-512).
+const std::int64_t kSizes[] = {1, 2, 3, 4, 5, 7, 8, 9, 15, 16, 17, 31, 32, 33, 49, 63, 64, 65, 196};
+
+// --- softmax rows ---
+
+// softmax2_numerator with every mask form, fewer allowed keys than n, and a known maximum:
+// the normalised row (numerators times 1/sum) against the reference's.
+TEST(SimdParityAttention, Softmax2Numerator) {
+  for_each_simd_target([&] {
+    for (const std::int64_t n : kSizes) {
+      for (const int mask_kind : {0, 1, 2}) {  // none, one value for the row, per key
+        for (const std::int64_t allowed : {n, (n + 1) / 2}) {
+          for (const bool known : {false, true}) {
+            if (known && mask_kind == 2) continue;  // only valid without a per-key mask
+            SCOPED_TRACE("n = " + std::to_string(n) + ", mask " + std::to_string(mask_kind) +
+                         ", allowed " + std::to_string(allowed) + (known ? ", known max" : ""));
+            // An offset of one float makes the loads unaligned.
+            const auto x0 =
+                random_vector(n + 1, static_cast<std::uint64_t>(n) * 3 + 1, -6.0f, 6.0f);
+            auto mask = random_vector(n + 1, static_cast<std::uint64_t>(n) * 3 + 2, -3.0f, 1.0f);
+            if (n > 3) mask[3] = -kInf;  // a masked key
+            const float* mp = mask_kind == 0 ? nullptr : mask.data() + 1;
+            const std::int64_t step = mask_kind == 2 ? 1 : 0;
+            std::vector<float> got(x0), want(x0);
+            const float mx = reference::row_max(x0.data() + 1, std::min(allowed, n));
+            const float inv = detail::softmax2_numerator(got.data() + 1, n, mp, step, allowed,
+                                                         known ? &mx : nullptr);
+            const float rinv = reference::softmax2_numerator(want.data() + 1, n, mp, step, allowed);
+            for (std::int64_t j = 1; j <= n; ++j) {
+              got[static_cast<std::size_t>(j)] *= inv;
+              want[static_cast<std::size_t>(j)] *= rinv;
+            }
+            expect_close(got, want, 1e-5);
+            EXPECT_EQ(got[0], x0[0]);  // nothing before the row is touched
+          }
+        }
+      }
+    }
+  });
+}
+
+// Fully masked rows become zeros (1/sum 0), NaN rows NaN, +inf scores NaN like the plain softmax.
+TEST(SimdParityAttention, Softmax2NumeratorNonFinite) {
+  for_each_simd_target([&] {
+    for (const std::int64_t n : {1, 5, 17, 40}) {
+      SCOPED_TRACE("n = " + std::to_string(n));
+      std::vector<float> x(static_cast<std::size_t>(n), -kInf);
+      EXPECT_EQ(detail::softmax2_numerator(x.data(), n, nullptr, 0, n), 0.0f);
+      EXPECT_EQ(x, std::vector<float>(static_cast<std::size_t>(n), 0.0f));
+      auto y = random_vector(n, 5, -1.0f, 1.0f);
+      y[static_cast<std::size_t>(n / 2)] = kNaN;
+      auto want = y;
+      const float inv = detail::softmax2_numerator(y.data(), n, nullptr, 0, n);
+      const float rinv = reference::softmax2_numerator(want.data(), n, nullptr, 0, n);
+      for (std::size_t j = 0; j < y.size(); ++j) {
+        y[j] *= inv;
+        want[j] *= rinv;
+      }
+      EXPECT_TRUE(std::isnan(y[static_cast<std::size_t>(n / 2)]));
+      EXPECT_TRUE(std::isnan(want[static_cast<std::size_t>(n / 2)]));
+      // Keys beyond allowed are zeroed even when every allowed one is -inf.
+      std::vector<float> z(static_cast<std::size_t>(n), 1.0f);
+      z[0] = -kInf;
+      EXPECT_EQ(detail::softmax2_numerator(z.data(), n, nullptr, 0, 1), 0.0f);
+      EXPECT_EQ(z, std::vector<float>(static_cast<std::size_t>(n), 0.0f));
+    }
+  });
+}
+
+// The fast path with the maximum known: a common factor differs, the normalised row matches.
+// Keys far below the maximum (more than 126 in log2 units) get ~0 weight.
+TEST(SimdParityAttention, Softmax2NumeratorUnmasked) {
+  for_each_simd_target([&] {
+    for (const std::int64_t n : kSizes) {
+      for (const float shift : {0.0f, 37.3f, -1000.5f}) {
+        SCOPED_TRACE("n = " + std::to_string(n) + ", shift " + std::to_string(shift));
+        auto x0 = random_vector(n + 1, static_cast<std::uint64_t>(n) + 40, -8.0f, 8.0f);
+        for (float& v : x0) v += shift;
+        if (n > 4) x0[4] = shift - 200.0f;
+        std::vector<float> got(x0), want(x0);
+        const float mx = reference::row_max(x0.data() + 1, n);
+        const float inv = detail::softmax2_numerator_unmasked(got.data() + 1, n, mx);
+        const float rinv = reference::softmax2_numerator(want.data() + 1, n, nullptr, 0, n);
+        for (std::int64_t j = 1; j <= n; ++j) {
+          got[static_cast<std::size_t>(j)] *= inv;
+          want[static_cast<std::size_t>(j)] *= rinv;
+        }
+        expect_close(got, want, 1e-5);
+        EXPECT_EQ(got[0], x0[0]);
+      }
+    }
+    // A non-finite maximum takes the general path.
+    std::vector<float> inf_row = {1.0f, kInf, 0.0f};
+    (void)detail::softmax2_numerator_unmasked(inf_row.data(), 3, kInf);
+    EXPECT_TRUE(std::isnan(inf_row[1]));
+  });
+}
+
+TEST(SimdParityAttention, SoftmaxRow) {
+  for_each_simd_target([&] {
+    for (const std::int64_t n : kSizes) {
+      SCOPED_TRACE("n = " + std::to_string(n));
+      const auto x0 = random_vector(n, static_cast<std::uint64_t>(n) + 7, -20.0f, 20.0f);
+      const auto mask = random_vector(n, static_cast<std::uint64_t>(n) + 8, -2.0f, 2.0f);
+      for (const std::int64_t allowed : {n, n - n / 3}) {
+        std::vector<float> got(x0), want(x0);
+        detail::softmax_row(got.data(), n, 0.37f, mask.data(), 1, allowed);
+        reference::softmax_row(want.data(), n, 0.37f, mask.data(), 1, allowed);
+        expect_close(got, want, 1e-5);
+        got = x0;
+        want = x0;
+        detail::softmax_row(got.data(), n, 1.0f, nullptr, 0, allowed);
+        reference::softmax_row(want.data(), n, 1.0f, nullptr, 0, allowed);
+        expect_close(got, want, 1e-5);
+      }
+    }
+  });
+}
+
+TEST(SimdParityAttention, AdditiveScore) {
+  for_each_simd_target([&] {
+    for (const std::int64_t n : kSizes) {
+      SCOPED_TRACE("n = " + std::to_string(n));
+      // Large |x + y| saturates tanh; small values test the absolute accuracy near 0.
+      const auto x = random_vector(n, static_cast<std::uint64_t>(n) + 11, -12.0f, 12.0f);
+      const auto y = random_vector(n, static_cast<std::uint64_t>(n) + 12, -0.5f, 0.5f);
+      const auto v = random_vector(n, static_cast<std::uint64_t>(n) + 13, -1.0f, 1.0f);
+      const float got = detail::additive_score(x.data(), y.data(), v.data(), n);
+      const float want = reference::additive_score(x.data(), y.data(), v.data(), n);
+      EXPECT_NEAR(got, want, 1e-5 + 1e-5 * std::fabs(want));
+    }
+  });
+}
+
+TEST(SimdParityAttention, RowMaxAndScaling) {
+  for_each_simd_target([&] {
+    for (const std::int64_t n : kSizes) {
+      SCOPED_TRACE("n = " + std::to_string(n));
+      const auto x = random_vector(n + 1, static_cast<std::uint64_t>(n) + 21, -5.0f, 5.0f);
+      EXPECT_EQ(detail::row_max(x.data() + 1, n), reference::row_max(x.data() + 1, n));
+      std::vector<float> got(static_cast<std::size_t>(n + 2), 9.0f), want(got);
+      detail::scale_into(x.data() + 1, n, -0.73f, got.data() + 1);
+      for (std::int64_t j = 0; j < n; ++j)
+        want[static_cast<std::size_t>(j + 1)] = x[static_cast<std::size_t>(j + 1)] * -0.73f;
+      EXPECT_EQ(got, want);  // one rounding, the same on every target; no write past n
+      detail::scale_add_into(x.data() + 1, n, 1.5f, got.data() + 1);
+      for (std::int64_t j = 0; j < n; ++j) {
+        float& w = want[static_cast<std::size_t>(j + 1)];
+        w = w + x[static_cast<std::size_t>(j + 1)] * 1.5f;
+      }
+      expect_close(got, want, 1e-6);
+    }
+    EXPECT_EQ(detail::row_max(nullptr, 0), -kInf);
+  });
+}
+
+}  // namespace
+}  // namespace cvattn
