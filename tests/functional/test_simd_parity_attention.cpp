@@ -7,10 +7,13 @@
 #include <cstdint>
 #include <limits>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "functional/detail/softmax.hpp"
+#include "functional/detail/transpose.hpp"
 #include "functional/reference/softmax.hpp"
+#include "functional/reference/transpose.hpp"
 #include "support/random.hpp"
 #include "support/simd_targets.hpp"
 
@@ -195,6 +198,31 @@ TEST(SimdParityAttention, RowMaxAndScaling) {
       expect_close(got, want, 1e-6);
     }
     EXPECT_EQ(detail::row_max(nullptr, 0), -kInf);
+  });
+}
+
+// --- transposes ---
+
+// Shapes around the 4x4 and 8x8 register blocks, with odd remainders of rows and columns.
+TEST(SimdParityAttention, Transpose) {
+  test::Random rng(31);
+  std::vector<std::pair<std::int64_t, std::int64_t>> shapes = {
+      {1, 1}, {1, 9},   {9, 1},   {4, 4},    {8, 8},    {3, 5},
+      {7, 9}, {16, 24}, {17, 33}, {196, 32}, {32, 196}, {49, 64}};
+  for (int i = 0; i < 8; ++i) {
+    shapes.emplace_back(1 + static_cast<std::int64_t>(rng.next() % 70),
+                        1 + static_cast<std::int64_t>(rng.next() % 70));
+  }
+  for_each_simd_target([&] {
+    for (const auto& [rows, cols] : shapes) {
+      SCOPED_TRACE(std::to_string(rows) + " x " + std::to_string(cols));
+      const auto x =
+          random_vector(rows * cols, static_cast<std::uint64_t>(rows * 100 + cols), -1.0f, 1.0f);
+      std::vector<float> got(static_cast<std::size_t>(rows * cols), 7.0f), want(got);
+      detail::transpose(x.data(), got.data(), rows, cols);
+      reference::transpose(x.data(), want.data(), rows, cols);
+      EXPECT_EQ(got, want);
+    }
   });
 }
 
