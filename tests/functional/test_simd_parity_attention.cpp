@@ -10,8 +10,10 @@
 #include <utility>
 #include <vector>
 
+#include "functional/detail/sdpa_kernel.hpp"
 #include "functional/detail/softmax.hpp"
 #include "functional/detail/transpose.hpp"
+#include "functional/reference/sdpa_kernel.hpp"
 #include "functional/reference/softmax.hpp"
 #include "functional/reference/transpose.hpp"
 #include "support/random.hpp"
@@ -223,6 +225,119 @@ TEST(SimdParityAttention, Transpose) {
       reference::transpose(x.data(), want.data(), rows, cols);
       EXPECT_EQ(got, want);
     }
+  });
+}
+
+// --- the SDPA engine ---
+
+struct SdpaCase {
+  std::int64_t heads, L, S, E, Ev;
+  int mask;  // 0 none, 1 per key (mask_cs 1), 2 one value per row (mask_cs 0)
+  bool causal;
+  int maps;  // 0 none, 1 per head, 2 averaged over groups of avg_group heads
+  std::int64_t avg_group;
+};
+
+std::string describe(const SdpaCase& c) {
+  return "heads " + std::to_string(c.heads) + ", L " + std::to_string(c.L) + ", S " +
+         std::to_string(c.S) + ", E " + std::to_string(c.E) + ", Ev " + std::to_string(c.Ev) +
+         ", mask " + std::to_string(c.mask) + (c.causal ? ", causal" : "") + ", maps " +
+         std::to_string(c.maps) + " (group " + std::to_string(c.avg_group) + ")";
+}
+
+// Heads packed as column blocks of [L, heads * E] rows (the MHA layout: row stride heads * E plus
+// one float of padding, so no row starts aligned), the mask shared by pairs of heads.
+void check_sdpa(const SdpaCase& c, std::uint64_t seed) {
+  SCOPED_TRACE(describe(c));
+  const std::int64_t q_rs = c.heads * c.E + 1, k_rs = q_rs, v_rs = c.heads * c.Ev + 1;
+  const std::int64_t out_rs = c.heads * c.Ev + 3;
+  const auto q = random_vector(c.L * q_rs, seed, -2.0f, 2.0f);
+  const auto k = random_vector(c.S * k_rs, seed + 1, -2.0f, 2.0f);
+  const auto v = random_vector(c.S * v_rs, seed + 2, -1.0f, 1.0f);
+  const std::int64_t mask_heads = (c.heads + 1) / 2;
+  auto mask = random_vector(mask_heads * c.L * c.S, seed + 3, -3.0f, 1.0f);
+  if (c.mask == 1) {
+    for (std::int64_t i = 0; i < c.L; ++i)
+      mask[static_cast<std::size_t>(i * c.S + (i * 7) % c.S)] = -kInf;
+    if (c.L > 2) {  // a fully masked row: zero weights and output
+      for (std::int64_t j = 0; j < c.S; ++j) mask[static_cast<std::size_t>(2 * c.S + j)] = -kInf;
+    }
+  }
+  detail::SdpaPlan p;
+  p.heads = c.heads;
+  p.L = c.L;
+  p.S = c.S;
+  p.E = c.E;
+  p.Ev = c.Ev;
+  p.scale = 1.0f / std::sqrt(static_cast<float>(c.E));
+  p.causal = c.causal;
+  p.q = q.data();
+  p.k = k.data();
+  p.v = v.data();
+  p.q_rs = q_rs;
+  p.k_rs = k_rs;
+  p.v_rs = v_rs;
+  p.out_rs = out_rs;
+  for (std::int64_t h = 0; h < c.heads; ++h) {
+    p.q_off.push_back(h * c.E);
+    p.k_off.push_back(h * c.E);
+    p.v_off.push_back(h * c.Ev);
+    p.out_off.push_back(h * c.Ev);
+    p.mask_off.push_back((h / 2) * c.L * c.S);
+  }
+  if (c.mask != 0) {
+    p.mask = mask.data();
+    p.mask_rs = c.S;
+    p.mask_cs = c.mask == 1 ? 1 : 0;
+  }
+  const std::int64_t map_rows = c.maps == 2 ? c.heads / c.avg_group : c.heads;
+  std::vector<float> out(static_cast<std::size_t>(c.L * out_rs), 5.0f), rout(out);
+  std::vector<float> maps(static_cast<std::size_t>(map_rows * c.L * c.S), 5.0f), rmaps(maps);
+  detail::SdpaPlan r = p;
+  p.out = out.data();
+  r.out = rout.data();
+  if (c.maps == 1) {
+    p.weights = maps.data();
+    r.weights = rmaps.data();
+  } else if (c.maps == 2) {
+    p.weights_avg = maps.data();
+    r.weights_avg = rmaps.data();
+    p.avg_group = r.avg_group = c.avg_group;
+  }
+  detail::run_sdpa(p);
+  reference::run_sdpa(r);
+  expect_close(out, rout);  // the padding between rows untouched (5 in both)
+  if (c.maps != 0) expect_close(maps, rmaps);
+}
+
+// Every option over sizes around the panel widths (P = 8, 16 or 32 keys; last panels of 4, 8 or
+// 16), E and Ev not multiples of 8, L not a multiple of the 6-row tiles, and a random sweep.
+TEST(SimdParityAttention, Sdpa) {
+  std::vector<SdpaCase> cases;
+  for (const std::int64_t S : {1, 3, 4, 5, 9, 16, 17, 33, 49, 196}) {
+    for (const int mask : {0, 1, 2}) {
+      for (const bool causal : {false, true}) {
+        for (const int maps : {0, 1, 2}) {
+          cases.push_back({4, S == 196 ? 23 : 13, S, S == 196 ? 32 : 7, S == 196 ? 32 : 9, mask,
+                           causal, maps, maps == 2 ? 2 : 1});
+        }
+      }
+    }
+  }
+  test::Random rng(41);
+  for (int i = 0; i < 16; ++i) {
+    const std::int64_t group = 1 + static_cast<std::int64_t>(rng.next() % 3);
+    cases.push_back({group * (1 + static_cast<std::int64_t>(rng.next() % 2)),
+                     1 + static_cast<std::int64_t>(rng.next() % 60),
+                     1 + static_cast<std::int64_t>(rng.next() % 80),
+                     1 + static_cast<std::int64_t>(rng.next() % 40),
+                     1 + static_cast<std::int64_t>(rng.next() % 40),
+                     static_cast<int>(rng.next() % 3), rng.next() % 2 == 0,
+                     static_cast<int>(rng.next() % 3), group});
+  }
+  for_each_simd_target([&] {
+    std::uint64_t seed = 100;
+    for (const auto& c : cases) check_sdpa(c, seed += 10);
   });
 }
 
