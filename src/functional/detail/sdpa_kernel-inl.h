@@ -44,7 +44,11 @@ namespace hn = hwy::HWY_NAMESPACE;
 namespace sdpa {
 
 using D = hn::ScalableTag<float>;
+#if HWY_TARGET == HWY_SCALAR
+using DH = D;  // one lane: no half vectors (never used: the narrow panel is then the full one)
+#else
 using DH = hn::Half<D>;
+#endif
 
 // Rows per register tile, and the lanes of one full vector.
 inline constexpr std::int64_t kTileRows = 6;

@@ -31,13 +31,14 @@ HWY_INLINE constexpr std::int64_t TransposeBlockSize() {
 // dst[t*dst_stride + i].
 HWY_INLINE void TransposeBlock(const float* HWY_RESTRICT src, std::int64_t stride,
                                float* HWY_RESTRICT dst, std::int64_t dst_stride) {
-  const TransposeTag d;
   constexpr std::int64_t B = TransposeBlockSize();
-  if constexpr (B < 4) {
-    for (std::int64_t i = 0; i < B; ++i) {
-      for (std::int64_t t = 0; t < B; ++t) dst[t * dst_stride + i] = src[i * stride + t];
-    }
-  } else {
+#if HWY_TARGET == HWY_SCALAR  // one lane: no shuffles
+  for (std::int64_t i = 0; i < B; ++i) {
+    for (std::int64_t t = 0; t < B; ++t) dst[t * dst_stride + i] = src[i * stride + t];
+  }
+#else
+  {
+    const TransposeTag d;
     using V = hn::VFromD<decltype(d)>;
     const hn::Repartition<std::uint64_t, decltype(d)> d64;
     V r[B];
@@ -67,6 +68,7 @@ HWY_INLINE void TransposeBlock(const float* HWY_RESTRICT src, std::int64_t strid
       }
     }
   }
+#endif
 }
 
 // transpose() in transpose.hpp.
