@@ -3,6 +3,7 @@
 // CPU support, over sizes that hit every loop tail of 4-, 8- and 16-lane vectors.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -177,6 +178,14 @@ TEST(SimdParityAttention, AdditiveScore) {
       const float got = detail::additive_score(x.data(), y.data(), v.data(), n);
       const float want = reference::additive_score(x.data(), y.data(), v.data(), n);
       EXPECT_NEAR(got, want, 1e-5 + 1e-5 * std::fabs(want));
+      // The row form: three keys of stride n + 1.
+      const auto ys = random_vector(3 * (n + 1), static_cast<std::uint64_t>(n) + 14, -3.0f, 3.0f);
+      float row[3];
+      detail::additive_scores(x.data(), ys.data(), n + 1, v.data(), n, 3, row);
+      for (std::int64_t s = 0; s < 3; ++s) {
+        const float w = reference::additive_score(x.data(), ys.data() + s * (n + 1), v.data(), n);
+        EXPECT_NEAR(row[s], w, 1e-5 + 1e-5 * std::fabs(w));
+      }
     }
   });
 }
@@ -200,6 +209,14 @@ TEST(SimdParityAttention, RowMaxAndScaling) {
       expect_close(got, want, 1e-6);
     }
     EXPECT_EQ(detail::row_max(nullptr, 0), -kInf);
+    const auto y = random_vector(301, 3, -5.0f, 5.0f);
+    for (const std::int64_t block : {1, 3, 4, 17, 100}) {
+      float want = kInf;
+      for (std::int64_t b = 0; b < 300 / block; ++b) {
+        want = std::min(want, reference::row_max(y.data() + b * block, block));
+      }
+      EXPECT_EQ(detail::min_of_block_maxima(y.data(), 300 / block, block), want) << block;
+    }
   });
 }
 

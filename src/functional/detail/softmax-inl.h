@@ -267,6 +267,13 @@ inline float AdditiveScore(const float* HWY_RESTRICT x, const float* HWY_RESTRIC
   return hn::GetLane(hn::SumOfLanes(d, acc));
 }
 
+// out[s] = AdditiveScore(x, y + s * y_stride, v, n) for s < count: one dispatch per query row.
+inline void AdditiveScores(const float* HWY_RESTRICT x, const float* y, std::int64_t y_stride,
+                           const float* HWY_RESTRICT v, std::int64_t n, std::int64_t count,
+                           float* HWY_RESTRICT out) {
+  for (std::int64_t s = 0; s < count; ++s) out[s] = AdditiveScore(x, y + s * y_stride, v, n);
+}
+
 // Maximum of x[0..n) (-inf when n == 0); NaN entries may or may not be ignored.
 inline float RowMax(const float* HWY_RESTRICT x, std::int64_t n) {
   const hn::ScalableTag<float> d;
@@ -280,6 +287,17 @@ inline float RowMax(const float* HWY_RESTRICT x, std::int64_t n) {
   }
   m = hn::GetLane(hn::MaxOfLanes(d, hn::Max(v0, v1)));
   for (; j < n; ++j) m = x[j] > m ? x[j] : m;
+  return m;
+}
+
+// min over b < blocks of RowMax(x + b * block, block): one dispatch for all blocks of a row.
+inline float MinOfBlockMaxima(const float* HWY_RESTRICT x, std::int64_t blocks,
+                              std::int64_t block) {
+  float m = std::numeric_limits<float>::infinity();
+  for (std::int64_t b = 0; b < blocks; ++b) {
+    const float r = RowMax(x + b * block, block);
+    m = r < m ? r : m;
+  }
   return m;
 }
 

@@ -14,7 +14,9 @@ namespace cvattn::detail {
 HWY_EXPORT(Softmax2Numerator);
 HWY_EXPORT(Softmax2NumeratorUnmasked);
 HWY_EXPORT(AdditiveScore);
+HWY_EXPORT(AdditiveScores);
 HWY_EXPORT(RowMax);
+HWY_EXPORT(MinOfBlockMaxima);
 HWY_EXPORT(ScaleInto);
 HWY_EXPORT(ScaleAddInto);
 HWY_EXPORT(SoftmaxRow);
@@ -32,7 +34,16 @@ float additive_score(const float* x, const float* y, const float* v, std::int64_
   return CVATTN_DISPATCH(AdditiveScore)(x, y, v, n);
 }
 
+void additive_scores(const float* x, const float* y, std::int64_t y_stride, const float* v,
+                     std::int64_t n, std::int64_t count, float* out) {
+  CVATTN_DISPATCH(AdditiveScores)(x, y, y_stride, v, n, count, out);
+}
+
 float row_max(const float* x, std::int64_t n) { return CVATTN_DISPATCH(RowMax)(x, n); }
+
+float min_of_block_maxima(const float* x, std::int64_t blocks, std::int64_t block) {
+  return CVATTN_DISPATCH(MinOfBlockMaxima)(x, blocks, block);
+}
 
 void scale_into(const float* x, std::int64_t n, float a, float* dst) {
   CVATTN_DISPATCH(ScaleInto)(x, n, a, dst);

@@ -29,8 +29,16 @@ inline constexpr float kLog2e = 1.44269504088896341f;
 // sum_a v[a] * tanh(x[a] + y[a]) (Bahdanau's additive score), absolute error ~1e-7.
 [[nodiscard]] float additive_score(const float* x, const float* y, const float* v, std::int64_t n);
 
+// out[s] = additive_score(x, y + s * y_stride, v, n) for s < count (one dispatch for a row of
+// keys: a dispatched call per score costs more than the score for small n).
+void additive_scores(const float* x, const float* y, std::int64_t y_stride, const float* v,
+                     std::int64_t n, std::int64_t count, float* out);
+
 // Maximum of x[0..n) (-inf when n == 0); NaN entries may or may not be ignored.
 [[nodiscard]] float row_max(const float* x, std::int64_t n);
+
+// min over b < blocks of row_max(x + b * block, block) (+inf when blocks == 0).
+[[nodiscard]] float min_of_block_maxima(const float* x, std::int64_t blocks, std::int64_t block);
 
 inline void scale_row(float* x, std::int64_t n, float a) {
   for (std::int64_t j = 0; j < n; ++j) x[j] *= a;
