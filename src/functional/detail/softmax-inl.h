@@ -164,6 +164,8 @@ inline float Softmax2Numerator(float* HWY_RESTRICT x, std::int64_t n, const floa
   // that Exp2HalfShifted adds back.
   const V vbias = hn::Set(d, m0 - m - 0.5f);
   const V lo = hn::Set(d, -127.0f), magic = hn::Set(d, kExp2Magic);
+  // The row's last whole vector of scores, before pass 2 overwrites them (for the tail).
+  const V last_x = a >= N ? hn::LoadU(d, x + a - N) : hn::Zero(d);
   V acc0 = hn::Zero(d), acc1 = hn::Zero(d);
   j = 0;
   if (row_mask) {
@@ -180,21 +182,36 @@ inline float Softmax2Numerator(float* HWY_RESTRICT x, std::int64_t n, const floa
       Exp2StorePair(d, v, lo, magic, x + j, acc0, acc1);
     }
   }
-  // Remaining full vectors and the tail (a libm call per element would cost more).
-  for (; j < a; j += N) {
-    const std::int64_t count = a - j < N ? a - j : N;
-    V y = hn::Add(count == N ? hn::LoadU(d, x + j) : LoadTail(d, x + j, count), vbias);
-    if (row_mask) {
-      y = hn::MulAdd(count == N ? hn::LoadU(d, mask + j) : LoadTail(d, mask + j, count), vl, y);
-    }
+  // Remaining full vectors, then the tail (a libm call per element would cost more): on rows
+  // of at least one vector, the last whole vector of the row, recomputed from its saved inputs
+  // (the same operations give the already stored lanes the same values), its new lanes summed;
+  // a copy through a buffer only for rows shorter than one vector.
+  const auto y_at = [&](V xv, std::int64_t at) HWY_ATTR {
+    return row_mask ? hn::Add(hn::MulAdd(hn::LoadU(d, mask + at), vl, vbias), xv)
+                    : hn::Add(xv, vbias);
+  };
+  for (; j + N <= a; j += N) {
+    V y = y_at(hn::LoadU(d, x + j), j);
     Exp2HalfShifted<1>(d, &y);
-    if (count == N) {
-      hn::StoreU(y, d, x + j);
+    hn::StoreU(y, d, x + j);
+    acc0 = hn::Add(acc0, y);
+  }
+  if (j < a) {
+    const std::int64_t count = a - j;
+    if (a >= N) {
+      V y = y_at(last_x, a - N);
+      Exp2HalfShifted<1>(d, &y);
+      hn::StoreU(y, d, x + a - N);
+      acc1 =
+          hn::Add(acc1, hn::IfThenZeroElse(hn::FirstN(d, static_cast<std::size_t>(N - count)), y));
     } else {
+      V y = hn::Add(LoadTail(d, x + j, count), vbias);
+      if (row_mask) y = hn::MulAdd(LoadTail(d, mask + j, count), vl, y);
+      Exp2HalfShifted<1>(d, &y);
       y = hn::IfThenElseZero(hn::FirstN(d, static_cast<std::size_t>(count)), y);
       StoreTail(d, y, x + j, count);
+      acc0 = hn::Add(acc0, y);
     }
-    acc0 = hn::Add(acc0, y);
   }
   const float s = hn::GetLane(hn::SumOfLanes(d, hn::Add(acc0, acc1)));
   for (std::int64_t i = a; i < n; ++i) x[i] = 0.0f;
@@ -218,23 +235,34 @@ inline float Softmax2NumeratorUnmasked(float* HWY_RESTRICT x, std::int64_t n, fl
   // The exponent field then holds round(x) - c + 127 (kExp2Magic - c is an integer, so the add
   // rounds x exactly as with kExp2Magic).
   const V lo = hn::Set(d, c - 126.4f), magic = hn::Set(d, kExp2Magic - c);
+  const V last_x = n >= N ? hn::LoadU(d, x + n - N) : hn::Zero(d);
   V acc0 = hn::Zero(d), acc1 = hn::Zero(d);
   std::int64_t j = 0;
   for (; j + 2 * N <= n; j += 2 * N) {
     V v[2] = {hn::LoadU(d, x + j), hn::LoadU(d, x + j + N)};
     Exp2StorePair(d, v, lo, magic, x + j, acc0, acc1);
   }
-  for (; j < n; j += N) {
-    const std::int64_t count = n - j < N ? n - j : N;
-    V v = count == N ? hn::LoadU(d, x + j) : LoadTail(d, x + j, count);
+  for (; j + N <= n; j += N) {
+    V v = hn::LoadU(d, x + j);
     Exp2HalfShifted<1>(d, &v, lo, magic);
-    if (count == N) {
-      hn::StoreU(v, d, x + j);
+    hn::StoreU(v, d, x + j);
+    acc0 = hn::Add(acc0, v);
+  }
+  if (j < n) {  // the tail as in Softmax2Numerator
+    const std::int64_t count = n - j;
+    if (n >= N) {
+      V v = last_x;
+      Exp2HalfShifted<1>(d, &v, lo, magic);
+      hn::StoreU(v, d, x + n - N);
+      acc1 =
+          hn::Add(acc1, hn::IfThenZeroElse(hn::FirstN(d, static_cast<std::size_t>(N - count)), v));
     } else {
+      V v = LoadTail(d, x + j, count);
+      Exp2HalfShifted<1>(d, &v, lo, magic);
       v = hn::IfThenElseZero(hn::FirstN(d, static_cast<std::size_t>(count)), v);
       StoreTail(d, v, x + j, count);
+      acc0 = hn::Add(acc0, v);
     }
-    acc0 = hn::Add(acc0, v);
   }
   return 1.0f / hn::GetLane(hn::SumOfLanes(d, hn::Add(acc0, acc1)));
 }
@@ -306,9 +334,16 @@ inline void ScaleInto(const float* x, std::int64_t n, float a, float* dst) {
   const hn::ScalableTag<float> d;
   const std::int64_t N = static_cast<std::int64_t>(hn::Lanes(d));
   const auto va = hn::Set(d, a);
-  std::int64_t j = 0;
-  for (; j + N <= n; j += N) hn::StoreU(hn::Mul(hn::LoadU(d, x + j), va), d, dst + j);
-  if (j < n) StoreTail(d, hn::Mul(LoadTail(d, x + j, n - j), va), dst + j, n - j);
+  if (n < N) {
+    if (n > 0) StoreTail(d, hn::Mul(LoadTail(d, x, n), va), dst, n);
+    return;
+  }
+  // The last whole vector, read before dst (which may be x) is written: it covers the tail.
+  const auto last = hn::LoadU(d, x + n - N);
+  for (std::int64_t j = 0; j + N <= n; j += N) {
+    hn::StoreU(hn::Mul(hn::LoadU(d, x + j), va), d, dst + j);
+  }
+  hn::StoreU(hn::Mul(last, va), d, dst + n - N);
 }
 
 // dst[0..n) += x[0..n) * a.
