@@ -134,9 +134,7 @@ Tensor attention_scores(const Tensor& q, const Tensor& k, Score score, const Sco
       detail::parallel_for(B * L, [&](std::int64_t bl) {
         const std::int64_t b = bl / L;
         const float* x = wqd + bl * A;
-        for (std::int64_t s = 0; s < S; ++s) {
-          o[bl * S + s] = detail::additive_score(x, ukd + (b * S + s) * A, va, A);
-        }
+        detail::additive_scores(x, ukd + b * S * A, A, va, A, S, o + bl * S);
       });
       break;
     }

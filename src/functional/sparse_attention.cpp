@@ -76,8 +76,7 @@ void top_k_row(const float* scores, std::int64_t S, std::int64_t k, float* tmp,
   float bound = lowest;
   if (2 * k <= S) {
     const std::int64_t block = S / k;  // k full blocks; the tail joins no block (still a bound)
-    bound = std::numeric_limits<float>::infinity();
-    for (std::int64_t b = 0; b < k; ++b) bound = std::min(bound, detail::row_max(vals + b * block, block));
+    bound = detail::min_of_block_maxima(vals, k, block);
   }
   std::int64_t c = 0;
   for (std::int64_t j = 0; j < S; ++j) {
