@@ -336,9 +336,8 @@ Geometry validate(const Tensor& input, const Tensor& weight, const Tensor& bias,
   CVATTN_CHECK(g.cout % groups == 0, ValueError, kWhere, ": groups (", groups,
                ") must divide the output channels of 'weight' ", to_string(weight.shape()));
   // Bounds groups first so that weight.dim(1) * groups cannot overflow.
-  CVATTN_CHECK(groups <= std::max<std::int64_t>(g.cin, 1), ShapeError, kWhere, ": groups (",
-               groups, ") exceeds the ", g.cin, " channels of 'input' ",
-               to_string(input.shape()));
+  CVATTN_CHECK(groups <= std::max<std::int64_t>(g.cin, 1), ShapeError, kWhere, ": groups (", groups,
+               ") exceeds the ", g.cin, " channels of 'input' ", to_string(input.shape()));
   CVATTN_CHECK(weight.dim(1) * groups == g.cin, ShapeError, kWhere, ": tensor 'input' expected ",
                weight.dim(1) * groups, " channels (weight ", to_string(weight.shape()),
                " with groups ", groups, "), got ", to_string(input.shape()));

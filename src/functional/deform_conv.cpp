@@ -16,23 +16,21 @@
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "functional/deform_conv-inl.h"
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
-
 #include <hwy/highway.h>
 
 #include "functional/deform_conv-inl.h"
 
 #if HWY_ONCE
-#include "cvattn/functional/deform_conv.hpp"
-
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <vector>
 
+#include "core/dispatch.hpp"
 #include "core/parallel_for.hpp"
 #include "core/workspace.hpp"
 #include "cvattn/core/error.hpp"
-#include "core/dispatch.hpp"
+#include "cvattn/functional/deform_conv.hpp"
 #include "functional/detail/conv_kernels.hpp"
 #include "functional/detail/deform_conv_parts.hpp"
 #include "functional/detail/tasks.hpp"
@@ -55,8 +53,8 @@ struct DeformKernels {
                   float*, std::int64_t);
   void (*channels_last)(const float*, float*, std::int64_t, std::int64_t, std::int64_t,
                         std::int64_t);
-  void (*gemm)(const float*, std::int64_t, std::int64_t, const float*, std::int64_t,
-               std::int64_t, float*, std::int64_t, const float*);
+  void (*gemm)(const float*, std::int64_t, std::int64_t, const float*, std::int64_t, std::int64_t,
+               float*, std::int64_t, const float*);
 };
 
 DeformKernels deform_kernels() {
@@ -103,13 +101,14 @@ Plan make_plan(const Geometry& g) {
   const std::int64_t p = g.positions();
   plan.cols = std::min(p, std::max<std::int64_t>(1, slot_floats / plan.r_blk));
   const std::int64_t image_bytes = (g.h * g.w + 1) * g.cin * 4;
-  plan.round = std::clamp<std::int64_t>(kRoundBytes / std::max<std::int64_t>(image_bytes, 1), 1,
-                                        g.n);
+  plan.round =
+      std::clamp<std::int64_t>(kRoundBytes / std::max<std::int64_t>(image_bytes, 1), 1, g.n);
   // Enough tasks for every thread (only ever shrinks the chunk, so the cap still holds).
   const std::int64_t wanted = detail::kTasksPerThread * threads;
   if (threads > 1 && plan.round * ceil_div(p, plan.cols) < wanted) {
     const std::int64_t per_image = ceil_div(wanted, plan.round);
-    plan.cols = std::min(plan.cols, std::max(std::min(plan.cols, kMinCols), ceil_div(p, per_image)));
+    plan.cols =
+        std::min(plan.cols, std::max(std::min(plan.cols, kMinCols), ceil_div(p, per_image)));
   }
   // Whole register tiles: a partial tile runs the GEMM kernel below its peak.
   if (plan.cols > kTileRows) plan.cols -= plan.cols % kTileRows;
@@ -180,40 +179,46 @@ Geometry validate(const Tensor& input, const Tensor& offset, const Tensor& weigh
   const std::string w_shape = to_string(weight.shape());
   CVATTN_CHECK(g.kh > 0 && g.kw > 0, ShapeError, kWhere, ": tensor 'weight' ", w_shape,
                " has an empty kernel");
-  CVATTN_CHECK(g.taps <= (std::int64_t{1} << 31), ShapeError, kWhere, ": tensor 'weight' ",
-               w_shape, " has more kernel taps than an offset tensor can describe");
-  CVATTN_CHECK(weight.dim(1) > 0, ShapeError, kWhere, ": tensor 'weight' expected at least one "
-               "input channel per group, got ", w_shape);
-  CVATTN_CHECK(g.cin > 0, ShapeError, kWhere, ": tensor 'input' expected at least one channel, "
-               "got ", in_shape);
-  CVATTN_CHECK(g.cin % weight.dim(1) == 0, ShapeError, kWhere, ": tensor 'input' expected a "
-               "multiple of ", weight.dim(1), " channels (weight ", w_shape, "), got ", in_shape);
+  CVATTN_CHECK(g.taps <= (std::int64_t{1} << 31), ShapeError, kWhere, ": tensor 'weight' ", w_shape,
+               " has more kernel taps than an offset tensor can describe");
+  CVATTN_CHECK(weight.dim(1) > 0, ShapeError, kWhere,
+               ": tensor 'weight' expected at least one "
+               "input channel per group, got ",
+               w_shape);
+  CVATTN_CHECK(g.cin > 0, ShapeError, kWhere,
+               ": tensor 'input' expected at least one channel, "
+               "got ",
+               in_shape);
+  CVATTN_CHECK(g.cin % weight.dim(1) == 0, ShapeError, kWhere,
+               ": tensor 'input' expected a "
+               "multiple of ",
+               weight.dim(1), " channels (weight ", w_shape, "), got ", in_shape);
   g.gw = g.cin / weight.dim(1);
-  CVATTN_CHECK(g.cout % g.gw == 0, ShapeError, kWhere, ": tensor 'weight' ", w_shape,
-               " has ", g.cout, " output channels, not a multiple of its ", g.gw,
-               " groups (input channels ", g.cin, " / ", weight.dim(1), ")");
+  CVATTN_CHECK(g.cout % g.gw == 0, ShapeError, kWhere, ": tensor 'weight' ", w_shape, " has ",
+               g.cout, " output channels, not a multiple of its ", g.gw, " groups (input channels ",
+               g.cin, " / ", weight.dim(1), ")");
   g.cin_g = weight.dim(1);
   g.cout_g = g.cout / g.gw;
 
-  CVATTN_CHECK(offset.dim(0) == g.n, ShapeError, kWhere, ": tensor 'offset' expected batch ",
-               g.n, " (of 'input' ", in_shape, "), got ", to_string(offset.shape()));
+  CVATTN_CHECK(offset.dim(0) == g.n, ShapeError, kWhere, ": tensor 'offset' expected batch ", g.n,
+               " (of 'input' ", in_shape, "), got ", to_string(offset.shape()));
   const std::int64_t pair_channels = 2 * g.taps;
   CVATTN_CHECK(offset.dim(1) > 0 && offset.dim(1) % pair_channels == 0, ShapeError, kWhere,
                ": tensor 'offset' expected 2*offset_groups*kh*kw channels (a positive multiple "
-               "of ", pair_channels, " for the ", g.kh, "x", g.kw, " kernel of 'weight' ", w_shape,
+               "of ",
+               pair_channels, " for the ", g.kh, "x", g.kw, " kernel of 'weight' ", w_shape,
                "), got ", to_string(offset.shape()));
   g.go = offset.dim(1) / pair_channels;
-  CVATTN_CHECK(g.cin % g.go == 0, ShapeError, kWhere, ": the ", g.go,
-               " offset groups of 'offset' ", to_string(offset.shape()),
-               " must divide the channels of 'input' ", in_shape);
+  CVATTN_CHECK(g.cin % g.go == 0, ShapeError, kWhere, ": the ", g.go, " offset groups of 'offset' ",
+               to_string(offset.shape()), " must divide the channels of 'input' ", in_shape);
   g.cin_o = g.cin / g.go;
 
   const std::int64_t eff_h = g.dh * (g.kh - 1) + 1;
   const std::int64_t eff_w = g.dw * (g.kw - 1) + 1;
-  CVATTN_CHECK(eff_h <= g.h + 2 * g.ph && eff_w <= g.w + 2 * g.pw, ShapeError, kWhere,
-               ": kernel (", g.kh, ", ", g.kw, ") with dilation (", g.dh, ", ", g.dw,
-               ") spans (", eff_h, ", ", eff_w, "), larger than the padded input (",
-               g.h + 2 * g.ph, ", ", g.w + 2 * g.pw, ") of 'input' ", in_shape);
+  CVATTN_CHECK(eff_h <= g.h + 2 * g.ph && eff_w <= g.w + 2 * g.pw, ShapeError, kWhere, ": kernel (",
+               g.kh, ", ", g.kw, ") with dilation (", g.dh, ", ", g.dw, ") spans (", eff_h, ", ",
+               eff_w, "), larger than the padded input (", g.h + 2 * g.ph, ", ", g.w + 2 * g.pw,
+               ") of 'input' ", in_shape);
   g.ho = (g.h + 2 * g.ph - eff_h) / g.sh + 1;
   g.wo = (g.w + 2 * g.pw - eff_w) / g.sw + 1;
   CVATTN_CHECK(offset.dim(2) == g.ho && offset.dim(3) == g.wo, ShapeError, kWhere,
@@ -315,8 +320,8 @@ Tensor deform_conv2d(const Tensor& input, const Tensor& offset, const Tensor& we
             }
           }
           kernels.gemm(col, cols, rl, wp + (gi * panels * r_all + r0) * kPanel, r_all * kPanel,
-                      g.cout_g, out_n + gi * g.cout_g * p_all + p0, p_all,
-                      r0 == 0 ? bias_all + gi * g.cout_g : nullptr);
+                       g.cout_g, out_n + gi * g.cout_g * p_all + p0, p_all,
+                       r0 == 0 ? bias_all + gi * g.cout_g : nullptr);
         }
       }
     };
@@ -336,14 +341,14 @@ Tensor sampling_positions(const Tensor& offset, Pair2 kernel_size,
   detail::check_pair(options.padding(), 0, "padding", kFn);
   detail::check_pair(options.dilation(), 1, "dilation", kFn);
   const std::int64_t kh = kernel_size.h, kw = kernel_size.w;
-  CVATTN_CHECK(kh * kw <= (std::int64_t{1} << 31), ValueError, kFn, ": kernel_size (", kh, ", ",
-               kw, ") has more taps than an offset tensor can describe");
+  CVATTN_CHECK(kh * kw <= (std::int64_t{1} << 31), ValueError, kFn, ": kernel_size (", kh, ", ", kw,
+               ") has more taps than an offset tensor can describe");
   const std::int64_t taps = kh * kw;
   const std::int64_t n = offset.dim(0), ho = offset.dim(2), wo = offset.dim(3);
   CVATTN_CHECK(offset.dim(1) > 0 && offset.dim(1) % (2 * taps) == 0, ShapeError, kFn,
                ": tensor 'offset' expected 2*offset_groups*kh*kw channels (a positive multiple "
-               "of ", 2 * taps, " for kernel_size (", kh, ", ", kw, ")), got ",
-               to_string(offset.shape()));
+               "of ",
+               2 * taps, " for kernel_size (", kh, ", ", kw, ")), got ", to_string(offset.shape()));
   const std::int64_t go = offset.dim(1) / (2 * taps);
   std::vector<cv::Point> all;
   const std::vector<cv::Point>* pts = &points;
@@ -377,9 +382,11 @@ Tensor sampling_positions(const Tensor& offset, Pair2 kernel_size,
           const float* dx = dy + plane;
           float* d = dst + (((b * go + g) * np + p) * taps + k) * 2;
           d[0] = static_cast<float>(pt.y * options.stride().h - options.padding().h +
-                                    i * options.dilation().h) + dy[at];
+                                    i * options.dilation().h) +
+                 dy[at];
           d[1] = static_cast<float>(pt.x * options.stride().w - options.padding().w +
-                                    j * options.dilation().w) + dx[at];
+                                    j * options.dilation().w) +
+                 dx[at];
         }
       }
     }

@@ -4,7 +4,6 @@
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "functional/grid_sample-inl.h"
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
-
 #include <hwy/highway.h>
 
 #include "functional/grid_sample-inl.h"
@@ -55,9 +54,9 @@ GridSampleJob validate(const Tensor& input, const Tensor& grid, const GridSample
   CVATTN_CHECK(s.h >= 1 && s.w >= 1, ShapeError, where,
                ": tensor 'input' expected non-empty spatial dimensions, got ",
                to_string(input.shape()));
-  CVATTN_CHECK(grid.dim(0) == s.n && grid.dim(3) == 2, ShapeError, where, ": tensor 'grid' expected ",
-               to_string({s.n, kAny, kAny, 2}), " (batch of 'input' ", to_string(input.shape()),
-               "), got ", to_string(grid.shape()));
+  CVATTN_CHECK(grid.dim(0) == s.n && grid.dim(3) == 2, ShapeError, where,
+               ": tensor 'grid' expected ", to_string({s.n, kAny, kAny, 2}), " (batch of 'input' ",
+               to_string(input.shape()), "), got ", to_string(grid.shape()));
   GridSampleJob job{};
   job.n = s.n, job.c = s.c, job.h = s.h, job.w = s.w, job.ho = grid.dim(1), job.wo = grid.dim(2);
   job.mode = options.mode();
@@ -96,8 +95,7 @@ Tensor grid_sample(const Tensor& input, const Tensor& grid, const GridSampleOpti
 }
 
 GridSampleGrads grid_sample_backward(const Tensor& input, const Tensor& grid,
-                                     const Tensor& grad_output,
-                                     const GridSampleOptions& options) {
+                                     const Tensor& grad_output, const GridSampleOptions& options) {
   if (input.rank() == 5) return grid_sample3d_backward(input, grid, grad_output, options);
   const char* where = "grid_sample_backward";
   check_mode(options, where);

@@ -50,7 +50,8 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
     // The bias is written first and the product accumulated onto it (beta 1): one pass over y
     // instead of the GEMM's zeroing pass plus a bias pass.
     if (bd != nullptr) {
-      for (std::int64_t r = r0; r < r1; ++r) std::copy(bd + o0, bd + o1, yd + r * out_features + o0);
+      for (std::int64_t r = r0; r < r1; ++r)
+        std::copy(bd + o0, bd + o1, yd + r * out_features + o0);
     }
     cvattn::detail::sgemm(cvattn::detail::Trans::no, cvattn::detail::Trans::yes, r1 - r0, o1 - o0,
                           in_features, 1.0f, xd + r0 * in_features, in_features,

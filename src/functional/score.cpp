@@ -22,11 +22,16 @@ constexpr const char* kScores = "attention_scores";
 
 const char* score_name(Score s) {
   switch (s) {
-    case Score::dot: return "dot";
-    case Score::scaled_dot: return "scaled_dot";
-    case Score::general: return "general";
-    case Score::additive: return "additive";
-    case Score::cosine: return "cosine";
+    case Score::dot:
+      return "dot";
+    case Score::scaled_dot:
+      return "scaled_dot";
+    case Score::general:
+      return "general";
+    case Score::additive:
+      return "additive";
+    case Score::cosine:
+      return "cosine";
   }
   return "?";
 }
@@ -82,9 +87,8 @@ Tensor attention_scores(const Tensor& q, const Tensor& k, Score score, const Sco
   const std::int64_t S = k.dim(1), Ek = k.dim(2);
   CVATTN_CHECK(k.dim(0) == B, ShapeError, where, ": tensor 'k' expected [", B,
                ", *, *] (batch of 'q' ", to_string(q.shape()), "), got ", to_string(k.shape()));
-  CVATTN_CHECK(Eq > 0 && Ek > 0, ShapeError, where,
-               ": embedding sizes must be positive, got 'q' ", to_string(q.shape()), " and 'k' ",
-               to_string(k.shape()));
+  CVATTN_CHECK(Eq > 0 && Ek > 0, ShapeError, where, ": embedding sizes must be positive, got 'q' ",
+               to_string(q.shape()), " and 'k' ", to_string(k.shape()));
   const bool same_e = score == Score::dot || score == Score::scaled_dot || score == Score::cosine;
   CVATTN_CHECK(!same_e || Ek == Eq, ShapeError, where, ": tensor 'k' expected [", B, ", *, ", Eq,
                "] (score '", score_name(score), "' needs the E of 'q' ", to_string(q.shape()),
@@ -147,8 +151,7 @@ Tensor attention_scores(const Tensor& q, const Tensor& k, Score score, const Sco
         for (std::int64_t r = 0; r < rows; ++r) {
           double s = 0;
           for (std::int64_t e = 0; e < E; ++e) s += double(t[r * E + e]) * t[r * E + e];
-          n[static_cast<std::size_t>(r)] =
-              static_cast<float>(std::max(std::sqrt(s), params.eps));
+          n[static_cast<std::size_t>(r)] = static_cast<float>(std::max(std::sqrt(s), params.eps));
         }
         return n;
       };
@@ -156,7 +159,8 @@ Tensor attention_scores(const Tensor& q, const Tensor& k, Score score, const Sco
       detail::parallel_for(B * L, [&](std::int64_t bl) {
         const std::int64_t b = bl / L;
         for (std::int64_t s = 0; s < S; ++s) {
-          o[bl * S + s] /= nq[static_cast<std::size_t>(bl)] * nk[static_cast<std::size_t>(b * S + s)];
+          o[bl * S + s] /=
+              nq[static_cast<std::size_t>(bl)] * nk[static_cast<std::size_t>(b * S + s)];
         }
       });
       break;
@@ -180,9 +184,8 @@ Tensor normalize_scores(const Tensor& scores, Normalizer normalizer, std::int64_
   float* o = out.data();
   switch (normalizer) {
     case Normalizer::softmax:
-      detail::parallel_for(rows, [&](std::int64_t r) {
-        detail::softmax_row(o + r * S, S, 1.0f, nullptr, 0, S);
-      });
+      detail::parallel_for(
+          rows, [&](std::int64_t r) { detail::softmax_row(o + r * S, S, 1.0f, nullptr, 0, S); });
       break;
     case Normalizer::hard:
       detail::parallel_for(rows, [&](std::int64_t r) {
@@ -195,7 +198,8 @@ Tensor normalize_scores(const Tensor& scores, Normalizer normalizer, std::int64_
       });
       break;
     case Normalizer::topk: {
-      const std::int64_t threads = std::max<std::int64_t>(1, std::min<std::int64_t>(detail::max_threads(), rows));
+      const std::int64_t threads =
+          std::max<std::int64_t>(1, std::min<std::int64_t>(detail::max_threads(), rows));
       std::vector<std::int64_t> index(static_cast<std::size_t>(threads * S));
       std::vector<float> kept(static_cast<std::size_t>(threads * top_k));
       detail::parallel_for(threads, [&](std::int64_t t) {

@@ -9,9 +9,8 @@
 #include <memory>
 #include <mutex>
 #include <numeric>
-#include <string>
-
 #include <opencv2/flann.hpp>
+#include <string>
 
 #include "core/parallel_for.hpp"
 #include "cvattn/core/error.hpp"
@@ -30,9 +29,8 @@ template <class Body>
 void for_thread_ranges(std::int64_t count, Body&& body) {
   const std::int64_t threads =
       std::max<std::int64_t>(1, std::min<std::int64_t>(detail::max_threads(), count));
-  detail::parallel_for(threads, [&](std::int64_t t) {
-    body(t, count * t / threads, count * (t + 1) / threads);
-  });
+  detail::parallel_for(
+      threads, [&](std::int64_t t) { body(t, count * t / threads, count * (t + 1) / threads); });
 }
 
 inline std::int64_t thread_slots(std::int64_t count) {
@@ -67,8 +65,7 @@ struct ByScore {
 // The minimum of k block maxima is a lower bound of the k-th largest value (k distinct entries
 // reach it), so only entries at or above it can be selected: typically a few k candidates,
 // found with vectorised scans, instead of a selection over all S entries.
-void top_k_row(const float* scores, std::int64_t S, std::int64_t k, float* tmp,
-               std::int32_t* out) {
+void top_k_row(const float* scores, std::int64_t S, std::int64_t k, float* tmp, std::int32_t* out) {
   const float lowest = -std::numeric_limits<float>::infinity();
   float* vals = tmp;      // scores with NaN as -inf
   float* cand = tmp + S;  // candidate values
@@ -129,8 +126,8 @@ class Gaussian {
 };
 
 void validate_search(const KeySearchOptions& o, std::int64_t S, const char* where) {
-  CVATTN_CHECK(o.top_k() >= 1 && o.top_k() <= S, ValueError, where, ": top_k must be in [1, ",
-               S, "] (the key count), got ", o.top_k());
+  CVATTN_CHECK(o.top_k() >= 1 && o.top_k() <= S, ValueError, where, ": top_k must be in [1, ", S,
+               "] (the key count), got ", o.top_k());
   if (o.method() == KeySearch::kdtree) {
     CVATTN_CHECK(o.trees() >= 1 && o.trees() <= 64, ValueError, where,
                  ": trees must be in [1, 64], got ", o.trees());
@@ -142,9 +139,8 @@ void validate_search(const KeySearchOptions& o, std::int64_t S, const char* wher
                  ": bits must be a multiple of 8 in [8, 4096], got ", o.bits());
     CVATTN_CHECK(o.table_number() >= 1 && o.table_number() <= 64, ValueError, where,
                  ": table_number must be in [1, 64], got ", o.table_number());
-    CVATTN_CHECK(o.key_size() >= 1 && o.key_size() <= 24 && o.key_size() <= o.bits(),
-                 ValueError, where, ": key_size must be in [1, min(24, bits)], got ",
-                 o.key_size());
+    CVATTN_CHECK(o.key_size() >= 1 && o.key_size() <= 24 && o.key_size() <= o.bits(), ValueError,
+                 where, ": key_size must be in [1, min(24, bits)], got ", o.key_size());
     CVATTN_CHECK(o.multi_probe_level() >= 0 && o.multi_probe_level() <= 2, ValueError, where,
                  ": multi_probe_level must be in [0, 2], got ", o.multi_probe_level());
     CVATTN_CHECK(o.candidates() >= 0, ValueError, where,
@@ -154,8 +150,8 @@ void validate_search(const KeySearchOptions& o, std::int64_t S, const char* wher
 
 // Exact selection for rows [r0, r1) of batch b (flat row = b*L + r).
 void exact_rows(const float* q, const float* k, std::int64_t L, std::int64_t S, std::int64_t E,
-                std::int64_t top_k, std::int64_t b, std::int64_t r0, std::int64_t r1,
-                float* scores, float* tmp, std::int32_t* out) {
+                std::int64_t top_k, std::int64_t b, std::int64_t r0, std::int64_t r1, float* scores,
+                float* tmp, std::int32_t* out) {
   const std::int64_t rows = r1 - r0;
   gemm(Trans::no, Trans::yes, rows, S, E, 1.0f, q + (b * L + r0) * E, E, k + b * S * E, E, 0.0f,
        scores, S);
@@ -166,9 +162,9 @@ void exact_rows(const float* q, const float* k, std::int64_t L, std::int64_t S, 
 
 // Re-ranks a row's candidate list by exact q.k, keeping the best top_k distinct valid ones.
 // Returns false when fewer than top_k remain (the caller then searches the row exactly).
-bool rerank_row(const float* qrow, const float* k, std::int64_t S, std::int64_t E,
-                const int* cand, std::int64_t ncand, std::int64_t top_k, float* cscore,
-                std::int32_t* cidx, std::int32_t* out) {
+bool rerank_row(const float* qrow, const float* k, std::int64_t S, std::int64_t E, const int* cand,
+                std::int64_t ncand, std::int64_t top_k, float* cscore, std::int32_t* cidx,
+                std::int32_t* out) {
   std::int64_t n = 0;
   for (std::int64_t i = 0; i < ncand; ++i) {
     const int j = cand[i];
@@ -336,15 +332,15 @@ KeySelection select_keys(const Tensor& q, const Tensor& k, const KeySearchOption
   std::vector<float> scores(static_cast<std::size_t>(slots * scratch_floats));
   std::vector<float> tmp(static_cast<std::size_t>(slots * 2 * S));
   if (options.method() == KeySearch::exact) {
-    for_thread_ranges(B * blocks_per_batch, [&](std::int64_t t, std::int64_t begin,
-                                                std::int64_t end) {
-      for (std::int64_t task = begin; task < end; ++task) {
-        const std::int64_t b = task / blocks_per_batch;
-        const std::int64_t r0 = (task % blocks_per_batch) * kBlock;
-        exact_rows(qd, kd, L, S, E, top_k, b, r0, std::min(L, r0 + kBlock),
-                   scores.data() + t * scratch_floats, tmp.data() + t * 2 * S, out);
-      }
-    });
+    for_thread_ranges(
+        B * blocks_per_batch, [&](std::int64_t t, std::int64_t begin, std::int64_t end) {
+          for (std::int64_t task = begin; task < end; ++task) {
+            const std::int64_t b = task / blocks_per_batch;
+            const std::int64_t r0 = (task % blocks_per_batch) * kBlock;
+            exact_rows(qd, kd, L, S, E, top_k, b, r0, std::min(L, r0 + kBlock),
+                       scores.data() + t * scratch_floats, tmp.data() + t * 2 * S, out);
+          }
+        });
     return sel;
   }
 
@@ -432,8 +428,8 @@ KeySelection select_keys(const Tensor& q, const Tensor& k, const KeySearchOption
         // Unlimited checks visit every leaf, so one tree is enough (FLANN prints a complaint
         // per query otherwise).
         const int trees = options.checks() < 0 ? 1 : options.trees();
-        index = std::make_unique<cv::flann::Index>(
-            key_data, cv::flann::KDTreeIndexParams(trees), cvflann::FLANN_DIST_L2);
+        index = std::make_unique<cv::flann::Index>(key_data, cv::flann::KDTreeIndexParams(trees),
+                                                   cvflann::FLANN_DIST_L2);
       }
     } catch (const cv::Exception& e) {
       throw ValueError(detail::concat(where, ": FLANN could not build the index: ", e.what()));
@@ -453,9 +449,9 @@ KeySelection select_keys(const Tensor& q, const Tensor& k, const KeySearchOption
         cv::Mat f = found.rowRange(rows), d = dists.rowRange(rows);
         index->knnSearch(query_data.rowRange(rows), f, d, static_cast<int>(knn), params);
         for (std::int64_t i = begin; i < end; ++i) {
-          const bool ok = rerank_row(qb + i * E, kb, S, E, found.ptr<int>(static_cast<int>(i)), knn,
-                                     top_k, cscore.data() + t * knn, cidx.data() + t * knn,
-                                     out + (b * L + i) * top_k);
+          const bool ok =
+              rerank_row(qb + i * E, kb, S, E, found.ptr<int>(static_cast<int>(i)), knn, top_k,
+                         cscore.data() + t * knn, cidx.data() + t * knn, out + (b * L + i) * top_k);
           if (!ok) need_exact[static_cast<std::size_t>(i)] = 1;
         }
       } catch (...) {
@@ -491,14 +487,13 @@ AttentionResult attend_selected(const Tensor& q, const Tensor& k, const Tensor& 
   check_rank(v, 3, "v", where);
   check_shape(v, {B, S, kAny}, "v", where);
   const std::int64_t Ev = v.dim(2);
-  CVATTN_CHECK(selection.shape.size() == 3 && selection.shape[0] == B &&
-                   selection.shape[1] == L && selection.shape[2] >= 1,
-               ShapeError, where, ": selection expected shape [", B, ", ", L,
-               ", top_k >= 1], got ", to_string(selection.shape));
+  CVATTN_CHECK(selection.shape.size() == 3 && selection.shape[0] == B && selection.shape[1] == L &&
+                   selection.shape[2] >= 1,
+               ShapeError, where, ": selection expected shape [", B, ", ", L, ", top_k >= 1], got ",
+               to_string(selection.shape));
   const std::int64_t kk = selection.shape[2];
-  CVATTN_CHECK(static_cast<std::int64_t>(selection.indices.size()) == B * L * kk, ShapeError,
-               where, ": selection holds ", selection.indices.size(), " indices, expected ",
-               B * L * kk);
+  CVATTN_CHECK(static_cast<std::int64_t>(selection.indices.size()) == B * L * kk, ShapeError, where,
+               ": selection holds ", selection.indices.size(), " indices, expected ", B * L * kk);
   for (std::size_t i = 0; i < selection.indices.size(); ++i) {
     const std::int32_t j = selection.indices[i];
     CVATTN_CHECK(j >= 0 && j < S, ValueError, where, ": selection index ", j, " at position ", i,

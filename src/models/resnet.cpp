@@ -27,11 +27,8 @@ std::int64_t symmetric_padding(std::int64_t kernel, std::int64_t stride, std::in
 std::shared_ptr<Conv2d> conv(std::int64_t in, std::int64_t out, std::int64_t kernel,
                              std::int64_t stride = 1, std::int64_t padding = 0,
                              std::int64_t groups = 1) {
-  return std::make_shared<Conv2d>(Conv2dOptions(in, out, kernel)
-                                      .stride(stride)
-                                      .padding(padding)
-                                      .groups(groups)
-                                      .bias(false));
+  return std::make_shared<Conv2d>(
+      Conv2dOptions(in, out, kernel).stride(stride).padding(padding).groups(groups).bias(false));
 }
 
 std::shared_ptr<BatchNorm2d> bn(std::int64_t channels) {
@@ -72,9 +69,11 @@ const char* to_string(BlockAttention attention) {
 FoldedConvBn::FoldedConvBn(std::shared_ptr<Conv2d> conv, std::shared_ptr<BatchNorm2d> bn)
     : conv_(std::move(conv)), bn_(std::move(bn)) {
   const Conv2dOptions& o = conv_->options();
-  options_ =
-      F::Conv2dOptions().stride(o.stride()).padding(o.padding()).dilation(o.dilation()).groups(
-          o.groups());
+  options_ = F::Conv2dOptions()
+                 .stride(o.stride())
+                 .padding(o.padding())
+                 .dilation(o.dilation())
+                 .groups(o.groups());
   fold();
 }
 
@@ -127,10 +126,8 @@ void ResNetDownsample::on_weights_loaded() { conv_bn_.fold(); }
 
 Tensor ResNetDownsample::forward(const Tensor& x) const {
   if (avg_ && stride_ > 1) {
-    const Tensor pooled = F::avg_pool2d(x, F::AvgPool2dOptions(2)
-                                               .stride(stride_)
-                                               .ceil_mode(true)
-                                               .count_include_pad(false));
+    const Tensor pooled = F::avg_pool2d(
+        x, F::AvgPool2dOptions(2).stride(stride_).ceil_mode(true).count_include_pad(false));
     return conv_bn_(pooled, false);
   }
   return conv_bn_(x, false);
@@ -156,8 +153,8 @@ ResidualBlock::ResidualBlock(const ResNetBlockOptions& options) : options_(optio
 void ResidualBlock::register_attention(std::int64_t channels) {
   switch (options_.attn_layer()) {
     case BlockAttention::se:
-      se_ = register_module("se",
-                            std::make_shared<SqueezeExcitation>(SqueezeExcitationOptions(channels)));
+      se_ = register_module(
+          "se", std::make_shared<SqueezeExcitation>(SqueezeExcitationOptions(channels)));
       break;
     case BlockAttention::eca:
       eca_ = register_module("se", std::make_shared<Eca>(EcaOptions(channels)));
@@ -183,8 +180,8 @@ Attended ResidualBlock::finish(const Tensor& x, const Tensor& identity, bool kee
     if (keep_maps) detail::add_prefixed(out.maps, "se", a.maps);
   }
   const Tensor shortcut = downsample_ ? downsample_->forward(identity) : identity;
-  CVATTN_CHECK(shortcut.shape() == y.shape(), ShapeError, describe(),
-               ": the shortcut ", cvattn::to_string(shortcut.shape()), " does not match the residual ",
+  CVATTN_CHECK(shortcut.shape() == y.shape(), ShapeError, describe(), ": the shortcut ",
+               cvattn::to_string(shortcut.shape()), " does not match the residual ",
                cvattn::to_string(y.shape()), "; the block needs downsample=true");
   out.output = F::residual_add(y, shortcut, true);
   return out;
@@ -193,8 +190,8 @@ Attended ResidualBlock::finish(const Tensor& x, const Tensor& identity, bool kee
 BasicBlock::BasicBlock(const ResNetBlockOptions& options) : ResidualBlock(options) {
   const auto& o = options_;
   CVATTN_CHECK(o.cardinality() == 1 && o.base_width() == 64, ValueError,
-               "BasicBlock: only cardinality 1 and base_width 64 (as timm), got ",
-               o.cardinality(), " and ", o.base_width());
+               "BasicBlock: only cardinality 1 and base_width 64 (as timm), got ", o.cardinality(),
+               " and ", o.base_width());
   const std::int64_t first = o.planes() / o.reduce_first();
   CVATTN_CHECK(first >= 1, ValueError, "BasicBlock: planes / reduce_first must be >= 1");
   auto c1 = register_module("conv1", conv(o.inplanes(), first, 3, o.stride(), 1));
@@ -272,13 +269,13 @@ SelectiveKernelBasic::SelectiveKernelBasic(const ResNetBlockOptions& options)
                o.cardinality(), " and ", o.base_width());
   const std::int64_t first = o.planes() / o.reduce_first();
   CVATTN_CHECK(first >= 1, ValueError, "SelectiveKernelBasic: planes / reduce_first must be >= 1");
-  conv1_ = register_module("conv1", std::make_shared<SelectiveKernel>(
-                                        SelectiveKernelOptions(o.inplanes())
-                                            .out_channels(first)
-                                            .stride(o.stride())
-                                            .rd_ratio(o.sk_rd_ratio())
-                                            .rd_divisor(o.sk_rd_divisor())
-                                            .split_input(o.sk_split_input())));
+  conv1_ = register_module("conv1",
+                           std::make_shared<SelectiveKernel>(SelectiveKernelOptions(o.inplanes())
+                                                                 .out_channels(first)
+                                                                 .stride(o.stride())
+                                                                 .rd_ratio(o.sk_rd_ratio())
+                                                                 .rd_divisor(o.sk_rd_divisor())
+                                                                 .split_input(o.sk_split_input())));
   conv2_ = register_module("conv2", std::make_shared<ConvNormAct>(
                                         ConvNormActOptions(first, o.planes(), 3).apply_act(false)));
   register_attention(o.planes());
@@ -309,18 +306,19 @@ SelectiveKernelBottleneck::SelectiveKernelBottleneck(const ResNetBlockOptions& o
   const std::int64_t first = width / o.reduce_first();
   CVATTN_CHECK(width >= 1 && first >= 1, ValueError, "SelectiveKernelBottleneck: width (", width,
                ") and width / reduce_first must be >= 1");
-  conv1_ = register_module("conv1", std::make_shared<ConvNormAct>(
-                                        ConvNormActOptions(o.inplanes(), first, 1)));
-  conv2_ = register_module("conv2", std::make_shared<SelectiveKernel>(
-                                        SelectiveKernelOptions(first)
-                                            .out_channels(width)
-                                            .stride(o.stride())
-                                            .groups(o.cardinality())
-                                            .rd_ratio(o.sk_rd_ratio())
-                                            .rd_divisor(o.sk_rd_divisor())
-                                            .split_input(o.sk_split_input())));
-  conv3_ = register_module("conv3", std::make_shared<ConvNormAct>(
-                                        ConvNormActOptions(width, out_channels(), 1).apply_act(false)));
+  conv1_ = register_module(
+      "conv1", std::make_shared<ConvNormAct>(ConvNormActOptions(o.inplanes(), first, 1)));
+  conv2_ = register_module("conv2",
+                           std::make_shared<SelectiveKernel>(SelectiveKernelOptions(first)
+                                                                 .out_channels(width)
+                                                                 .stride(o.stride())
+                                                                 .groups(o.cardinality())
+                                                                 .rd_ratio(o.sk_rd_ratio())
+                                                                 .rd_divisor(o.sk_rd_divisor())
+                                                                 .split_input(o.sk_split_input())));
+  conv3_ = register_module(
+      "conv3",
+      std::make_shared<ConvNormAct>(ConvNormActOptions(width, out_channels(), 1).apply_act(false)));
   register_attention(out_channels());
   register_downsample(out_channels());
 }
@@ -448,19 +446,20 @@ ResNet::ResNet(const ResNetOptions& options) : options_(options) {
                  " needs at least one block, got ", o.layers()[s]);
     for (std::int64_t i = 0; i < o.layers()[s]; ++i) {
       const std::int64_t stride = (s > 0 && i == 0) ? 2 : 1;
-      ResNetBlockOptions bo = ResNetBlockOptions(inplanes, planes)
-                                  .stride(stride)
-                                  .cardinality(o.cardinality())
-                                  .base_width(o.base_width())
-                                  .attn_layer(o.attn_layer())
-                                  .downsample(i == 0 && (stride != 1 || inplanes != planes * expansion))
-                                  .avg_down(o.avg_down())
-                                  .sk_rd_ratio(o.sk_rd_ratio())
-                                  .sk_rd_divisor(o.sk_rd_divisor())
-                                  .sk_split_input(o.sk_split_input())
-                                  .radix(o.radix())
-                                  .avd(o.avd())
-                                  .avd_first(o.avd_first());
+      ResNetBlockOptions bo =
+          ResNetBlockOptions(inplanes, planes)
+              .stride(stride)
+              .cardinality(o.cardinality())
+              .base_width(o.base_width())
+              .attn_layer(o.attn_layer())
+              .downsample(i == 0 && (stride != 1 || inplanes != planes * expansion))
+              .avg_down(o.avg_down())
+              .sk_rd_ratio(o.sk_rd_ratio())
+              .sk_rd_divisor(o.sk_rd_divisor())
+              .sk_split_input(o.sk_split_input())
+              .radix(o.radix())
+              .avd(o.avd())
+              .avd_first(o.avd_first());
       switch (o.block()) {
         case ResNetBlock::basic:
           stage->push_back(std::make_shared<BasicBlock>(bo));

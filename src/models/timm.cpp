@@ -91,12 +91,12 @@ const std::vector<Entry>& registry() {
         {"deit_tiny_distilled_patch16_224", VisionTransformerOptions(192, 12, 3).distilled(true)},
     };
     for (const auto& [name, options] : vits) {
-      out.push_back({name, "head.weight",
-                     [name = name, options = options](std::int64_t num_classes) {
-                       VisionTransformerOptions o = options;
-                       return std::shared_ptr<Network>(std::make_shared<VisionTransformer>(
-                           o.model_name(name).num_classes(num_classes)));
-                     }});
+      out.push_back(
+          {name, "head.weight", [name = name, options = options](std::int64_t num_classes) {
+             VisionTransformerOptions o = options;
+             return std::shared_ptr<Network>(
+                 std::make_shared<VisionTransformer>(o.model_name(name).num_classes(num_classes)));
+           }});
     }
     // --- mobile: entries of this family ---
     // models/mobilenetv3.py _gen_mobilenet_v3 and models/efficientnet.py _gen_efficientnet /
@@ -149,15 +149,15 @@ const std::vector<Entry>& registry() {
                                                     {"ir_r1_k3_s1_e6_c320_se0.25_cc4"}})},
     };
     for (const auto& [name, options] : mobiles) {
-      out.push_back({name, "classifier.weight",
-                     [name = name, options = options](std::int64_t num_classes) {
-                       MobileNetOptions o = options;
-                       o.model_name(name).num_classes(num_classes);
-                       if (o.head() == MobileHead::mobilenetv3) {
-                         return std::shared_ptr<Network>(std::make_shared<MobileNetV3>(o));
-                       }
-                       return std::shared_ptr<Network>(std::make_shared<EfficientNet>(o));
-                     }});
+      out.push_back(
+          {name, "classifier.weight", [name = name, options = options](std::int64_t num_classes) {
+             MobileNetOptions o = options;
+             o.model_name(name).num_classes(num_classes);
+             if (o.head() == MobileHead::mobilenetv3) {
+               return std::shared_ptr<Network>(std::make_shared<MobileNetV3>(o));
+             }
+             return std::shared_ptr<Network>(std::make_shared<EfficientNet>(o));
+           }});
     }
 
     // --- swin: entries of this family ---
@@ -186,12 +186,12 @@ const std::vector<Entry>& registry() {
         {"swin_tiny_patch4_window7_224", SwinTransformerOptions()},
     };
     for (const auto& [name, options] : swins) {
-      out.push_back({name, "head.fc.weight",
-                     [name = name, options = options](std::int64_t num_classes) {
-                       SwinTransformerOptions o = options;
-                       return std::shared_ptr<Network>(std::make_shared<SwinTransformer>(
-                           o.model_name(name).num_classes(num_classes)));
-                     }});
+      out.push_back(
+          {name, "head.fc.weight", [name = name, options = options](std::int64_t num_classes) {
+             SwinTransformerOptions o = options;
+             return std::shared_ptr<Network>(
+                 std::make_shared<SwinTransformer>(o.model_name(name).num_classes(num_classes)));
+           }});
     }
 
     // --- byob: entries of this family ---
@@ -240,8 +240,8 @@ std::shared_ptr<Network> create(const std::string& model_name, const StateDict& 
   const Entry& e = find(model_name, "models::create");
   const StateDict::Entry* fc = state_dict.find(e.classifier);
   CVATTN_CHECK(fc != nullptr, ValueError, "models::create('", model_name,
-               "'): the state_dict has no classifier weight '", e.classifier, "' (", state_dict.size(),
-               " keys); is it a ", model_name, " state_dict?");
+               "'): the state_dict has no classifier weight '", e.classifier, "' (",
+               state_dict.size(), " keys); is it a ", model_name, " state_dict?");
   CVATTN_CHECK(fc->value.rank() == 2 && fc->value.dim(0) >= 1 && !fc->integer, ValueError,
                "models::create('", model_name, "'): '", e.classifier,
                "' expected [num_classes, features], got ", cvattn::to_string(fc->value.shape()));

@@ -12,10 +12,10 @@ namespace cvattn {
 namespace {
 
 namespace F = functional;
-using ::testing::HasSubstr;
-using ::testing::ThrowsMessage;
 using test::pair;
 using test::ThreadScope;
+using ::testing::HasSubstr;
+using ::testing::ThrowsMessage;
 
 constexpr test::Tolerance kTol{1e-4, 1e-4};
 constexpr test::Tolerance kExact{0, 0};

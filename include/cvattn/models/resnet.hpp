@@ -6,7 +6,8 @@
 //            ReLU, maxpool 3x3 s2 p1
 //   layer1..4  blocks; the first of each stage strides (except layer1) and may downsample the
 //            shortcut: downsample.0 conv 1x1 + downsample.1 BN, or with avg_down
-//            downsample.0 AvgPool2d(2, stride, ceil_mode, count_include_pad=False) + .1 conv + .2 BN
+//            downsample.0 AvgPool2d(2, stride, ceil_mode, count_include_pad=False) + .1 conv + .2
+//            BN
 //   head     global average pooling -> features [N, C] -> fc Linear -> logits
 //
 // Blocks (timm's forward order):
@@ -309,7 +310,7 @@ class CVATTN_EXPORT ResNet final : public Network {
  private:
   ResNetOptions options_;
   std::int64_t num_features_ = 0;
-  std::vector<FoldedConvBn> stem_;  // the stem convs, the last one folded with bn1
+  std::vector<FoldedConvBn> stem_;                  // the stem convs, the last one folded with bn1
   std::vector<std::shared_ptr<BlockList>> stages_;  // layer1..4
   std::shared_ptr<Linear> fc_;
 };

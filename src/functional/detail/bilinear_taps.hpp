@@ -42,8 +42,8 @@ CVATTN_TAPS_INLINE std::int32_t clamp_floor_index(float v) {
 // Bit k set when corner k of the cell with top-left corner (xi, yi) lies in an h x w plane.
 // Written with unsigned range tests and integer selects only (no bool values), so that loops
 // computing a row of taps vectorise with GCC.
-CVATTN_TAPS_INLINE std::uint32_t bilinear_inside(std::int32_t xi, std::int32_t yi,
-                                                 std::int32_t h, std::int32_t w) {
+CVATTN_TAPS_INLINE std::uint32_t bilinear_inside(std::int32_t xi, std::int32_t yi, std::int32_t h,
+                                                 std::int32_t w) {
   const auto uw = static_cast<std::uint32_t>(w);
   const auto uh = static_cast<std::uint32_t>(h);
   // Columns: west feeds corners 0 and 2 (mask 5), east corners 1 and 3 (mask 10).
@@ -93,8 +93,8 @@ CVATTN_TAPS_INLINE float bilinear_read(const float* plane, const BilinearTaps& t
   const float v1 = (t.inside & 2u) ? plane[t.offset[1]] : 0.0f;
   const float v2 = (t.inside & 4u) ? plane[t.offset[2]] : 0.0f;
   const float v3 = (t.inside & 8u) ? plane[t.offset[3]] : 0.0f;
-  return std::fma(v3, t.weight[3], std::fma(v2, t.weight[2], std::fma(v1, t.weight[1],
-                                                                      v0 * t.weight[0])));
+  return std::fma(v3, t.weight[3],
+                  std::fma(v2, t.weight[2], std::fma(v1, t.weight[1], v0 * t.weight[0])));
 }
 
 // torchvision deform_conv2d's range rule in pixel space: a sample with y <= -1, y >= h, x <= -1
