@@ -310,10 +310,6 @@ NetworkOutput ByobNet::run(const Tensor& x, bool keep_maps) const {
   return out;
 }
 
-Tensor ByobNet::class_activation_map(const NetworkOutput& out, std::int64_t class_index) const {
-  return F::class_activation_map(out.feature_map, fc_->weight(), out.logits, class_index);
-}
-
 std::string ByobNet::describe() const {
   std::ostringstream s;
   s << "ByobNet(model_name=" << options_.model_name() << ", num_classes=" << options_.num_classes()

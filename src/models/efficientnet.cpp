@@ -525,11 +525,6 @@ NetworkOutput EfficientNet::run(const Tensor& x, bool keep_maps) const {
   return out;
 }
 
-Tensor EfficientNet::class_activation_map(const NetworkOutput& out,
-                                          std::int64_t class_index) const {
-  return F::class_activation_map(out.feature_map, classifier_->weight(), out.logits, class_index);
-}
-
 std::string EfficientNet::describe() const {
   std::ostringstream s;
   s << "EfficientNet(model_name=" << options_.model_name()

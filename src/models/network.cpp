@@ -32,11 +32,14 @@ Attended Network::forward_with_maps(const Tensor& x) const {
   return {out.logits, out.maps};
 }
 
-Tensor Network::class_activation_map(const NetworkOutput& /*out*/,
-                                     std::int64_t /*class_index*/) const {
-  throw ValueError(model_name() +
-                   ": no class activation map (the head is not global average pooling + one "
-                   "linear layer)");
+Tensor Network::class_activation_map(const NetworkOutput& out, std::int64_t class_index) const {
+  const Tensor weight = cam_weight();
+  if (!weight.defined()) {
+    throw ValueError(model_name() +
+                     ": no class activation map (the head is not global average pooling + one "
+                     "linear layer)");
+  }
+  return functional::class_activation_map(out.feature_map, weight, out.logits, class_index);
 }
 
 Tensor Network::rollout(const NetworkOutput& /*out*/, functional::HeadFusion /*head_fusion*/,

@@ -515,10 +515,6 @@ NetworkOutput ResNet::run(const Tensor& x, bool keep_maps) const {
   return out;
 }
 
-Tensor ResNet::class_activation_map(const NetworkOutput& out, std::int64_t class_index) const {
-  return F::class_activation_map(out.feature_map, fc_->weight(), out.logits, class_index);
-}
-
 std::string ResNet::describe() const {
   std::ostringstream s;
   s << "ResNet(model_name=" << options_.model_name() << ", num_classes=" << options_.num_classes()

@@ -264,11 +264,6 @@ NetworkOutput SwinTransformer::run(const Tensor& x, bool keep_maps) const {
   return out;
 }
 
-Tensor SwinTransformer::class_activation_map(const NetworkOutput& out,
-                                             std::int64_t class_index) const {
-  return F::class_activation_map(out.feature_map, fc_->weight(), out.logits, class_index);
-}
-
 std::string SwinTransformer::describe() const {
   std::ostringstream s;
   s << "SwinTransformer(model_name=" << options_.model_name()

@@ -290,12 +290,10 @@ class CVATTN_EXPORT EfficientNet final : public MobileNetBase {
   explicit EfficientNet(const MobileNetOptions& options);
   // x [N >= 1, in_chans, H >= 1, W >= 1]; ShapeError otherwise.
   [[nodiscard]] NetworkOutput run(const Tensor& x, bool keep_maps = true) const override;
-  [[nodiscard]] bool has_class_activation_map() const override { return true; }
-  [[nodiscard]] Tensor class_activation_map(const NetworkOutput& out,
-                                            std::int64_t class_index = -1) const override;
   [[nodiscard]] std::string describe() const override;
 
  protected:
+  [[nodiscard]] Tensor cam_weight() const override { return classifier_->weight(); }
   void on_weights_loaded() override;
 
  private:

@@ -62,11 +62,11 @@ class CVATTN_EXPORT Network : public UnaryModule {
   [[nodiscard]] virtual NetworkOutput run(const Tensor& x, bool keep_maps = true) const = 0;
 
   // True when the head is global average pooling + one linear layer (what a CAM needs).
-  [[nodiscard]] virtual bool has_class_activation_map() const { return false; }
+  [[nodiscard]] bool has_class_activation_map() const { return cam_weight().defined(); }
   // docs/modules.md §18 on the output of run(): [N, h, w], for class_index or, when negative, each
   // sample's predicted class. ValueError for networks without such a head.
-  [[nodiscard]] virtual Tensor class_activation_map(const NetworkOutput& out,
-                                                    std::int64_t class_index = -1) const;
+  [[nodiscard]] Tensor class_activation_map(const NetworkOutput& out,
+                                            std::int64_t class_index = -1) const;
 
   // True for ViT-family networks (attention rollout over their blocks).
   [[nodiscard]] virtual bool has_rollout() const { return false; }
@@ -79,6 +79,11 @@ class CVATTN_EXPORT Network : public UnaryModule {
   [[nodiscard]] virtual const std::string& model_name() const = 0;
   [[nodiscard]] virtual std::int64_t num_classes() const = 0;
   [[nodiscard]] virtual std::int64_t num_features() const = 0;
+
+ protected:
+  // The weight [num_classes, C] of the linear layer after global average pooling, for networks
+  // whose head is just that (their CAM); undefined for the others.
+  [[nodiscard]] virtual Tensor cam_weight() const { return {}; }
 };
 
 }  // namespace cvattn::models

@@ -295,9 +295,6 @@ class CVATTN_EXPORT ResNet final : public Network {
 
   // x [N >= 1, in_chans, H >= 1, W >= 1]; ShapeError otherwise.
   [[nodiscard]] NetworkOutput run(const Tensor& x, bool keep_maps = true) const override;
-  [[nodiscard]] bool has_class_activation_map() const override { return true; }
-  [[nodiscard]] Tensor class_activation_map(const NetworkOutput& out,
-                                            std::int64_t class_index = -1) const override;
   [[nodiscard]] const std::string& model_name() const override { return options_.model_name(); }
   [[nodiscard]] std::int64_t num_classes() const override { return options_.num_classes(); }
   [[nodiscard]] std::int64_t num_features() const override { return num_features_; }
@@ -305,6 +302,7 @@ class CVATTN_EXPORT ResNet final : public Network {
   [[nodiscard]] const ResNetOptions& options() const noexcept { return options_; }
 
  protected:
+  [[nodiscard]] Tensor cam_weight() const override { return fc_->weight(); }
   void on_weights_loaded() override;
 
  private:

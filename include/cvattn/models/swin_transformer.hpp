@@ -186,14 +186,14 @@ class CVATTN_EXPORT SwinTransformer final : public Network {
   // x [N >= 1, in_chans, img_h, img_w]; ShapeError otherwise (timm's strict image size).
   // feature_map is the final normed map as [N, C, h, w].
   [[nodiscard]] NetworkOutput run(const Tensor& x, bool keep_maps = true) const override;
-  [[nodiscard]] bool has_class_activation_map() const override { return true; }
-  [[nodiscard]] Tensor class_activation_map(const NetworkOutput& out,
-                                            std::int64_t class_index = -1) const override;
   [[nodiscard]] const std::string& model_name() const override { return options_.model_name(); }
   [[nodiscard]] std::int64_t num_classes() const override { return options_.num_classes(); }
   [[nodiscard]] std::int64_t num_features() const override { return num_features_; }
   [[nodiscard]] std::string describe() const override;
   [[nodiscard]] const SwinTransformerOptions& options() const noexcept { return options_; }
+
+ protected:
+  [[nodiscard]] Tensor cam_weight() const override { return fc_->weight(); }
 
  private:
   SwinTransformerOptions options_;
