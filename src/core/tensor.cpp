@@ -7,6 +7,7 @@
 #include <cstring>
 #include <sstream>
 
+#include "core/tensor_cache.hpp"
 #include "cvattn/core/error.hpp"
 
 namespace cvattn {
@@ -15,9 +16,13 @@ namespace {
 std::atomic<std::int64_t> g_max_tensor_bytes{std::int64_t{4} << 30};
 
 cv::Mat allocate(std::int64_t numel) {
-  // OpenCV's allocator aligns to CV_MALLOC_ALIGN (64 bytes); a zero-size Tensor still gets a
+  // cv::fastMalloc aligns to CV_MALLOC_ALIGN (64 bytes); a zero-size Tensor still gets a
   // one-element buffer so that data() is never null for a defined tensor.
-  return cv::Mat(1, static_cast<int>(std::max<std::int64_t>(numel, 1)), CV_32F);
+  // The storage comes from the tensor cache (core/tensor_cache.hpp).
+  cv::Mat m;
+  m.allocator = detail::tensor_allocator();
+  m.create(1, static_cast<int>(std::max<std::int64_t>(numel, 1)), CV_32F);
+  return m;
 }
 
 }  // namespace

@@ -28,6 +28,15 @@ CVATTN_EXPORT std::int64_t checked_numel(const Shape& shape, const std::string& 
 CVATTN_EXPORT void set_max_tensor_bytes(std::int64_t bytes);
 [[nodiscard]] CVATTN_EXPORT std::int64_t max_tensor_bytes();
 
+// Tensor storage of 64 KiB and more is kept when released and reused by the next tensor of
+// about the same size, so that a network's repeated forward does not fault its feature maps in
+// from the kernel on every call. At most this many bytes are kept (default 256 MiB; 0 under
+// AddressSanitizer); 0 disables the cache and frees what it holds. Process-wide, thread-safe.
+CVATTN_EXPORT void set_tensor_cache_bytes(std::int64_t bytes);
+[[nodiscard]] CVATTN_EXPORT std::int64_t tensor_cache_bytes();
+// Bytes currently kept by that cache (for tests and memory accounting).
+[[nodiscard]] CVATTN_EXPORT std::int64_t tensor_cache_kept_bytes();
+
 class CVATTN_EXPORT Tensor {
  public:
   static constexpr int kMaxRank = 6;
