@@ -88,17 +88,19 @@ using ConstArrayMap = Eigen::Map<const Eigen::ArrayXf>;
 // Elements per task of the elementwise ops: large enough to amortise the fork.
 constexpr std::int64_t kElementChunk = std::int64_t{1} << 15;
 
-Tensor unary(const Tensor& x, const char* where, ActLayer act) {
-  check_defined(x, "x", where);
-  Tensor y = Tensor::empty(x.shape());
-  const std::int64_t n = x.numel();
-  const float* src = x.data();
-  float* dst = y.data();
+// dst may be src (the kernels are elementwise).
+void unary_into(const float* src, float* dst, std::int64_t n, ActLayer act) {
   cvattn::detail::parallel_for(detail::ceil_div(n, kElementChunk), [&](std::int64_t c) {
     const std::int64_t begin = c * kElementChunk;
     cvattn::detail::activation_kernel(act, src + begin, dst + begin,
                                       std::min(kElementChunk, n - begin));
   });
+}
+
+Tensor unary(const Tensor& x, const char* where, ActLayer act) {
+  check_defined(x, "x", where);
+  Tensor y = Tensor::empty(x.shape());
+  unary_into(x.data(), y.data(), x.numel(), act);
   return y;
 }
 
@@ -210,6 +212,11 @@ Tensor silu(const Tensor& x) { return unary(x, "silu", ActLayer::silu); }
 Tensor hardswish(const Tensor& x) { return unary(x, "hardswish", ActLayer::hard_swish); }
 Tensor hardsigmoid(const Tensor& x) { return unary(x, "hardsigmoid", ActLayer::hard_sigmoid); }
 Tensor mish(const Tensor& x) { return unary(x, "mish", ActLayer::mish); }
+
+void activation_(Tensor& x, ActLayer act) {
+  check_defined(x, "x", "activation_");
+  if (act != ActLayer::identity) unary_into(x.data(), x.data(), x.numel(), act);
+}
 
 Tensor activation(const Tensor& x, ActLayer act) {
   switch (act) {

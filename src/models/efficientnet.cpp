@@ -41,8 +41,9 @@ std::shared_ptr<BatchNorm2d> make_bn(std::int64_t channels) {
 
 // bn(conv(x)) folded, then the activation (ReLU fused into the folded conv's pass).
 Tensor conv_bn_act(const FoldedConvBn& conv_bn, const Tensor& x, ActLayer act) {
-  if (act == ActLayer::relu) return conv_bn(x, true);
-  return F::activation(conv_bn(x, false), act);
+  Tensor y = conv_bn(x, false);
+  F::activation_(y, act);  // the conv's own output: in place
+  return y;
 }
 
 bool is_integer(const std::string& s) {
@@ -394,8 +395,11 @@ Attended CondConvResidual::run(const Tensor& x, bool keep_maps) const {
   const ActLayer act = options_.act_layer();
   const Tensor routing = routing_->forward(x);  // [N, E]
   if (keep_maps) out.maps.add("routing.attention", routing);
-  Tensor y = F::activation(bn1_->forward(conv_pw_->forward(x, routing)), act);
-  y = F::activation(bn2_->forward(conv_dw_->forward(y, routing)), act);
+  // bn outputs are fresh tensors: activated in place.
+  Tensor y = bn1_->forward(conv_pw_->forward(x, routing));
+  F::activation_(y, act);
+  y = bn2_->forward(conv_dw_->forward(y, routing));
+  F::activation_(y, act);
   y = excite(y, keep_maps, out.maps);
   y = bn3_->forward(conv_pwl_->forward(y, routing));
   out.output = finish(y, x);

@@ -86,7 +86,8 @@ void FoldedConvBn::fold() {
 Tensor FoldedConvBn::operator()(const Tensor& x, bool relu) const {
   check_shape(x, {kAny, conv_->options().in_channels(), kAny, kAny}, "x", "Conv2d::forward");
   Tensor y = F::conv2d(x, weight_, bias_, options_);
-  return relu ? F::relu(y) : y;
+  if (relu) F::activation_(y, ActLayer::relu);  // y is ours: in place, as timm's inplace ReLU
+  return y;
 }
 
 ConvNormAct::ConvNormAct(const ConvNormActOptions& options) : options_(options) {

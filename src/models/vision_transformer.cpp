@@ -91,7 +91,11 @@ VitMlp::VitMlp(std::int64_t dim, std::int64_t hidden) {
   fc2_ = register_module("fc2", std::make_shared<Linear>(LinearOptions(hidden, dim)));
 }
 
-Tensor VitMlp::forward(const Tensor& x) const { return fc2_->forward(F::gelu(fc1_->forward(x))); }
+Tensor VitMlp::forward(const Tensor& x) const {
+  Tensor h = fc1_->forward(x);
+  F::activation_(h, ActLayer::gelu);  // fc1's own output: in place
+  return fc2_->forward(h);
+}
 
 VitBlock::VitBlock(std::int64_t dim, std::int64_t num_heads, double mlp_ratio, double eps) {
   CVATTN_CHECK(mlp_ratio > 0.0, ValueError, "VitBlock: mlp_ratio must be positive, got ",

@@ -60,6 +60,24 @@ TEST(Activations, DispatcherMatchesEachFunction) {
   EXPECT_EQ(F::activation(x, ActLayer::identity).data(), x.data());  // identity shares storage
 }
 
+TEST(Activations, InPlaceMatchesPyTorchAndKeepsTheStorage) {
+  for (const auto& fx : test::fixtures_in("layers", "act_")) {
+    SCOPED_TRACE(fx.name());
+    const ActLayer act = parse_act_layer(fx.params()["act"].get<std::string>());
+    Tensor x = fx.tensor("input").clone();
+    const float* storage = x.data();
+    F::activation_(x, act);
+    EXPECT_EQ(x.data(), storage);
+    EXPECT_TENSOR_NEAR(x, fx.tensor("output"), kTol);
+  }
+  Tensor big = test::random_tensor({3, 70001}, 2);  // several chunks and a tail
+  const Tensor expected = F::silu(big);
+  F::activation_(big, ActLayer::silu);
+  EXPECT_TENSOR_NEAR(big, expected, kExact);
+  Tensor undefined;
+  EXPECT_THROW(F::activation_(undefined, ActLayer::relu), cvattn::Error);
+}
+
 // Large tensors are split into chunks over threads; every chunk, tail included, must agree
 // with the formula evaluated in double.
 TEST(Activations, LargeTensorsMatchTheFormulaInDouble) {

@@ -60,6 +60,10 @@ namespace cvattn::functional {
 
 // The activation `act` applied elementwise (identity returns x itself, sharing storage).
 [[nodiscard]] CVATTN_EXPORT Tensor activation(const Tensor& x, ActLayer act);
+// The same in place, as timm's `inplace=True` activations: x's storage is overwritten (so is
+// every tensor that shares it). Networks apply it to the conv or linear output they own, which
+// saves a feature map's allocation and a write pass.
+CVATTN_EXPORT void activation_(Tensor& x, ActLayer act);
 
 // exp(x - m) / sum(exp(x - m)) along `dim` (negative counts from the end), m the maximum along
 // dim, so large inputs do not overflow. A slice that is entirely -inf gives NaN, as in PyTorch.
