@@ -360,7 +360,7 @@ Geometry validate(const Tensor& input, const Tensor& weight, const Tensor& bias,
 namespace detail {
 
 void conv2d_into(const Tensor& input, const Tensor& weight, const Tensor& bias,
-                 const Conv2dOptions& options, float* out) {
+                 const Conv2dOptions& options, float* out, const float* winograd) {
   check_defined(input, "input", "conv2d");
   const Geometry g = validate(input, weight, bias, options);
   if (g.n * g.cout * g.ho * g.wo == 0) return;
@@ -382,7 +382,7 @@ void conv2d_into(const Tensor& input, const Tensor& weight, const Tensor& bias,
   } else if (g.kh == 3 && g.kw == 3 && g.sh == 1 && g.sw == 1 && g.dh == 1 && g.dw == 1 &&
              g.cin_g >= kWinogradMinChannels && g.cout_g >= kWinogradMinChannels &&
              ceil_div(g.ho, 2) * ceil_div(g.wo, 2) >= kWinogradMinTiles) {
-    detail::conv_winograd_3x3(g, input.data(), weight.data(), b, out);
+    detail::conv_winograd_3x3(g, input.data(), weight.data(), b, out, winograd);
   } else {
     conv_im2col(g, input.data(), weight.data(), b, out);
   }
@@ -401,6 +401,47 @@ Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias,
   const Geometry g = validate(input, weight, bias, options);
   Tensor out = Tensor::empty({g.n, g.cout, g.ho, g.wo});
   detail::conv2d_into(input, weight, bias, options, out.data());
+  return out;
+}
+
+Conv2dWeight::Conv2dWeight(const Tensor& weight, const Conv2dOptions& options)
+    : weight_(weight), options_(options) {
+  constexpr const char* kWhere = "Conv2dWeight";
+  check_defined(weight, "weight", kWhere);
+  check_rank(weight, 4, "weight", kWhere);
+  detail::check_pair(options.stride(), 1, "stride", kWhere);
+  detail::check_pair(options.padding(), 0, "padding", kWhere);
+  detail::check_pair(options.dilation(), 1, "dilation", kWhere);
+  const std::int64_t groups = options.groups();
+  CVATTN_CHECK(groups >= 1 && weight.dim(0) % groups == 0, ValueError, kWhere, ": groups (", groups,
+               ") must be positive and divide the output channels of 'weight' ",
+               to_string(weight.shape()));
+  Geometry g{};
+  g.cout = weight.dim(0);
+  g.cin_g = weight.dim(1);
+  g.cout_g = g.cout / groups;
+  // The input-independent half of conv2d's Winograd test (the tile count depends on the input).
+  const bool winograd = weight.dim(2) == 3 && weight.dim(3) == 3 && options.stride() == Pair2(1) &&
+                        options.dilation() == Pair2(1) && g.cin_g >= kWinogradMinChannels &&
+                        g.cout_g >= kWinogradMinChannels;
+  if (winograd) {
+    winograd_ = Tensor::empty({16, g.cout, g.cin_g});
+    detail::winograd_weights(g, weight.data(), winograd_.data());
+  }
+}
+
+Tensor conv2d(const Tensor& input, const Conv2dWeight& weight, const Tensor& bias) {
+  check_defined(input, "input", "conv2d");
+  check_defined(weight.weight(), "weight", "conv2d");
+  if (input.rank() == 3) {  // unbatched, as PyTorch allows
+    const Tensor out =
+        conv2d(input.reshape({1, input.dim(0), input.dim(1), input.dim(2)}), weight, bias);
+    return out.reshape({out.dim(1), out.dim(2), out.dim(3)});
+  }
+  const Geometry g = validate(input, weight.weight(), bias, weight.options());
+  Tensor out = Tensor::empty({g.n, g.cout, g.ho, g.wo});
+  const float* u = weight.winograd().defined() ? weight.winograd().data() : nullptr;
+  detail::conv2d_into(input, weight.weight(), bias, weight.options(), out.data(), u);
   return out;
 }
 

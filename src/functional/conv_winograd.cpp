@@ -12,6 +12,7 @@
 #include "core/workspace.hpp"
 #include "cvattn/core/tensor.hpp"
 #include "functional/detail/conv_kernels.hpp"
+#include "functional/detail/gemm.hpp"
 #include "functional/detail/window.hpp"
 
 namespace cvattn::functional::detail {
@@ -25,7 +26,9 @@ constexpr std::int64_t kChunkTiles = 160;
 // G = [[1, 0, 0], [1/2, 1/2, 1/2], [1/2, -1/2, 1/2], [0, 0, 1]]. Blocks of channels are
 // transformed tile-major on the stack and then stored plane by plane: storing each kernel
 // straight into the 16 planes of u, 16 KiB apart at 64 channels, thrashes L1 sets.
-void transform_weights(const ConvGeometry& g, const float* wt, float* u) {
+}  // namespace
+
+void winograd_weights(const ConvGeometry& g, const float* wt, float* u) {
   constexpr std::int64_t kBlock = 64;
   const std::int64_t plane = g.cout * g.cin_g;
   cvattn::detail::parallel_for(g.cout, [&](std::int64_t o) {
@@ -55,6 +58,8 @@ void transform_weights(const ConvGeometry& g, const float* wt, float* u) {
     }
   });
 }
+
+namespace {
 
 // GCC only vectorises these loops when it knows the arrays do not overlap.
 #define CVATTN_RESTRICT __restrict
@@ -221,7 +226,7 @@ void transform_output(const ConvGeometry& g, const float* bias, std::int64_t ty0
 }  // namespace
 
 void conv_winograd_3x3(const ConvGeometry& g, const float* in, const float* wt, const float* bias,
-                       float* out) {
+                       float* out, const float* prepared) {
   const std::int64_t th = ceil_div(g.ho, 2);
   const std::int64_t tw = ceil_div(g.wo, 2);
   const std::int64_t rows_cap = std::max<std::int64_t>(1, kChunkTiles / tw);
@@ -245,10 +250,12 @@ void conv_winograd_3x3(const ConvGeometry& g, const float* in, const float* wt, 
   const std::int64_t slot_size = detail::slot_stride(v_size + m_size + 16 * (tw + 1) + 4 * tw);
   // Allocated (and checked against the size cap) before any parallel region, and kept for the
   // next call (page faults on fresh scratch cost more than 5% of the conv and do not scale).
-  const cvattn::detail::Workspace u({kPositions, g.cout, g.cin_g}, "conv2d (Winograd weights)");
+  // The kernel's transform: prepared once (Conv2dWeight), or computed for this call.
+  const cvattn::detail::Workspace u({prepared ? 1 : kPositions, g.cout, g.cin_g},
+                                    "conv2d (Winograd weights)");
   const cvattn::detail::Workspace workspace({slots, slot_size}, "conv2d (Winograd scratch)");
-  transform_weights(g, wt, u.data());
-  const float* u_data = u.data();
+  if (!prepared) winograd_weights(g, wt, u.data());
+  const float* u_data = prepared ? prepared : u.data();
   float* ws = workspace.data();
   for_each_task(tasks, slots, [&](std::int64_t t, std::int64_t slot) {
     const std::int64_t chunk = t % chunks;
@@ -263,10 +270,11 @@ void conv_winograd_3x3(const ConvGeometry& g, const float* in, const float* wt, 
                     base + v_size + m_size + 16 * (tw + 1)};
     transform_input(g, in + (ni * g.cin + gi * g.cin_g) * g.h * g.w, ty0, ty1, tw, tiles, s);
     for (std::int64_t xi = 0; xi < kPositions; ++xi) {
-      float* m = s.m + xi * g.cout_g * tiles;
-      fill_bias(m, g.cout_g, tiles, tiles, nullptr);
-      gemm_accumulate(u_data + (xi * g.cout + gi * g.cout_g) * g.cin_g, g.cout_g, g.cin_g,
-                      s.v + xi * g.cin_g * tiles, tiles, tiles, m, tiles);
+      // M = U V with beta 0: no zeroing pass over M first.
+      cvattn::detail::sgemm(cvattn::detail::Trans::no, cvattn::detail::Trans::no, g.cout_g, tiles,
+                            g.cin_g, 1.0f, u_data + (xi * g.cout + gi * g.cout_g) * g.cin_g,
+                            g.cin_g, s.v + xi * g.cin_g * tiles, tiles, 0.0f,
+                            s.m + xi * g.cout_g * tiles, tiles);
     }
     transform_output(g, bias ? bias + gi * g.cout_g : nullptr, ty0, ty1, tw, tiles, s,
                      out + (ni * g.cout + gi * g.cout_g) * g.ho * g.wo);

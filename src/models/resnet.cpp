@@ -81,11 +81,12 @@ void FoldedConvBn::fold() {
   std::tie(weight_, bias_) =
       F::fold_batch_norm(conv_->weight(), conv_->bias(), bn_->running_mean(), bn_->running_var(),
                          bn_->weight(), bn_->bias(), bn_->options().eps());
+  prepared_ = F::Conv2dWeight(weight_, options_);
 }
 
 Tensor FoldedConvBn::operator()(const Tensor& x, bool relu) const {
   check_shape(x, {kAny, conv_->options().in_channels(), kAny, kAny}, "x", "Conv2d::forward");
-  Tensor y = F::conv2d(x, weight_, bias_, options_);
+  Tensor y = F::conv2d(x, prepared_, bias_);
   if (relu) F::activation_(y, ActLayer::relu);  // y is ours: in place, as timm's inplace ReLU
   return y;
 }

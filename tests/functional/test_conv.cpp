@@ -256,5 +256,57 @@ TEST(Conv2d, HugePaddingAndDilationFailCleanly) {
   EXPECT_EQ(y[0], 2.5f);
 }
 
+// Conv2dWeight: the Winograd transform prepared once gives conv2d's own values, bit for bit.
+TEST(Conv2d, PreparedWeightMatchesPyTorchAndTheUnpreparedCall) {
+  int cases = 0, prepared = 0;
+  for (const auto& fx : test::fixtures_in("functional")) {
+    if (fx.name().rfind("conv2d_", 0) != 0) continue;
+    SCOPED_TRACE(fx.name());
+    const auto& p = fx.params();
+    const auto options = F::Conv2dOptions()
+                             .stride(pair(p["stride"]))
+                             .padding(pair(p["padding"]))
+                             .dilation(pair(p["dilation"]))
+                             .groups(p["groups"].get<std::int64_t>());
+    const Tensor bias = p["bias"].get<bool>() ? fx.tensor("bias") : Tensor();
+    const F::Conv2dWeight weight(fx.tensor("weight"), options);
+    prepared += weight.winograd().defined() ? 1 : 0;
+    const Tensor y = F::conv2d(fx.tensor("input"), weight, bias);
+    EXPECT_TENSOR_NEAR(y, fx.tensor("output"), kTol);
+    EXPECT_TENSOR_NEAR(y, F::conv2d(fx.tensor("input"), fx.tensor("weight"), bias, options),
+                       kExact);
+    ++cases;
+  }
+  EXPECT_GE(cases, 35);
+  EXPECT_GE(prepared, 1);
+  // Winograd-sized: several chunks of tile rows, groups, odd sizes, both thread counts.
+  const Tensor x = test::random_tensor({2, 32, 37, 45}, 7);
+  const Tensor w = test::random_tensor({24, 16, 3, 3}, 8, -0.2f, 0.2f);
+  const Tensor b = test::random_tensor({24}, 9);
+  const auto options = F::Conv2dOptions().padding({1, 2}).groups(2);
+  const F::Conv2dWeight weight(w, options);
+  ASSERT_TRUE(weight.winograd().defined());
+  EXPECT_EQ(weight.winograd().shape(), (cvattn::Shape{16, 24, 16}));
+  for (int threads : {1, 2}) {
+    ThreadScope scope(threads);
+    EXPECT_TENSOR_NEAR(F::conv2d(x, weight, b), F::conv2d(x, w, b, options), kExact);
+  }
+  EXPECT_FALSE(F::Conv2dWeight(w, F::Conv2dOptions().stride(2).groups(2)).winograd().defined());
+  EXPECT_FALSE(F::Conv2dWeight(test::random_tensor({4, 4, 3, 3}, 1), {}).winograd().defined());
+}
+
+TEST(Conv2d, PreparedWeightRejectsBadWeightsAndOptions) {
+  EXPECT_THROW(F::Conv2dWeight(Tensor(), {}), cvattn::Error);
+  EXPECT_THROW(F::Conv2dWeight(Tensor::zeros({4, 3, 3}), {}), cvattn::ShapeError);
+  EXPECT_THROW(F::Conv2dWeight(Tensor::zeros({6, 2, 3, 3}), F::Conv2dOptions().groups(4)),
+               cvattn::ValueError);
+  EXPECT_THROW(F::Conv2dWeight(Tensor::zeros({6, 2, 3, 3}), F::Conv2dOptions().stride(0)),
+               cvattn::ValueError);
+  // The input is checked against the weight as conv2d does.
+  const F::Conv2dWeight weight(Tensor::zeros({8, 8, 3, 3}), F::Conv2dOptions().padding(1));
+  EXPECT_THROW((void)F::conv2d(Tensor::zeros({1, 7, 9, 9}), weight), cvattn::ShapeError);
+  EXPECT_EQ(F::conv2d(Tensor::zeros({8, 9, 9}), weight).shape(), (cvattn::Shape{8, 9, 9}));
+}
+
 }  // namespace
 }  // namespace cvattn

@@ -26,4 +26,32 @@ struct Conv2dOptions {
                                           const Tensor& bias = {},
                                           const Conv2dOptions& options = {});
 
+// A conv2d weight prepared once for repeated calls (ncnn and ONNX Runtime prepack weights at
+// load the same way): when the kernel can take conv2d's Winograd path (3x3, stride 1, dilation
+// 1, at least 8 input and output channels per group) its transformed kernel is computed here
+// instead of on every call. It shares the weight's storage: after changing those values in
+// place, prepare it again (the transform would be stale).
+class CVATTN_EXPORT Conv2dWeight {
+ public:
+  Conv2dWeight() = default;
+  // weight [Cout, Cin/groups, kh, kw]; ShapeError / ValueError as conv2d for bad weights or
+  // options.
+  Conv2dWeight(const Tensor& weight, const Conv2dOptions& options);
+  [[nodiscard]] const Tensor& weight() const noexcept { return weight_; }
+  [[nodiscard]] const Conv2dOptions& options() const noexcept { return options_; }
+  // [16, Cout, Cin/groups], F(2x2, 3x3)'s G k G^T per tile position; undefined when the
+  // kernel cannot take the Winograd path.
+  [[nodiscard]] const Tensor& winograd() const noexcept { return winograd_; }
+
+ private:
+  Tensor weight_;
+  Conv2dOptions options_;
+  Tensor winograd_;
+};
+
+// conv2d(input, weight.weight(), bias, weight.options()), with the prepared transform used when
+// this input takes the Winograd path; the same values as that call.
+[[nodiscard]] CVATTN_EXPORT Tensor conv2d(const Tensor& input, const Conv2dWeight& weight,
+                                          const Tensor& bias = {});
+
 }  // namespace cvattn::functional

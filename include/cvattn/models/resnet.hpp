@@ -66,6 +66,7 @@ class CVATTN_EXPORT FoldedConvBn {
   std::shared_ptr<BatchNorm2d> bn_;
   Tensor weight_, bias_;
   functional::Conv2dOptions options_;
+  functional::Conv2dWeight prepared_;  // weight_ prepared once per fold
 };
 
 // timm's ConvNormAct (layers/conv_bn_act.py) with BatchNorm2d and optional ReLU: keys

@@ -53,12 +53,16 @@ void gemm_accumulate(const float* a, std::int64_t rows, std::int64_t k, const fl
 
 // conv2d(input, weight, bias, options) (rank-4 input) written to `out`, which holds the
 // [N, Cout, Ho, Wo] floats conv2d would return: lets a module put a conv's result in scratch.
+// winograd: the prepared transform of `weight` (Conv2dWeight::winograd()) or nullptr.
 void conv2d_into(const Tensor& input, const Tensor& weight, const Tensor& bias,
-                 const Conv2dOptions& options, float* out);
+                 const Conv2dOptions& options, float* out, const float* winograd = nullptr);
 
-// 3x3, stride 1, dilation 1 by Winograd F(2x2, 3x3) (conv_winograd.cpp).
+// 3x3, stride 1, dilation 1 by Winograd F(2x2, 3x3) (conv_winograd.cpp); `u` is the kernel's
+// transform when prepared (winograd_weights), else nullptr and it is computed for this call.
 void conv_winograd_3x3(const ConvGeometry& g, const float* in, const float* wt, const float* bias,
-                       float* out);
+                       float* out, const float* u = nullptr);
+// The transform U[16][Cout][Cin_g] of the 3x3 kernels wt (only g.cout and g.cin_g are read).
+void winograd_weights(const ConvGeometry& g, const float* wt, float* u);
 
 // conv2d's Winograd thresholds: at least this many input and output channels per group and
 // 2x2 output tiles.
