@@ -89,7 +89,6 @@ void conv_depthwise(const Geometry& g, const float* in, const float* wt, const f
     float* phases = scratch_data + slot * stride;
     if (split[static_cast<std::size_t>(slot)] != src) {
       detail::depthwise_split(layout, src, phases);
-      std::fill(phases + layout.plane_floats(), phases + stride, 0.0f);
       split[static_cast<std::size_t>(slot)] = src;
     }
     detail::depthwise_taps(layout, offsets.data(), taps, wt + o * taps, bias ? bias[o] : 0.0f,

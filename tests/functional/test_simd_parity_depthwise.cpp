@@ -66,12 +66,18 @@ TEST(SimdParity, DepthwiseSplitEveryStrideAndPadding) {
             SCOPED_TRACE(describe(g));
             const DepthwiseLayout l = F::detail::depthwise_layout(g);
             const std::vector<float> src = random_vector(h * w, seed++);
-            // NaN first: every float of the phases must be written.
-            std::vector<float> got(static_cast<std::size_t>(l.plane_floats()), kNaN);
-            std::vector<float> want(got.size());
+            // NaN first: every float of the phases and the slack must be written, the slack
+            // with zeros, and nothing past it.
+            const auto size = static_cast<std::size_t>(l.plane_floats());
+            std::vector<float> got(size + kDepthwiseSlack + 1, kNaN);
+            std::vector<float> want(got.size(), 0.0f);
+            want.back() = kNaN;
             F::detail::depthwise_split(l, src.data(), got.data());
             reference::depthwise_split(l, src.data(), want.data());
-            for (std::size_t i = 0; i < got.size(); ++i) ASSERT_EQ(got[i], want[i]) << "at " << i;
+            for (std::size_t i = 0; i + 1 < got.size(); ++i) {
+              ASSERT_EQ(got[i], want[i]) << "at " << i;
+            }
+            EXPECT_TRUE(std::isnan(got.back())) << "written past the slack";
           }
         }
       }

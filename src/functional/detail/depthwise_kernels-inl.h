@@ -11,7 +11,6 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <cstring>
 
 #include "functional/conv_dilated-inl.h"  // DeinterleaveRow
 #include "functional/detail/depthwise_kernels.hpp"
@@ -34,8 +33,42 @@ struct DataSpan {
         hi(std::max(lo, std::min(n, (size + p - a + s - 1) / s))) {}
 };
 
-// Zeroes every float of the phases that no input pixel lands in: whole rows above and below
-// the data, and the columns left and right of it in the data rows.
+// Vectors of at most kDepthwiseSlack lanes: the scratch's slack covers one vector's overrun.
+using DwTag = hn::CappedTag<float, static_cast<std::size_t>(kDepthwiseSlack)>;
+
+// Zeroes [p, p + n) by whole vectors, so up to L - 1 floats past it too: callers zero before
+// they write what follows. (Borders are a float or two wide; std::fill would call memset.)
+HWY_INLINE void ZeroSpan(float* HWY_RESTRICT p, std::int64_t n) {
+  const DwTag d;
+  const auto L = static_cast<std::int64_t>(hn::Lanes(d));
+  if (n <= 0) return;
+  hn::StoreU(hn::Zero(d), d, p);  // the usual border: one store
+  for (std::int64_t i = L; i < n; i += L) hn::StoreU(hn::Zero(d), d, p + i);
+}
+
+// dst[0, n) = src[0, n) by vectors, the last one overlapping (4-lane ones below a vector).
+HWY_INLINE void CopyRow(const float* HWY_RESTRICT src, float* HWY_RESTRICT dst, std::int64_t n) {
+  const DwTag d;
+  const auto L = static_cast<std::int64_t>(hn::Lanes(d));
+  if (n >= L) {
+    for (std::int64_t i = 0; i + L < n; i += L) hn::StoreU(hn::LoadU(d, src + i), d, dst + i);
+    hn::StoreU(hn::LoadU(d, src + n - L), d, dst + n - L);
+    return;
+  }
+  const hn::CappedTag<float, 4> d4;
+  const auto L4 = static_cast<std::int64_t>(hn::Lanes(d4));
+  if (n >= L4) {
+    const auto head = hn::LoadU(d4, src), tail = hn::LoadU(d4, src + n - L4);
+    hn::StoreU(head, d4, dst);
+    hn::StoreU(tail, d4, dst + n - L4);
+    return;
+  }
+  for (std::int64_t i = 0; i < n; ++i) dst[i] = src[i];
+}
+
+// Zeroes every float of the phases that no input pixel lands in (whole rows above and below the
+// data, the columns left and right of it in the data rows) and the slack after the phases.
+// In increasing address order, each span's overrun landing only on floats written later.
 inline void ZeroBorders(const DepthwiseLayout& l, float* HWY_RESTRICT phases) {
   const std::int64_t wq = l.wq;
   for (std::int64_t a = 0; a < l.sh; ++a) {
@@ -43,24 +76,23 @@ inline void ZeroBorders(const DepthwiseLayout& l, float* HWY_RESTRICT phases) {
     for (std::int64_t b = 0; b < l.sw; ++b) {
       const DataSpan cols(l.w, l.pw, l.sw, b, wq);
       float* p = phases + (a * l.sw + b) * l.phase_size();
-      std::fill(p, p + rows.lo * wq, 0.0f);
+      ZeroSpan(p, rows.lo * wq);
       for (std::int64_t r = rows.lo; r < rows.hi; ++r) {
         float* row = p + r * wq;
-        std::fill(row, row + cols.lo, 0.0f);
-        std::fill(row + cols.hi, row + wq, 0.0f);
+        ZeroSpan(row, cols.lo);
+        ZeroSpan(row + cols.hi, wq - cols.hi);
       }
-      std::fill(p + rows.hi * wq, p + l.phase_size(), 0.0f);
+      ZeroSpan(p + rows.hi * wq, (l.hq - rows.hi) * wq);
     }
   }
+  ZeroSpan(phases + l.plane_floats(), kDepthwiseSlack);
 }
 
 // Stride 1: the one phase is the padded plane; its data rows are plain copies.
 inline void FillStride1(const DepthwiseLayout& l, const float* HWY_RESTRICT src,
                         float* HWY_RESTRICT phases) {
   float* dst = phases + l.ph * l.wq + l.pw;
-  for (std::int64_t y = 0; y < l.h; ++y) {
-    std::memcpy(dst + y * l.wq, src + y * l.w, static_cast<std::size_t>(l.w) * sizeof(float));
-  }
+  for (std::int64_t y = 0; y < l.h; ++y) CopyRow(src + y * l.w, dst + y * l.wq, l.w);
 }
 
 // Stride 2 in both axes: each input row is split into its even and odd padded columns by
@@ -115,34 +147,32 @@ void DepthwiseSplit(const DepthwiseLayout& l, const float* HWY_RESTRICT src,
   }
 }
 
-// Vectors of at most kDepthwiseSlack lanes: the scratch's slack covers one vector's overrun.
-using DwTag = hn::CappedTag<float, static_cast<std::size_t>(kDepthwiseSlack)>;
-
-// R output rows x V vectors of one output row strip: out[r * wo + j] for r < R and
-// j < (V - 1) L + last, each the bias plus its taps in order. kTaps > 0 fixes the tap count
-// (3x3, 5x5) so the tap loop unrolls; 0 takes `taps`.
-template <int kTaps, int R, int V>
-HWY_INLINE void TapTile(const float* HWY_RESTRICT in, std::int64_t wq,
+// R output rows x V adjacent vectors of tag D: out[r * wo + j] for r < R, j < V L, each the
+// bias plus its taps in order. kTaps > 0 fixes the tap count (3x3, 5x5) so the tap loop
+// unrolls; 0 takes `taps`. Per tap, every load is one base plus a row index and a constant.
+template <int kTaps, int R, int V, class D>
+HWY_INLINE void TapTile(D d, const float* HWY_RESTRICT in, std::int64_t wq,
                         const std::int64_t* HWY_RESTRICT off, std::int64_t taps,
                         const float* HWY_RESTRICT k, float bias, float* HWY_RESTRICT out,
-                        std::int64_t wo, std::int64_t last) {
-  const DwTag d;
-  using Vec = hn::Vec<DwTag>;
+                        std::int64_t wo) {
+  using Vec = hn::Vec<D>;
   const auto L = static_cast<std::int64_t>(hn::Lanes(d));
   Vec acc[R][V];
+  const float* row[R];
   CVATTN_DW_UNROLL
   for (int r = 0; r < R; ++r) {
+    row[r] = in + r * wq;
     CVATTN_DW_UNROLL
     for (int v = 0; v < V; ++v) acc[r][v] = hn::Set(d, bias);
   }
   const auto tap = [&](std::int64_t t) HWY_ATTR {
     const Vec kt = hn::Set(d, k[t]);
-    const float* p = in + off[t];
+    const std::int64_t o = off[t];
     CVATTN_DW_UNROLL
     for (int r = 0; r < R; ++r) {
       CVATTN_DW_UNROLL
       for (int v = 0; v < V; ++v) {
-        acc[r][v] = hn::MulAdd(kt, hn::LoadU(d, p + r * wq + v * L), acc[r][v]);
+        acc[r][v] = hn::MulAdd(kt, hn::LoadU(d, row[r] + o + v * L), acc[r][v]);
       }
     }
   };
@@ -155,37 +185,50 @@ HWY_INLINE void TapTile(const float* HWY_RESTRICT in, std::int64_t wq,
   CVATTN_DW_UNROLL
   for (int r = 0; r < R; ++r) {
     CVATTN_DW_UNROLL
-    for (int v = 0; v < V; ++v) {
-      float* o = out + r * wo + v * L;
-      if (v + 1 < V || last == L) {
-        hn::StoreU(acc[r][v], d, o);
-      } else {  // the row's last, partial vector: only its `last` lanes are outputs
-        HWY_ALIGN float buf[hn::MaxLanes(d)];
-        hn::Store(acc[r][v], d, buf);
-        std::memcpy(o, buf, static_cast<std::size_t>(last) * sizeof(float));
-      }
-    }
+    for (int v = 0; v < V; ++v) hn::StoreU(acc[r][v], d, out + r * wo + v * L);
   }
 }
 
-// Output rows [oy, oy + R): the row's vectors two at a time, then the odd one.
+// Output rows [oy, oy + R) by vectors of tag D (L <= wo lanes): the row's whole vectors two at a
+// time, then, when L does not divide wo, one more vector ending at wo. That one recomputes a few
+// outputs with the very same arithmetic, so no store is partial and none passes the row.
+template <int kTaps, int R, class D>
+HWY_INLINE void TapRowsBy(D d, const DepthwiseLayout& l, const std::int64_t* HWY_RESTRICT off,
+                          std::int64_t taps, const float* HWY_RESTRICT k, float bias,
+                          const float* HWY_RESTRICT scratch, float* HWY_RESTRICT out,
+                          std::int64_t oy) {
+  const auto L = static_cast<std::int64_t>(hn::Lanes(d));
+  const std::int64_t whole = l.wo / L;
+  const float* in = scratch + oy * l.wq;
+  float* o = out + oy * l.wo;
+  std::int64_t i = 0;
+  for (; i + 2 <= whole; i += 2) {
+    TapTile<kTaps, R, 2>(d, in + i * L, l.wq, off, taps, k, bias, o + i * L, l.wo);
+  }
+  if (i < whole) TapTile<kTaps, R, 1>(d, in + i * L, l.wq, off, taps, k, bias, o + i * L, l.wo);
+  if (whole * L < l.wo) {
+    const std::int64_t x = l.wo - L;
+    TapTile<kTaps, R, 1>(d, in + x, l.wq, off, taps, k, bias, o + x, l.wo);
+  }
+}
+
+// Full vectors when a row holds one; 4-lane ones (the 7-wide rows of the last stages) or single
+// lanes in narrower rows.
 template <int kTaps, int R>
 HWY_INLINE void TapRows(const DepthwiseLayout& l, const std::int64_t* HWY_RESTRICT off,
                         std::int64_t taps, const float* HWY_RESTRICT k, float bias,
                         const float* HWY_RESTRICT scratch, float* HWY_RESTRICT out,
                         std::int64_t oy) {
   const DwTag d;
-  const auto L = static_cast<std::int64_t>(hn::Lanes(d));
-  const std::int64_t nv = (l.wo + L - 1) / L;
-  const std::int64_t last = l.wo - (nv - 1) * L;
-  const float* in = scratch + oy * l.wq;
-  float* o = out + oy * l.wo;
-  std::int64_t i = 0;
-  for (; i + 2 <= nv; i += 2) {
-    TapTile<kTaps, R, 2>(in + i * L, l.wq, off, taps, k, bias, o + i * L, l.wo,
-                         i + 2 == nv ? last : L);
+  const hn::CappedTag<float, 4> d4;
+  const hn::CappedTag<float, 1> d1;
+  if (l.wo >= static_cast<std::int64_t>(hn::Lanes(d))) {
+    TapRowsBy<kTaps, R>(d, l, off, taps, k, bias, scratch, out, oy);
+  } else if (l.wo >= static_cast<std::int64_t>(hn::Lanes(d4))) {
+    TapRowsBy<kTaps, R>(d4, l, off, taps, k, bias, scratch, out, oy);
+  } else {
+    TapRowsBy<kTaps, R>(d1, l, off, taps, k, bias, scratch, out, oy);
   }
-  if (i < nv) TapTile<kTaps, R, 1>(in + i * L, l.wq, off, taps, k, bias, o + i * L, l.wo, last);
 }
 
 template <int kTaps>

@@ -44,13 +44,14 @@ struct DepthwiseLayout {
 [[nodiscard]] std::vector<std::int64_t> depthwise_offsets(const ConvGeometry& g,
                                                           const DepthwiseLayout& l);
 
-// Writes the [h, w] plane src into `phases` (l.plane_floats() floats) as l's zero-padded
-// phases, every float of them written.
+// Writes the [h, w] plane src into `phases` as l's zero-padded phases (l.plane_floats() floats,
+// every one written), then kDepthwiseSlack zeros. The phases of several channels can be split
+// back to back, in increasing order: each split overwrites only the previous one's slack.
 void depthwise_split(const DepthwiseLayout& l, const float* src, float* phases);
 
 // out[oy * wo + ox] = bias + sum_t k[t] * scratch[oy * wq + ox + offsets[t]] over t < taps, for
 // oy in [oy0, oy1) and ox < wo; `scratch` must have kDepthwiseSlack readable floats past the
-// largest index a valid output reads (the caller zeroes them once). Taps are summed in order t.
+// largest index a valid output reads (a split's slack). Taps are summed in order t.
 void depthwise_taps(const DepthwiseLayout& l, const std::int64_t* offsets, std::int64_t taps,
                     const float* k, float bias, const float* scratch, float* out, std::int64_t oy0,
                     std::int64_t oy1);
