@@ -8,6 +8,7 @@
 #include "core/workspace.hpp"
 #include "cvattn/core/error.hpp"
 #include "functional/detail/conv_kernels.hpp"
+#include "functional/detail/depthwise_kernels.hpp"
 #include "functional/detail/gemm.hpp"
 #include "functional/detail/window.hpp"
 
@@ -64,180 +65,34 @@ void conv_pointwise(const Geometry& g, const float* in, const float* wt, const f
   });
 }
 
-// One output row of a 3x3 depthwise conv from the three zero-padded input rows it reads, all
-// nine taps in one pass. kDense (stride 1, dilation 1) gives GCC constant offsets to vectorise.
-template <bool kDense>
-void depthwise_row_3x3(const float* __restrict r0, const float* __restrict r1,
-                       const float* __restrict r2, const float* k, float b, float* __restrict out,
-                       std::int64_t wo, std::int64_t sw, std::int64_t dw) {
-  const float k0 = k[0], k1 = k[1], k2 = k[2], k3 = k[3], k4 = k[4], k5 = k[5], k6 = k[6],
-              k7 = k[7], k8 = k[8];
-  const std::int64_t d = kDense ? 1 : dw;
-  for (std::int64_t ox = 0; ox < wo; ++ox) {
-    const std::int64_t x = kDense ? ox : ox * sw;
-    out[ox] = b + k0 * r0[x] + k1 * r0[x + d] + k2 * r0[x + 2 * d] + k3 * r1[x] + k4 * r1[x + d] +
-              k5 * r1[x + 2 * d] + k6 * r2[x] + k7 * r2[x + d] + k8 * r2[x + 2 * d];
-  }
-}
-
-// Depthwise K x K (K = 3 or 5) with stride S = 1 or 2 in both axes and dilation 1, the
-// MobileNet / EfficientNet convs: the zero-padded plane is stored as S x S phase planes
-// (padded pixel (y, x) in phase (y % S, x % S) at (y / S, x / S)), each wq = ceil(wp / S) wide
-// with a spare zero row. Tap (u, v) of output (oy, ox) is then phase (u % S, v % S) at
-// (oy + u / S, ox + v / S): flattened over q = oy * wq + ox, every tap is one unit-stride read,
-// so a whole plane of outputs (wq - wo garbage columns per row, dropped) is one long loop GCC
-// vectorises, instead of short rows (7 or 14 wide) that stay in scalar epilogues.
-template <int K, int S>
-void depthwise_phases(const float* __restrict phases, std::int64_t phase_size, std::int64_t wq,
-                      const float* __restrict k, float b, float* __restrict out,
-                      std::int64_t count) {
-  float kk[K * K];
-  for (int i = 0; i < K * K; ++i) kk[i] = k[i];
-  std::int64_t offsets[K * K];
-  for (int u = 0; u < K; ++u) {
-    for (int v = 0; v < K; ++v) {
-      offsets[u * K + v] = ((u % S) * S + v % S) * phase_size + (u / S) * wq + v / S;
-    }
-  }
-  for (std::int64_t q = 0; q < count; ++q) {
-    float acc = b;
-#pragma GCC unroll 25
-    for (int t = 0; t < K * K; ++t) acc += kk[t] * phases[offsets[t] + q];
-    out[q] = acc;
-  }
-}
-
-bool use_depthwise_phases(const Geometry& g) {
-  return g.kh == g.kw && (g.kw == 3 || g.kw == 5) && g.dh == 1 && g.dw == 1 && g.sh == g.sw &&
-         (g.sw == 1 || g.sw == 2);
-}
-
-void conv_depthwise_phases(const Geometry& g, const float* in, const float* wt, const float* bias,
-                           float* out) {
-  const std::int64_t s = g.sw;
-  const std::int64_t hq = ceil_div(g.h + 2 * g.ph, s) + 1;  // + the spare zero row
-  const std::int64_t wq = ceil_div(g.w + 2 * g.pw, s);
-  const std::int64_t phase_size = checked_numel({hq, wq}, "conv2d");
-  const std::int64_t flat = checked_numel({g.ho, wq}, "conv2d");
+// groups == Cin: every output channel o reads one input plane (o / multiplier), so a direct
+// loop over taps beats a GEMM with K = kh*kw. Each plane is split into its zero-padded stride
+// phases (depthwise_kernels.hpp), where every tap is a unit-stride read, and the tap kernel
+// writes the output plane from them; a slot keeps its split while its planes share the input.
+void conv_depthwise(const Geometry& g, const float* in, const float* wt, const float* bias,
+                    float* out) {
+  const detail::DepthwiseLayout layout = detail::depthwise_layout(g);
+  const std::vector<std::int64_t> offsets = detail::depthwise_offsets(g, layout);
   const std::int64_t planes = g.n * g.cout;
   const std::int64_t slots = detail::slot_count(planes);
-  // flat = ho * wq <= phase_size: one more phase's worth holds the flattened outputs.
-  const std::int64_t stride = detail::slot_stride(checked_numel({s * s + 1, phase_size}, "conv2d"));
+  const std::int64_t stride = detail::slot_stride(layout.plane_floats() + detail::kDepthwiseSlack);
+  // Checked against the size cap, and kept for the next call (core/workspace.hpp).
   const cvattn::detail::Workspace scratch({slots, stride}, "conv2d (depthwise scratch)");
   float* scratch_data = scratch.data();
   const std::int64_t multiplier = g.cout_g;
+  const std::int64_t taps = g.kh * g.kw;
+  std::vector<const float*> split(static_cast<std::size_t>(slots), nullptr);  // per slot
   for_each_task(planes, slots, [&](std::int64_t plane, std::int64_t slot) {
     const std::int64_t o = plane % g.cout;
     const std::int64_t ni = plane / g.cout;
     const float* src = in + (ni * g.cin + o / multiplier) * g.h * g.w;
     float* phases = scratch_data + slot * stride;
-    float* flat_out = phases + s * s * phase_size;
-    if (s == 1) {  // one phase: the padded plane, its rows copied and only the border zeroed
-      const std::int64_t wp = wq;
-      std::fill(phases, phases + g.ph * wp, 0.0f);
-      for (std::int64_t y = 0; y < g.h; ++y) {
-        float* row = phases + (g.ph + y) * wp;
-        std::fill(row, row + g.pw, 0.0f);
-        std::copy(src + y * g.w, src + (y + 1) * g.w, row + g.pw);
-        std::fill(row + g.pw + g.w, row + wp, 0.0f);
-      }
-      std::fill(phases + (g.ph + g.h) * wp, phases + phase_size, 0.0f);
-    } else {
-      std::fill(phases, phases + s * s * phase_size, 0.0f);
+    if (split[static_cast<std::size_t>(slot)] != src) {
+      detail::depthwise_split(layout, src, phases);
+      split[static_cast<std::size_t>(slot)] = src;
     }
-    for (std::int64_t y = 0; s > 1 && y < g.h; ++y) {
-      const std::int64_t py = y + g.ph;
-      const float* srow = src + y * g.w;
-      for (std::int64_t pc = 0; pc < s; ++pc) {
-        // Columns x with (x + pw) % s == pc land in phase (py % s, pc) at (x + pw) / s.
-        const std::int64_t x0 = ((pc - g.pw) % s + s) % s;
-        if (x0 >= g.w) continue;
-        float* __restrict d =
-            phases + ((py % s) * s + pc) * phase_size + (py / s) * wq + (x0 + g.pw) / s;
-        const std::int64_t count = (g.w - x0 + s - 1) / s;
-        for (std::int64_t i = 0; i < count; ++i) d[i] = srow[x0 + i * s];
-      }
-    }
-    const float* k = wt + o * g.kh * g.kw;
-    const float b = bias ? bias[o] : 0.0f;
-    if (g.kw == 5) {
-      if (s == 1) {
-        depthwise_phases<5, 1>(phases, phase_size, wq, k, b, flat_out, flat);
-      } else {
-        depthwise_phases<5, 2>(phases, phase_size, wq, k, b, flat_out, flat);
-      }
-    } else if (s == 1) {
-      depthwise_phases<3, 1>(phases, phase_size, wq, k, b, flat_out, flat);
-    } else {
-      depthwise_phases<3, 2>(phases, phase_size, wq, k, b, flat_out, flat);
-    }
-    float* dst = out + plane * g.ho * g.wo;
-    for (std::int64_t oy = 0; oy < g.ho; ++oy) {
-      std::copy(flat_out + oy * wq, flat_out + oy * wq + g.wo, dst + oy * g.wo);
-    }
-  });
-}
-
-// groups == Cin: every output channel o reads one input plane (o / multiplier), so a direct
-// loop over taps beats a GEMM with K = kh*kw. The plane is first copied into a zero-padded
-// scratch so that no tap needs a bounds test.
-void conv_depthwise(const Geometry& g, const float* in, const float* wt, const float* bias,
-                    float* out) {
-  const std::int64_t hp = g.h + 2 * g.ph;
-  const std::int64_t wp = g.w + 2 * g.pw;
-  const std::int64_t planes = g.n * g.cout;
-  const std::int64_t slots = detail::slot_count(planes);
-  // checked_numel: with paddings near their limit hp * wp would overflow int64.
-  const std::int64_t stride = detail::slot_stride(checked_numel({hp, wp}, "conv2d"));
-  // Checked against the size cap, and kept for the next call (core/workspace.hpp).
-  const cvattn::detail::Workspace scratch({slots, stride}, "conv2d (depthwise scratch)");
-  float* scratch_data = scratch.data();
-  const std::int64_t multiplier = g.cout_g;
-  const bool fused = g.kh == 3 && g.kw == 3;
-  const bool dense = g.sw == 1 && g.dw == 1;
-  for_each_task(planes, slots, [&](std::int64_t plane, std::int64_t slot) {
-    const std::int64_t o = plane % g.cout;
-    const std::int64_t ni = plane / g.cout;
-    const float* src = in + (ni * g.cin + o / multiplier) * g.h * g.w;
-    float* padded = scratch_data + slot * stride;
-    std::fill(padded, padded + g.ph * wp, 0.0f);
-    for (std::int64_t y = 0; y < g.h; ++y) {
-      float* row = padded + (g.ph + y) * wp;
-      std::fill(row, row + g.pw, 0.0f);
-      std::copy(src + y * g.w, src + (y + 1) * g.w, row + g.pw);
-      std::fill(row + g.pw + g.w, row + wp, 0.0f);
-    }
-    std::fill(padded + (g.ph + g.h) * wp, padded + hp * wp, 0.0f);
-    const float* k = wt + o * g.kh * g.kw;
-    const float b = bias ? bias[o] : 0.0f;
-    float* dst = out + plane * g.ho * g.wo;
-    for (std::int64_t oy = 0; oy < g.ho; ++oy) {
-      float* orow = dst + oy * g.wo;
-      const float* top = padded + oy * g.sh * wp;  // kernel row u reads top + u * dh * wp
-      if (fused) {
-        const float* r1 = top + g.dh * wp;
-        const float* r2 = top + 2 * g.dh * wp;
-        if (dense) {
-          depthwise_row_3x3<true>(top, r1, r2, k, b, orow, g.wo, 1, 1);
-        } else {
-          depthwise_row_3x3<false>(top, r1, r2, k, b, orow, g.wo, g.sw, g.dw);
-        }
-        continue;
-      }
-      for (std::int64_t ox = 0; ox < g.wo; ++ox) orow[ox] = b;
-      for (std::int64_t u = 0; u < g.kh; ++u) {
-        const float* prow = top + u * g.dh * wp;
-        for (std::int64_t v = 0; v < g.kw; ++v) {
-          const float kv = k[u * g.kw + v];
-          const float* s = prow + v * g.dw;
-          if (g.sw == 1) {
-            for (std::int64_t ox = 0; ox < g.wo; ++ox) orow[ox] += kv * s[ox];
-          } else {
-            for (std::int64_t ox = 0; ox < g.wo; ++ox) orow[ox] += kv * s[ox * g.sw];
-          }
-        }
-      }
-    }
+    detail::depthwise_taps(layout, offsets.data(), taps, wt + o * taps, bias ? bias[o] : 0.0f,
+                           phases, out + plane * g.ho * g.wo, 0, g.ho);
   });
 }
 
@@ -271,6 +126,8 @@ void im2col(const Geometry& g, const float* planes, const std::vector<detail::Va
           float* dl = d + (lo - xb);
           if (g.sw == 1) {
             if (hi > lo) std::copy(irow + (lo + off), irow + (hi + off), dl);
+          } else if (g.sw == 2) {
+            if (hi > lo) detail::gather_stride2(irow + (lo * 2 + off), dl, hi - lo);
           } else {
             for (std::int64_t ox = lo; ox < hi; ++ox) dl[ox - lo] = irow[ox * g.sw + off];
           }
@@ -373,8 +230,6 @@ void conv2d_into(const Tensor& input, const Tensor& weight, const Tensor& bias,
   }
   if (g.kh == 1 && g.kw == 1 && g.sh == 1 && g.sw == 1 && g.ph == 0 && g.pw == 0) {
     conv_pointwise(g, input.data(), weight.data(), b, out);
-  } else if (g.cin_g == 1 && use_depthwise_phases(g)) {
-    conv_depthwise_phases(g, input.data(), weight.data(), b, out);
   } else if (g.cin_g == 1) {
     conv_depthwise(g, input.data(), weight.data(), b, out);
   } else if (g.n > 0 && detail::use_polyphase(g)) {
