@@ -46,6 +46,7 @@ arm_packages+=,libeigen3-dev,nlohmann-json3-dev
 if [ "$(cat "$root/.cvattn-packages" 2>/dev/null)" != "$arm_packages" ]; then
   echo "check-aarch64: unpacking arm64 packages into $root" >&2
   rm -rf "$root"
+  mkdir -p "$(dirname "$root")"
   sources=(/etc/apt/sources.list.d/*.sources)
   [ -e "${sources[0]}" ] || sources=(/etc/apt/sources.list)
   suite=$(. /etc/os-release && echo "$VERSION_CODENAME")
