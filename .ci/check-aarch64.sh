@@ -4,9 +4,11 @@
 # under user-mode qemu on each target an emulated CPU offers (docs/performance.md#aarch64).
 # The arm64 Debian packages are unpacked into a folder of their own (build/aarch64-sysroot, made
 # once by mmdebstrap from this machine's apt sources); the host's packages are never changed.
-#   AARCH64_CHECK  compile: the Highway kernel sources and all of src/functional and src/core
-#                  parity (default): the library and the SIMD parity tests, run under qemu on
-#                          each CPU of AARCH64_CPUS
+#   AARCH64_CHECK  kernels (default): the Highway kernel sources (every one that includes
+#                           hwy/foreach_target.h) and core/simd.cpp, for every target
+#                  compile: all of src/functional and src/core
+#                  parity: the library and the SIMD parity tests, run under qemu on each CPU
+#                          of AARCH64_CPUS
 #                  full: the library, the tools and every test program; the whole suite under
 #                        qemu with -cpu max (the CLI tests, which start the tool themselves,
 #                        need binfmt_misc and are left out)
@@ -15,9 +17,9 @@
 #   CVATTN_AARCH64_ROOT  the unpacked packages (default build/aarch64-sysroot)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-mode=${AARCH64_CHECK:-parity}
-case "$mode" in compile | parity | full) ;; *)
-  echo "check-aarch64: AARCH64_CHECK must be compile, parity or full (not '$mode')" >&2
+mode=${AARCH64_CHECK:-kernels}
+case "$mode" in kernels | compile | parity | full) ;; *)
+  echo "check-aarch64: AARCH64_CHECK must be kernels, compile, parity or full (not '$mode')" >&2
   exit 2
   ;;
 esac
@@ -77,6 +79,11 @@ cmake -S . -B "$build" -G Ninja -Wno-dev \
 parity_tests=(test_simd_parity test_simd_parity_activation test_simd_parity_attention
               test_simd_parity_sampling)
 case "$mode" in
+  kernels)
+    mapfile -t targets < <(grep -rl --include='*.cpp' 'hwy/foreach_target.h' src |
+      sed 's#^src/\(.*\)#src/CMakeFiles/cvattn.dir/\1.o#' | sort)
+    targets+=(src/CMakeFiles/cvattn.dir/core/simd.cpp.o)
+    ;;
   compile)
     # Every object of src/functional (the Highway kernels among them) and src/core.
     mapfile -t targets < <(ninja -C "$build" -t targets all |
@@ -100,7 +107,7 @@ if [ -n "$ours" ]; then
   exit 1
 fi
 stamp "$mode build of ${#targets[@]} targets, warning-free"
-if [ "$mode" = compile ]; then exit 0; fi
+if [ "$mode" = kernels ] || [ "$mode" = compile ]; then exit 0; fi
 
 # 5. Run under qemu. Each parity test compares every dispatched kernel with its reference twin
 #    on every target the emulated CPU supports (tests/support/simd_targets.hpp).
