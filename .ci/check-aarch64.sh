@@ -7,8 +7,9 @@
 #   AARCH64_CHECK  kernels (default): the Highway kernel sources (every one that includes
 #                           hwy/foreach_target.h) and core/simd.cpp, for every target
 #                  compile: all of src/functional and src/core
-#                  parity: the library and the SIMD parity tests, run under qemu on each CPU
-#                          of AARCH64_CPUS
+#                  parity: the library, the SIMD parity tests and the activation, attention,
+#                          sampling and deform_conv tests, run under qemu on each CPU of
+#                          AARCH64_CPUS
 #                  full: the library, the tools and every test program; the whole suite under
 #                        qemu with -cpu max (the CLI tests, which start the tool themselves,
 #                        need binfmt_misc and are left out)
@@ -76,8 +77,9 @@ cmake -S . -B "$build" -G Ninja -Wno-dev \
 }
 
 # 4. Build. The library's own compile commands cover every Highway target (foreach_target.h).
+# The SIMD parity tests, and the kernel tests against PyTorch's fixtures (on the best target).
 parity_tests=(test_simd_parity test_simd_parity_activation test_simd_parity_attention
-              test_simd_parity_sampling)
+              test_simd_parity_sampling test_activation test_attention test_sampling test_deform_conv)
 case "$mode" in
   kernels)
     mapfile -t targets < <(grep -rl --include='*.cpp' 'hwy/foreach_target.h' src |
