@@ -40,11 +40,11 @@ namespace hn = hwy::HWY_NAMESPACE;
 // shifting left by 23 keeps exactly n + 127 in the exponent field, no integer add needed.
 inline constexpr float kExp2Magic = 12583039.0f;
 
-// max(lo, v), NaN in v kept. x86 and NEON Max return the NaN operand; the emulated target's
-// drops it, so it compares instead.
+// max(lo, v), NaN in v kept. x86 Max returns the NaN operand; the emulated target's and
+// AArch64's (NEON and SVE: IEEE maxNum) drop it, so they compare instead.
 template <class V>
 HWY_INLINE V ClampBelow(V lo, V v) {
-#if HWY_TARGET == HWY_EMU128 || HWY_TARGET == HWY_SCALAR
+#if HWY_TARGET == HWY_EMU128 || HWY_TARGET == HWY_SCALAR || HWY_ARCH_ARM_A64
   return hn::IfThenElse(hn::Lt(v, lo), lo, v);
 #else
   return hn::Max(lo, v);
