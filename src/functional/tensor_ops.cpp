@@ -11,8 +11,9 @@
 #include "cvattn/core/error.hpp"
 #include "functional/detail/broadcast.hpp"
 #include "functional/detail/grain.hpp"
-#include "functional/detail/moments.hpp"
+#include "functional/detail/reduce.hpp"
 #include "functional/detail/tasks.hpp"
+#include "functional/detail/transpose.hpp"
 
 namespace cvattn {
 
@@ -220,6 +221,25 @@ void strided_copy(const float* src, const Shape& shape, const Shape& stride, flo
   Index total = 1;
   for (const auto n : size) total *= n;
   if (total == 0) return;
+  const std::size_t nd = size.size();
+  // A batch of matrix transposes (NCHW -> NHWC and the like): the inner two dims are the
+  // source's contiguous columns and its rows, so the register-blocked transpose applies. Each
+  // task is one matrix, so there must be a matrix for every thread.
+  if (nd >= 2 && st[nd - 2] == 1 && st[nd - 1] == size[nd - 2]) {
+    const Index cols = size[nd - 2], mat_rows = size[nd - 1], plane = cols * mat_rows;
+    const Index batches = total / plane;
+    if (batches >= cvattn::detail::max_threads() && plane >= 64) {
+      cvattn::detail::parallel_for(batches, [&](Index b) {
+        Index r = b, off = 0;
+        for (std::size_t d = nd - 2; d-- > 0;) {
+          off += (r % size[d]) * st[d];
+          r /= size[d];
+        }
+        cvattn::detail::transpose(src + off, dst + b * plane, mat_rows, cols);
+      });
+      return;
+    }
+  }
   const Index inner = size.back();
   const Index is = st.back();
   const Index rows = total / inner;
@@ -393,7 +413,7 @@ Tensor reduce(const Tensor& x, const std::vector<int>& dims, bool keepdim, const
         if constexpr (kMax) {
           out[o] = row_max(row, r);
         } else {
-          out[o] = static_cast<float>(detail::lane_sum(row, r, [](float v) { return v; }) * inv);
+          out[o] = cvattn::detail::plane_mean(row, r);
         }
       }
     });
