@@ -10,9 +10,11 @@
 #include "core/parallel_for.hpp"
 #include "cvattn/core/error.hpp"
 #include "functional/detail/broadcast.hpp"
+#include "functional/detail/elementwise_kernels.hpp"
 #include "functional/detail/grain.hpp"
-#include "functional/detail/moments.hpp"
+#include "functional/detail/reduce.hpp"
 #include "functional/detail/tasks.hpp"
+#include "functional/detail/transpose.hpp"
 
 namespace cvattn {
 
@@ -73,37 +75,11 @@ Shape strides_of(const Shape& shape) {
 // ---------------------------------------------------------------------------------------------
 // Broadcasting binary ops.
 
-enum class BinOp { add, sub, mul, div };
+using cvattn::detail::BinaryOp;
 
-template <BinOp kOp>
-inline float apply(float a, float b) {
-  if constexpr (kOp == BinOp::add) return a + b;
-  if constexpr (kOp == BinOp::sub) return a - b;
-  if constexpr (kOp == BinOp::mul) return a * b;
-  return a / b;
-}
-
-// out[i] = a[i * sa] op b[i * sb] with each stride 0 or 1, written as four loops so that each
-// vectorises.
-template <BinOp kOp>
-void binary_row(const float* __restrict a, Index sa, const float* __restrict b, Index sb,
-                float* __restrict out, Index n) {
-  if (sa == 1 && sb == 1) {
-    for (Index i = 0; i < n; ++i) out[i] = apply<kOp>(a[i], b[i]);
-  } else if (sa == 1) {
-    const float bv = b[0];
-    for (Index i = 0; i < n; ++i) out[i] = apply<kOp>(a[i], bv);
-  } else if (sb == 1) {
-    const float av = a[0];
-    for (Index i = 0; i < n; ++i) out[i] = apply<kOp>(av, b[i]);
-  } else {
-    const float v = apply<kOp>(a[0], b[0]);
-    for (Index i = 0; i < n; ++i) out[i] = v;
-  }
-}
-
-template <BinOp kOp>
-Tensor binary(const Tensor& a, const Tensor& b, const char* where) {
+// The rows run the dispatched kernel of detail/elementwise_kernels.hpp (reference twin:
+// functional/reference/elementwise.hpp).
+Tensor binary(BinaryOp op, const Tensor& a, const Tensor& b, const char* where) {
   check_defined(a, "input", where);
   check_defined(b, "other", where);
   Shape out_shape;
@@ -161,8 +137,8 @@ Tensor binary(const Tensor& a, const Tensor& b, const char* where) {
       }
       const Index c0 = (t % chunks) * kChunk;
       const Index n = std::min(kChunk, inner - c0);
-      binary_row<kOp>(pa + off_a + c0 * ia, ia, pb + off_b + c0 * ib, ib,
-                      py + (t / chunks) * inner + c0, n);
+      cvattn::detail::binary_row(op, pa + off_a + c0 * ia, ia, pb + off_b + c0 * ib, ib,
+                                 py + (t / chunks) * inner + c0, n);
     });
     return y;
   }
@@ -183,7 +159,7 @@ Tensor binary(const Tensor& a, const Tensor& b, const char* where) {
       }
     }
     for (Index r = r0; r < r1; ++r) {
-      binary_row<kOp>(pa + off_a, ia, pb + off_b, ib, py + r * inner, inner);
+      cvattn::detail::binary_row(op, pa + off_a, ia, pb + off_b, ib, py + r * inner, inner);
       for (std::size_t d = outer_dims; d-- > 0;) {
         off_a += sa[d];
         off_b += sb[d];
@@ -220,6 +196,25 @@ void strided_copy(const float* src, const Shape& shape, const Shape& stride, flo
   Index total = 1;
   for (const auto n : size) total *= n;
   if (total == 0) return;
+  const std::size_t nd = size.size();
+  // A batch of matrix transposes (NCHW -> NHWC and the like): the inner two dims are the
+  // source's contiguous columns and its rows, so the register-blocked transpose applies. Each
+  // task is one matrix, so there must be a matrix for every thread.
+  if (nd >= 2 && st[nd - 2] == 1 && st[nd - 1] == size[nd - 2]) {
+    const Index cols = size[nd - 2], mat_rows = size[nd - 1], plane = cols * mat_rows;
+    const Index batches = total / plane;
+    if (batches >= cvattn::detail::max_threads() && plane >= 64) {
+      cvattn::detail::parallel_for(batches, [&](Index b) {
+        Index r = b, off = 0;
+        for (std::size_t d = nd - 2; d-- > 0;) {
+          off += (r % size[d]) * st[d];
+          r /= size[d];
+        }
+        cvattn::detail::transpose(src + off, dst + b * plane, mat_rows, cols);
+      });
+      return;
+    }
+  }
   const Index inner = size.back();
   const Index is = st.back();
   const Index rows = total / inner;
@@ -323,17 +318,9 @@ void reduce_columns(const float* base, Index stride, Index r, Index n, float* ds
     }
     std::copy(acc, acc + n, dst);
   } else {
-    // Float sums over blocks of rows (vectorised), the blocks added in double.
-    constexpr Index kRowBlock = 128;
+    // Float sums over blocks of rows (the dispatched column_sums), the blocks added in double.
     double acc[kCols] = {};
-    for (Index k0 = 0; k0 < r; k0 += kRowBlock) {
-      float part[kCols] = {};
-      for (Index k = k0; k < std::min(r, k0 + kRowBlock); ++k) {
-        const float* row = base + k * stride;
-        for (Index i = 0; i < n; ++i) part[i] += row[i];
-      }
-      for (Index i = 0; i < n; ++i) acc[i] += static_cast<double>(part[i]);
-    }
+    cvattn::detail::column_sums(base, stride, r, n, acc);
     for (Index i = 0; i < n; ++i) dst[i] = static_cast<float>(acc[i] * inv);
   }
 }
@@ -393,7 +380,7 @@ Tensor reduce(const Tensor& x, const std::vector<int>& dims, bool keepdim, const
         if constexpr (kMax) {
           out[o] = row_max(row, r);
         } else {
-          out[o] = static_cast<float>(detail::lane_sum(row, r, [](float v) { return v; }) * inv);
+          out[o] = cvattn::detail::plane_mean(row, r);
         }
       }
     });
@@ -416,10 +403,10 @@ Tensor reduce(const Tensor& x, const std::vector<int>& dims, bool keepdim, const
 
 }  // namespace
 
-Tensor add(const Tensor& a, const Tensor& b) { return binary<BinOp::add>(a, b, "add"); }
-Tensor sub(const Tensor& a, const Tensor& b) { return binary<BinOp::sub>(a, b, "sub"); }
-Tensor mul(const Tensor& a, const Tensor& b) { return binary<BinOp::mul>(a, b, "mul"); }
-Tensor div(const Tensor& a, const Tensor& b) { return binary<BinOp::div>(a, b, "div"); }
+Tensor add(const Tensor& a, const Tensor& b) { return binary(BinaryOp::add, a, b, "add"); }
+Tensor sub(const Tensor& a, const Tensor& b) { return binary(BinaryOp::sub, a, b, "sub"); }
+Tensor mul(const Tensor& a, const Tensor& b) { return binary(BinaryOp::mul, a, b, "mul"); }
+Tensor div(const Tensor& a, const Tensor& b) { return binary(BinaryOp::div, a, b, "div"); }
 
 Tensor cat(const std::vector<Tensor>& tensors, int dim) {
   constexpr const char* kWhere = "cat";

@@ -98,6 +98,18 @@ TEST_F(CliGates, DynamicConvMatchesTheEquation) {
 
 TEST_F(CliGates, CondConvMatchesTimm) { expect_matches("cond_conv", "cond_c", {"output"}, 4); }
 
+// With no map asked for, the ops run the modules' forward() alone: the same output.
+TEST_F(CliGates, OutputAloneMatchesTimm) {
+  expect_matches("ese", "ese_", {"output"}, 4);
+  expect_matches("ceca", "ceca_", {"output"}, 6);
+  expect_matches("ge", "ge_", {"output"}, 11);
+  expect_matches("lcbam", "lcbam_", {"output"}, 3);
+  expect_matches("gc", "gc_", {"output"}, 5);
+  expect_matches("coord_attn", "coord_", {"output"}, 4);
+  expect_matches("splat", "splat_", {"output"}, 5);
+  expect_matches("dynamic_conv", "dyn_", {"output"}, 4);
+}
+
 TEST_F(CliGates, ConvSettingsTheWeightsContradictAreInputErrors) {
   expect_input_error(run(base("dynamic_conv", "dyn_c8_co4_g2_s2_d2") + " --set groups=1"),
                      "--set groups=1 contradicts the weights: 'weight' [4, 4, 4, 3, 3]");

@@ -376,6 +376,7 @@ Invocation load_invocation(const RunPlan& plan, const FileReader& read) {
   CVATTN_CHECK(plan.op != nullptr && plan.settings.has_value(), ValueError,
                "cvattn: load_invocation needs a parsed run plan");
   Invocation inv{{}, std::nullopt, *plan.settings};
+  for (const auto& entry : plan.out_files) inv.wanted.insert(entry.first);
   for (const auto& [name, file] : plan.in_files) {
     try {
       const std::vector<char> bytes = read(file);

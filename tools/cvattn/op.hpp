@@ -4,6 +4,7 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -61,8 +62,11 @@ struct Invocation {
   std::map<std::string, Tensor> inputs;
   std::optional<StateDict> weights;
   Settings settings;
+  // The outputs that --out asks for: an op may skip computing a map no one asked for.
+  std::set<std::string> wanted = {};
   // The tensor under name, or an undefined Tensor for an absent optional input.
   [[nodiscard]] Tensor input(const std::string& name) const;
+  [[nodiscard]] bool wants(const std::string& name) const { return wanted.count(name) != 0; }
 };
 
 using Outputs = std::map<std::string, Tensor>;

@@ -85,11 +85,14 @@ class CVATTN_EXPORT SplitAttn final : public UnaryModule {
 
  private:
   [[nodiscard]] Attended run(const Tensor& x, bool keep_maps) const;
+  void on_weights_loaded() override;
+  void fold();  // bn0 folded into conv (folded_weight_, folded_bias_)
 
   SplitAttnOptions options_;
   std::int64_t attn_;
   std::shared_ptr<Conv2d> conv_, fc1_, fc2_;
   std::shared_ptr<BatchNorm2d> bn0_, bn1_;
+  Tensor folded_weight_, folded_bias_;  // with bn0: conv then bn0 as one conv
 };
 
 }  // namespace cvattn

@@ -22,7 +22,7 @@ OpSpec ceca() {
         module->load_state_dict(*inv.weights);
         const Tensor input = inv.input("input");
         check_rank(input, 4, "input", "ceca");
-        return gates::with_maps(module, input, {maps::kAttention});
+        return gates::with_maps(inv, module, input, {maps::kAttention});
       },
   };
 }

@@ -28,7 +28,7 @@ OpSpec coord_attn() {
         module->load_state_dict(*inv.weights);
         const Tensor input = inv.input("input");
         check_shape(input, {kAny, options.channels(), kAny, kAny}, "input", "coord_attn");
-        return gates::with_maps(module, input, {maps::kAttentionH, maps::kAttentionW});
+        return gates::with_maps(inv, module, input, {maps::kAttentionH, maps::kAttentionW});
       },
   };
 }

@@ -41,7 +41,7 @@ OpSpec dynamic_conv() {
         module->load_state_dict(*inv.weights);
         const Tensor input = inv.input("input");
         check_shape(input, {kAny, options.in_channels(), kAny, kAny}, "input", "dynamic_conv");
-        return gates::with_maps(module, input, {maps::kAttention});
+        return gates::with_maps(inv, module, input, {maps::kAttention});
       },
   };
 }

@@ -23,7 +23,7 @@ OpSpec ese() {
         module->load_state_dict(*inv.weights);
         const Tensor input = inv.input("input");
         check_shape(input, {kAny, options.channels(), kAny, kAny}, "input", "ese");
-        return gates::with_maps(module, input, {maps::kAttention});
+        return gates::with_maps(inv, module, input, {maps::kAttention});
       },
   };
 }

@@ -2,6 +2,7 @@
 // Pieces shared by the ops of timm's gates (ese, ceca, ge, gc, lcbam, coord_attn, splat,
 // cond_conv, dynamic_conv): the gate_layer setting, a forward-with-maps computation, and the
 // error for a --set value that the weights contradict.
+#include <algorithm>
 #include <memory>
 #include <string>
 #include <utility>
@@ -27,9 +28,16 @@ inline GateLayer gate_layer(const Invocation& inv) {
 }
 
 // Runs module->forward_with_maps(input) and names its output and the maps in `names` (a map a
-// module did not produce is left out, so asking for it is the CLI's "produced no" error).
+// module did not produce is left out, so asking for it is the CLI's "produced no" error). When
+// --out asks for none of the maps, runs module->forward(input) alone: the maps are not computed.
 template <class M>
-Computation with_maps(std::shared_ptr<M> module, Tensor input, std::vector<std::string> names) {
+Computation with_maps(const Invocation& inv, std::shared_ptr<M> module, Tensor input,
+                      std::vector<std::string> names) {
+  const bool maps_wanted =
+      std::any_of(names.begin(), names.end(), [&](const std::string& n) { return inv.wants(n); });
+  if (!maps_wanted) {
+    return [module, input] { return Outputs{{"output", module->forward(input)}}; };
+  }
   return [module, input, names] {
     Attended r = module->forward_with_maps(input);
     Outputs out{{"output", r.output}};

@@ -21,7 +21,7 @@ OpSpec gc() {
         module->load_state_dict(*inv.weights);
         const Tensor input = inv.input("input");
         check_shape(input, {kAny, options.channels(), kAny, kAny}, "input", "gc");
-        return gates::with_maps(module, input, {maps::kAttention, maps::kChannelAttention});
+        return gates::with_maps(inv, module, input, {maps::kAttention, maps::kChannelAttention});
       },
   };
 }

@@ -67,7 +67,7 @@ OpSpec ge() {
         module->load_state_dict(w);
         const Tensor input = inv.input("input");
         check_rank(input, 4, "input", "ge");
-        return gates::with_maps(module, input, {maps::kAttention});
+        return gates::with_maps(inv, module, input, {maps::kAttention});
       },
   };
 }

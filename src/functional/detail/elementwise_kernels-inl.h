@@ -1,0 +1,126 @@
+// Per-target bodies of functional/detail/elementwise_kernels.hpp, compiled once for every Highway
+// target by elementwise_kernels.cpp (Highway's toggle instead of an include guard).
+#if defined(CVATTN_FUNCTIONAL_DETAIL_ELEMENTWISE_KERNELS_INL_H_) == defined(HWY_TARGET_TOGGLE)
+#ifdef CVATTN_FUNCTIONAL_DETAIL_ELEMENTWISE_KERNELS_INL_H_
+#undef CVATTN_FUNCTIONAL_DETAIL_ELEMENTWISE_KERNELS_INL_H_
+#else
+#define CVATTN_FUNCTIONAL_DETAIL_ELEMENTWISE_KERNELS_INL_H_
+#endif
+
+#include <hwy/highway.h>
+
+#include <algorithm>
+#include <cstdint>
+
+#include "functional/detail/elementwise_kernels.hpp"
+
+HWY_BEFORE_NAMESPACE();
+namespace cvattn::detail::HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+template <BinaryOp kOp>
+HWY_INLINE float ScalarOp(float a, float b) {
+  if constexpr (kOp == BinaryOp::add) return a + b;
+  if constexpr (kOp == BinaryOp::sub) return a - b;
+  if constexpr (kOp == BinaryOp::mul) return a * b;
+  return a / b;
+}
+
+template <BinaryOp kOp, class V>
+HWY_INLINE V VectorOp(V a, V b) {
+  if constexpr (kOp == BinaryOp::add) return hn::Add(a, b);
+  if constexpr (kOp == BinaryOp::sub) return hn::Sub(a, b);
+  if constexpr (kOp == BinaryOp::mul) return hn::Mul(a, b);
+  return hn::Div(a, b);
+}
+
+// The row with a and b both strided 1 (kA, kB) or one of them a broadcast scalar, read once
+// before the loop (out may alias the operands, so the compiler would reload it after every
+// store); two vectors a step, the tail in scalar code (the same IEEE operation, so the same
+// result).
+template <BinaryOp kOp, bool kA, bool kB>
+void BinaryLoop(const float* a, const float* b, float* out, std::int64_t n) {
+  const hn::ScalableTag<float> d;
+  const auto lanes = static_cast<std::int64_t>(hn::Lanes(d));
+  const float a0 = a[0], b0 = b[0];
+  const auto va = hn::Set(d, a0), vb = hn::Set(d, b0);
+  std::int64_t i = 0;
+  for (; i + 2 * lanes <= n; i += 2 * lanes) {
+    const auto x0 = kA ? hn::LoadU(d, a + i) : va, x1 = kA ? hn::LoadU(d, a + i + lanes) : va;
+    const auto y0 = kB ? hn::LoadU(d, b + i) : vb, y1 = kB ? hn::LoadU(d, b + i + lanes) : vb;
+    hn::StoreU(VectorOp<kOp>(x0, y0), d, out + i);
+    hn::StoreU(VectorOp<kOp>(x1, y1), d, out + i + lanes);
+  }
+  for (; i < n; ++i) out[i] = ScalarOp<kOp>(kA ? a[i] : a0, kB ? b[i] : b0);
+}
+
+template <BinaryOp kOp>
+void BinaryRowOp(const float* a, std::int64_t sa, const float* b, std::int64_t sb, float* out,
+                 std::int64_t n) {
+  if (sa == 1 && sb == 1) {
+    BinaryLoop<kOp, true, true>(a, b, out, n);
+  } else if (sa == 1) {
+    BinaryLoop<kOp, true, false>(a, b, out, n);
+  } else if (sb == 1) {
+    BinaryLoop<kOp, false, true>(a, b, out, n);
+  } else {
+    std::fill(out, out + n, ScalarOp<kOp>(a[0], b[0]));
+  }
+}
+
+void BinaryRowKernel(BinaryOp op, const float* a, std::int64_t sa, const float* b, std::int64_t sb,
+                     float* out, std::int64_t n) {
+  switch (op) {
+    case BinaryOp::add:
+      return BinaryRowOp<BinaryOp::add>(a, sa, b, sb, out, n);
+    case BinaryOp::sub:
+      return BinaryRowOp<BinaryOp::sub>(a, sa, b, sb, out, n);
+    case BinaryOp::mul:
+      return BinaryRowOp<BinaryOp::mul>(a, sa, b, sb, out, n);
+    case BinaryOp::div:
+      return BinaryRowOp<BinaryOp::div>(a, sa, b, sb, out, n);
+  }
+}
+
+// kVecs vectors of columns from c: their float sums over each block of rows, added to acc.
+template <std::int64_t kVecs>
+HWY_INLINE void ColumnGroup(const float* HWY_RESTRICT base, std::int64_t stride, std::int64_t rows,
+                            std::int64_t c, double* HWY_RESTRICT acc) {
+  const hn::ScalableTag<float> d;
+  const auto lanes = static_cast<std::int64_t>(hn::Lanes(d));
+  HWY_ALIGN float part[kVecs * HWY_MAX_BYTES / sizeof(float)];
+  for (std::int64_t k0 = 0; k0 < rows; k0 += kColumnRowBlock) {
+    const std::int64_t k1 = std::min(rows, k0 + kColumnRowBlock);
+    hn::Vec<decltype(d)> s[kVecs];
+    for (std::int64_t v = 0; v < kVecs; ++v) s[v] = hn::Zero(d);
+    for (std::int64_t k = k0; k < k1; ++k) {
+      const float* row = base + k * stride + c;
+      for (std::int64_t v = 0; v < kVecs; ++v) s[v] = hn::Add(s[v], hn::LoadU(d, row + v * lanes));
+    }
+    for (std::int64_t v = 0; v < kVecs; ++v) hn::Store(s[v], d, part + v * lanes);
+    for (std::int64_t j = 0; j < kVecs * lanes; ++j) acc[c + j] += static_cast<double>(part[j]);
+  }
+}
+
+void ColumnSumsKernel(const float* HWY_RESTRICT base, std::int64_t stride, std::int64_t rows,
+                      std::int64_t n, double* HWY_RESTRICT acc) {
+  const hn::ScalableTag<float> d;
+  const auto lanes = static_cast<std::int64_t>(hn::Lanes(d));
+  std::int64_t c = 0;
+  for (; c + 8 * lanes <= n; c += 8 * lanes) ColumnGroup<8>(base, stride, rows, c, acc);
+  for (; c + lanes <= n; c += lanes) ColumnGroup<1>(base, stride, rows, c, acc);
+  for (; c < n; ++c) {
+    for (std::int64_t k0 = 0; k0 < rows; k0 += kColumnRowBlock) {
+      float part = 0.0f;
+      for (std::int64_t k = k0; k < std::min(rows, k0 + kColumnRowBlock); ++k) {
+        part += base[k * stride + c];
+      }
+      acc[c] += static_cast<double>(part);
+    }
+  }
+}
+
+}  // namespace cvattn::detail::HWY_NAMESPACE
+HWY_AFTER_NAMESPACE();
+
+#endif  // toggle

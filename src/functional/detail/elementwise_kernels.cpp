@@ -1,0 +1,29 @@
+// Runtime dispatch of the binary-op rows and column sums (elementwise_kernels.hpp); the bodies
+// are in elementwise_kernels-inl.h.
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "functional/detail/elementwise_kernels-inl.h"
+#include <hwy/foreach_target.h>  // IWYU pragma: keep
+#include <hwy/highway.h>
+
+#include "functional/detail/elementwise_kernels-inl.h"
+
+#if HWY_ONCE
+#include "core/dispatch.hpp"
+
+namespace cvattn::detail {
+
+HWY_EXPORT(BinaryRowKernel);
+HWY_EXPORT(ColumnSumsKernel);
+
+void binary_row(BinaryOp op, const float* a, std::int64_t sa, const float* b, std::int64_t sb,
+                float* out, std::int64_t n) {
+  CVATTN_DISPATCH(BinaryRowKernel)(op, a, sa, b, sb, out, n);
+}
+
+void column_sums(const float* base, std::int64_t stride, std::int64_t rows, std::int64_t n,
+                 double* acc) {
+  CVATTN_DISPATCH(ColumnSumsKernel)(base, stride, rows, n, acc);
+}
+
+}  // namespace cvattn::detail
+#endif

@@ -1,0 +1,24 @@
+#pragma once
+// The inner loops of functional/tensor_ops.cpp's broadcasting binary ops and column means as
+// runtime-dispatched Highway kernels (bodies in elementwise_kernels-inl.h, reference twin in
+// functional/reference/elementwise.hpp). Private to cvattn.
+#include <cstdint>
+
+namespace cvattn::detail {
+
+enum class BinaryOp { add, sub, mul, div };
+
+// out[i] = a[i * sa] op b[i * sb] for i < n, each stride 0 (a broadcast scalar) or 1. out may be
+// a or b (in place) but must not otherwise overlap them.
+void binary_row(BinaryOp op, const float* a, std::int64_t sa, const float* b, std::int64_t sb,
+                float* out, std::int64_t n);
+
+// Rows of a column sum summed in float before the block is added in double.
+inline constexpr std::int64_t kColumnRowBlock = 128;
+
+// acc[i] += sum over k < rows of base[k * stride + i], for i < n: each column summed in float
+// over blocks of kColumnRowBlock rows (in row order), the blocks added to acc in double.
+void column_sums(const float* base, std::int64_t stride, std::int64_t rows, std::int64_t n,
+                 double* acc);
+
+}  // namespace cvattn::detail
