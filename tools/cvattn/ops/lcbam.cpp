@@ -22,7 +22,8 @@ OpSpec lcbam() {
         module->load_state_dict(*inv.weights);
         const Tensor input = inv.input("input");
         check_shape(input, {kAny, options.channels(), kAny, kAny}, "input", "lcbam");
-        return gates::with_maps(inv, module, input, {maps::kChannelAttention, maps::kSpatialAttention});
+        return gates::with_maps(inv, module, input,
+                                {maps::kChannelAttention, maps::kSpatialAttention});
       },
   };
 }
