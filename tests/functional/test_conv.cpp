@@ -22,18 +22,23 @@ using ::testing::ThrowsMessage;
 constexpr test::Tolerance kTol{1e-4, 1e-4};
 constexpr test::Tolerance kExact{0, 0};
 
+// The conv2d options a fixture was made with.
+F::Conv2dOptions options_of(const test::Fixture& fx) {
+  const auto& p = fx.params();
+  return F::Conv2dOptions()
+      .stride(pair(p["stride"]))
+      .padding(pair(p["padding"]))
+      .dilation(pair(p["dilation"]))
+      .groups(p["groups"].get<std::int64_t>());
+}
+
 TEST(Conv2d, MatchesPyTorch) {
   int cases = 0;
   for (const auto& fx : test::fixtures_in("functional")) {
     if (fx.name().rfind("conv2d_", 0) != 0) continue;
     SCOPED_TRACE(fx.name());
-    const auto& p = fx.params();
-    const auto options = F::Conv2dOptions()
-                             .stride(pair(p["stride"]))
-                             .padding(pair(p["padding"]))
-                             .dilation(pair(p["dilation"]))
-                             .groups(p["groups"].get<std::int64_t>());
-    const Tensor bias = p["bias"].get<bool>() ? fx.tensor("bias") : Tensor();
+    const auto options = options_of(fx);
+    const Tensor bias = fx.params()["bias"].get<bool>() ? fx.tensor("bias") : Tensor();
     for (int threads : {1, 2}) {
       ThreadScope scope(threads);
       const Tensor y = F::conv2d(fx.tensor("input"), fx.tensor("weight"), bias, options);
@@ -230,13 +235,8 @@ TEST(Conv2d, PreparedWeightMatchesPyTorchAndTheUnpreparedCall) {
   for (const auto& fx : test::fixtures_in("functional")) {
     if (fx.name().rfind("conv2d_", 0) != 0) continue;
     SCOPED_TRACE(fx.name());
-    const auto& p = fx.params();
-    const auto options = F::Conv2dOptions()
-                             .stride(pair(p["stride"]))
-                             .padding(pair(p["padding"]))
-                             .dilation(pair(p["dilation"]))
-                             .groups(p["groups"].get<std::int64_t>());
-    const Tensor bias = p["bias"].get<bool>() ? fx.tensor("bias") : Tensor();
+    const auto options = options_of(fx);
+    const Tensor bias = fx.params()["bias"].get<bool>() ? fx.tensor("bias") : Tensor();
     const F::Conv2dWeight weight(fx.tensor("weight"), options);
     prepared += weight.winograd().defined() ? 1 : 0;
     const Tensor y = F::conv2d(fx.tensor("input"), weight, bias);
