@@ -11,6 +11,7 @@
 
 #include "core/parallel_for.hpp"
 #include "cvattn/core/error.hpp"
+#include "functional/detail/affine_grid_kernel.hpp"
 
 namespace cvattn::functional {
 namespace {
@@ -223,14 +224,9 @@ Tensor affine_grid(const Tensor& theta, const Shape& size, bool align_corners) {
     const std::int64_t n = row / s.h;
     const float y = ys[static_cast<std::size_t>(row % s.h)];
     const float* t = th + n * 6;
-    float* o = out + row * s.w * 2;
-    for (std::int64_t w = 0; w < s.w; ++w) {
-      const float x = xs[static_cast<std::size_t>(w)];
-      // PyTorch multiplies [x, y, 1] by theta^T in a GEMM that accumulates x*t0, then fuses
-      // y*t1, then adds t2: reproduced operation for operation, the grid is bit-exact.
-      o[2 * w] = std::fma(y, t[1], x * t[0]) + t[2];
-      o[2 * w + 1] = std::fma(y, t[4], x * t[3]) + t[5];
-    }
+    // PyTorch multiplies [x, y, 1] by theta^T in a GEMM that accumulates x*t0, then fuses
+    // y*t1, then adds t2: reproduced operation for operation, the grid is bit-exact.
+    detail::affine_grid_row(xs.data(), y, t, out + row * s.w * 2, s.w);
   });
   return grid;
 }

@@ -169,5 +169,47 @@ TEST(SimdParitySampling, DeformConv2d) {
   });
 }
 
+// affine_grid rows: bit-exact to PyTorch's rounding (x*t0, y*t1 fused onto it, + t2) on every
+// target, vector bodies and tails (odd widths), align_corners both ways.
+TEST(AffineGridParity, BitExactOnEveryTarget) {
+  const Tensor theta = random_tensor({3, 2, 3}, 41);
+  for (const bool align : {false, true}) {
+    for (const std::int64_t w : {1, 7, 17, 224}) {
+      const Shape size{3, 1, 5, w};
+      // The definition, element by element (F.affine_grid's base coordinates).
+      std::vector<float> expected;
+      for (std::int64_t n = 0; n < 3; ++n) {
+        const float* t = theta.data() + n * 6;
+        for (std::int64_t h = 0; h < 5; ++h) {
+          for (std::int64_t x = 0; x < w; ++x) {
+            auto base = [&](std::int64_t i, std::int64_t count) {
+              if (count == 1) return 0.0f;  // as PyTorch's linspace_from_neg_one
+              const float c = -1.0f + 2.0f * static_cast<float>(i) / static_cast<float>(count - 1);
+              return align ? c : c * static_cast<float>(count - 1) / static_cast<float>(count);
+            };
+            const float bx = base(x, w), by = base(h, 5);
+            expected.push_back(std::fma(by, t[1], bx * t[0]) + t[2]);
+            expected.push_back(std::fma(by, t[4], bx * t[3]) + t[5]);
+          }
+        }
+      }
+      const Tensor scalar = [&] {
+        cvattn::simd::set_max_target("scalar");
+        Tensor g = F::affine_grid(theta, size, align);
+        cvattn::simd::set_max_target("best");
+        return g;
+      }();
+      for_each_simd_target([&] {
+        const Tensor grid = F::affine_grid(theta, size, align);
+        ASSERT_EQ(grid.numel(), static_cast<std::int64_t>(expected.size()));
+        for (std::int64_t i = 0; i < grid.numel(); ++i) {
+          ASSERT_EQ(grid.data()[i], scalar.data()[i]) << "w " << w << " element " << i;
+          ASSERT_NEAR(grid.data()[i], expected[static_cast<std::size_t>(i)], 1e-6f);
+        }
+      });
+    }
+  }
+}
+
 }  // namespace
 }  // namespace cvattn

@@ -1,0 +1,45 @@
+// Per-target body of detail::affine_grid_row (affine_grid_kernel.hpp).
+#if defined(CVATTN_AFFINE_GRID_KERNEL_INL_H_) == defined(HWY_TARGET_TOGGLE)
+#ifdef CVATTN_AFFINE_GRID_KERNEL_INL_H_
+#undef CVATTN_AFFINE_GRID_KERNEL_INL_H_
+#else
+#define CVATTN_AFFINE_GRID_KERNEL_INL_H_
+#endif
+
+#include <hwy/highway.h>
+
+#include <cmath>
+#include <cstdint>
+
+HWY_BEFORE_NAMESPACE();
+namespace cvattn::detail {
+namespace HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+void AffineGridRow(const float* xs, float y, const float* t, float* out, std::int64_t w) {
+  std::int64_t i = 0;
+#if HWY_NATIVE_FMA
+  const hn::ScalableTag<float> d;
+  const auto lanes = static_cast<std::int64_t>(hn::Lanes(d));
+  const auto vy = hn::Set(d, y);
+  const auto t0 = hn::Set(d, t[0]), t1 = hn::Set(d, t[1]), t2 = hn::Set(d, t[2]);
+  const auto t3 = hn::Set(d, t[3]), t4 = hn::Set(d, t[4]), t5 = hn::Set(d, t[5]);
+  for (; i + lanes <= w; i += lanes) {
+    const auto x = hn::LoadU(d, xs + i);
+    const auto gx = hn::Add(hn::MulAdd(vy, t1, hn::Mul(x, t0)), t2);
+    const auto gy = hn::Add(hn::MulAdd(vy, t4, hn::Mul(x, t3)), t5);
+    hn::StoreInterleaved2(gx, gy, d, out + 2 * i);
+  }
+#endif
+  for (; i < w; ++i) {
+    const float x = xs[i];
+    out[2 * i] = std::fma(y, t[1], x * t[0]) + t[2];
+    out[2 * i + 1] = std::fma(y, t[4], x * t[3]) + t[5];
+  }
+}
+
+}  // namespace HWY_NAMESPACE
+}  // namespace cvattn::detail
+HWY_AFTER_NAMESPACE();
+
+#endif  // include guard

@@ -1,0 +1,23 @@
+// Runtime dispatch of affine_grid's rows (affine_grid_kernel.hpp); the body is in
+// affine_grid_kernel-inl.h.
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "functional/detail/affine_grid_kernel-inl.h"
+#include <hwy/foreach_target.h>  // IWYU pragma: keep
+#include <hwy/highway.h>
+
+#include "functional/detail/affine_grid_kernel-inl.h"
+
+#if HWY_ONCE
+#include "core/dispatch.hpp"
+#include "functional/detail/affine_grid_kernel.hpp"
+
+namespace cvattn::detail {
+
+HWY_EXPORT(AffineGridRow);
+
+void affine_grid_row(const float* xs, float y, const float* theta, float* out, std::int64_t w) {
+  CVATTN_DISPATCH(AffineGridRow)(xs, y, theta, out, w);
+}
+
+}  // namespace cvattn::detail
+#endif
