@@ -212,6 +212,13 @@ Geometry validate(const Tensor& input, const Tensor& weight, const Tensor& bias,
   return g;
 }
 
+// The input-independent half of conv2d's Winograd test (the tile count depends on the input):
+// also what Conv2dWeight prepares for.
+bool winograd_kernel(const Geometry& g) {
+  return g.kh == 3 && g.kw == 3 && g.sh == 1 && g.sw == 1 && g.dh == 1 && g.dw == 1 &&
+         g.cin_g >= kWinogradMinChannels && g.cout_g >= kWinogradMinChannels;
+}
+
 }  // namespace
 
 namespace detail {
@@ -234,9 +241,7 @@ void conv2d_into(const Tensor& input, const Tensor& weight, const Tensor& bias,
     conv_depthwise(g, input.data(), weight.data(), b, out);
   } else if (g.n > 0 && detail::use_polyphase(g)) {
     detail::conv_polyphase(g, input, weight, bias, out);
-  } else if (g.kh == 3 && g.kw == 3 && g.sh == 1 && g.sw == 1 && g.dh == 1 && g.dw == 1 &&
-             g.cin_g >= kWinogradMinChannels && g.cout_g >= kWinogradMinChannels &&
-             ceil_div(g.ho, 2) * ceil_div(g.wo, 2) >= kWinogradMinTiles) {
+  } else if (winograd_kernel(g) && ceil_div(g.ho, 2) * ceil_div(g.wo, 2) >= kWinogradMinTiles) {
     detail::conv_winograd_3x3(g, input.data(), weight.data(), b, out, winograd);
   } else {
     conv_im2col(g, input.data(), weight.data(), b, out);
@@ -245,18 +250,28 @@ void conv2d_into(const Tensor& input, const Tensor& weight, const Tensor& bias,
 
 }  // namespace detail
 
-Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias,
-              const Conv2dOptions& options) {
+namespace {
+
+// conv2d with the kernel's prepared Winograd transform u, or nullptr.
+Tensor conv2d_with(const Tensor& input, const Tensor& weight, const Tensor& bias,
+                   const Conv2dOptions& options, const float* u) {
   check_defined(input, "input", "conv2d");
   if (input.rank() == 3) {  // unbatched, as PyTorch allows
-    const Tensor out =
-        conv2d(input.reshape({1, input.dim(0), input.dim(1), input.dim(2)}), weight, bias, options);
+    const Tensor out = conv2d_with(input.reshape({1, input.dim(0), input.dim(1), input.dim(2)}),
+                                   weight, bias, options, u);
     return out.reshape({out.dim(1), out.dim(2), out.dim(3)});
   }
   const Geometry g = validate(input, weight, bias, options);
   Tensor out = Tensor::empty({g.n, g.cout, g.ho, g.wo});
-  detail::conv2d_into(input, weight, bias, options, out.data());
+  detail::conv2d_into(input, weight, bias, options, out.data(), u);
   return out;
+}
+
+}  // namespace
+
+Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias,
+              const Conv2dOptions& options) {
+  return conv2d_with(input, weight, bias, options, nullptr);
 }
 
 Conv2dWeight::Conv2dWeight(const Tensor& weight, const Conv2dOptions& options)
@@ -272,32 +287,21 @@ Conv2dWeight::Conv2dWeight(const Tensor& weight, const Conv2dOptions& options)
                ") must be positive and divide the output channels of 'weight' ",
                to_string(weight.shape()));
   Geometry g{};
-  g.cout = weight.dim(0);
-  g.cin_g = weight.dim(1);
-  g.cout_g = g.cout / groups;
-  // The input-independent half of conv2d's Winograd test (the tile count depends on the input).
-  const bool winograd = weight.dim(2) == 3 && weight.dim(3) == 3 && options.stride() == Pair2(1) &&
-                        options.dilation() == Pair2(1) && g.cin_g >= kWinogradMinChannels &&
-                        g.cout_g >= kWinogradMinChannels;
-  if (winograd) {
+  g.cout = weight.dim(0), g.cin_g = weight.dim(1), g.cout_g = g.cout / groups;
+  g.kh = weight.dim(2), g.kw = weight.dim(3);
+  g.sh = options.stride().h, g.sw = options.stride().w;
+  g.dh = options.dilation().h, g.dw = options.dilation().w;
+  if (winograd_kernel(g)) {
     winograd_ = Tensor::empty({16, g.cout, g.cin_g});
     detail::winograd_weights(g, weight.data(), winograd_.data());
   }
 }
 
 Tensor conv2d(const Tensor& input, const Conv2dWeight& weight, const Tensor& bias) {
-  check_defined(input, "input", "conv2d");
   check_defined(weight.weight(), "weight", "conv2d");
-  if (input.rank() == 3) {  // unbatched, as PyTorch allows
-    const Tensor out =
-        conv2d(input.reshape({1, input.dim(0), input.dim(1), input.dim(2)}), weight, bias);
-    return out.reshape({out.dim(1), out.dim(2), out.dim(3)});
-  }
-  const Geometry g = validate(input, weight.weight(), bias, weight.options());
-  Tensor out = Tensor::empty({g.n, g.cout, g.ho, g.wo});
-  const float* u = weight.winograd().defined() ? weight.winograd().data() : nullptr;
-  detail::conv2d_into(input, weight.weight(), bias, weight.options(), out.data(), u);
-  return out;
+  const Tensor& u = weight.winograd();
+  return conv2d_with(input, weight.weight(), bias, weight.options(),
+                     u.defined() ? u.data() : nullptr);
 }
 
 }  // namespace cvattn::functional

@@ -7,6 +7,7 @@
 // Layout: the transformed weights U[16][Cout][Cin_g], and per task (image, group, run of tile
 // rows) the transformed input V[16][Cin_g][T] and the products M[16][Cout_g][T] for T tiles,
 // so each of the 16 tile positions is one GEMM M[xi] = U[xi] * V[xi].
+#include <optional>
 #include <vector>
 
 #include "core/workspace.hpp"
@@ -251,11 +252,13 @@ void conv_winograd_3x3(const ConvGeometry& g, const float* in, const float* wt, 
   // Allocated (and checked against the size cap) before any parallel region, and kept for the
   // next call (page faults on fresh scratch cost more than 5% of the conv and do not scale).
   // The kernel's transform: prepared once (Conv2dWeight), or computed for this call.
-  const cvattn::detail::Workspace u({prepared ? 1 : kPositions, g.cout, g.cin_g},
-                                    "conv2d (Winograd weights)");
+  std::optional<cvattn::detail::Workspace> own_u;
+  if (!prepared) {
+    own_u.emplace(Shape{kPositions, g.cout, g.cin_g}, "conv2d (Winograd weights)");
+    winograd_weights(g, wt, own_u->data());
+  }
+  const float* u_data = prepared ? prepared : own_u->data();
   const cvattn::detail::Workspace workspace({slots, slot_size}, "conv2d (Winograd scratch)");
-  if (!prepared) winograd_weights(g, wt, u.data());
-  const float* u_data = prepared ? prepared : u.data();
   float* ws = workspace.data();
   for_each_task(tasks, slots, [&](std::int64_t t, std::int64_t slot) {
     const std::int64_t chunk = t % chunks;
