@@ -146,7 +146,8 @@ Tensor binary(BinaryOp op, const Tensor& a, const Tensor& b, const char* where) 
   cvattn::detail::parallel_for(detail::ceil_div(rows, rows_per_task), [&](Index t) {
     const Index r0 = t * rows_per_task;
     const Index r1 = std::min(rows, r0 + rows_per_task);
-    // Multi-index of the first row, then advanced like an odometer.
+    // Multi-index of the first row, then advanced like an odometer; the rows' offsets go to the
+    // kernel in blocks, one dispatch per block.
     Index idx[Tensor::kMaxRank] = {};
     Index off_a = 0, off_b = 0;
     {
@@ -158,16 +159,24 @@ Tensor binary(BinaryOp op, const Tensor& a, const Tensor& b, const char* where) 
         off_b += idx[d] * sb[d];
       }
     }
-    for (Index r = r0; r < r1; ++r) {
-      cvattn::detail::binary_row(op, pa + off_a, ia, pb + off_b, ib, py + r * inner, inner);
-      for (std::size_t d = outer_dims; d-- > 0;) {
-        off_a += sa[d];
-        off_b += sb[d];
-        if (++idx[d] < size[d]) break;
-        off_a -= sa[d] * size[d];
-        off_b -= sb[d] * size[d];
-        idx[d] = 0;
+    constexpr Index kBlock = 64;
+    Index block_a[kBlock], block_b[kBlock];
+    for (Index r = r0; r < r1; r += kBlock) {
+      const Index count = std::min(kBlock, r1 - r);
+      for (Index k = 0; k < count; ++k) {
+        block_a[k] = off_a;
+        block_b[k] = off_b;
+        for (std::size_t d = outer_dims; d-- > 0;) {
+          off_a += sa[d];
+          off_b += sb[d];
+          if (++idx[d] < size[d]) break;
+          off_a -= sa[d] * size[d];
+          off_b -= sb[d] * size[d];
+          idx[d] = 0;
+        }
       }
+      cvattn::detail::binary_rows(op, pa, block_a, ia, pb, block_b, ib, py + r * inner, inner,
+                                  count);
     }
   });
   return y;

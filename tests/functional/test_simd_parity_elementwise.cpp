@@ -65,6 +65,33 @@ TEST(SimdParity, BinaryRowsEveryOpStrideAndLength) {
   });
 }
 
+// Several rows in one call: each row at its own offsets (here a broadcast pattern of a
+// [3, 5, n] by [1, 5, 1] or [5, n] operand), against the reference row by row.
+TEST(SimdParity, BinaryRowsBlockOfOffsets) {
+  const std::vector<float> a = values(3 * 5 * 37, 5, true), b = values(5 * 37, 6, true);
+  test::for_each_simd_target([&] {
+    for (const BinaryOp op : kOps) {
+      for (const std::int64_t sb : {0, 1}) {
+        const std::int64_t n = 37, rows = 15;
+        std::vector<std::int64_t> off_a, off_b;
+        for (std::int64_t r = 0; r < rows; ++r) {
+          off_a.push_back(r * n);
+          off_b.push_back(sb == 0 ? r % 5 : (r % 5) * n);
+        }
+        std::vector<float> got(static_cast<std::size_t>(rows * n)), want(got.size());
+        detail::binary_rows(op, a.data(), off_a.data(), 1, b.data(), off_b.data(), sb, got.data(),
+                            n, rows);
+        for (std::int64_t r = 0; r < rows; ++r) {
+          const auto k = static_cast<std::size_t>(r);
+          reference::binary_row(op, a.data() + off_a[k], 1, b.data() + off_b[k], sb,
+                                want.data() + r * n, n);
+        }
+        for (std::size_t i = 0; i < got.size(); ++i) expect_same(got[i], want[i]);
+      }
+    }
+  });
+}
+
 TEST(SimdParity, BinaryRowsInPlace) {
   const std::vector<float> a = values(301, 3, true), b = values(301, 4, false);
   test::for_each_simd_target([&] {

@@ -68,6 +68,30 @@ void BinaryRowOp(const float* a, std::int64_t sa, const float* b, std::int64_t s
   }
 }
 
+template <BinaryOp kOp>
+void BinaryRowsOp(const float* a, const std::int64_t* a_off, std::int64_t sa, const float* b,
+                  const std::int64_t* b_off, std::int64_t sb, float* out, std::int64_t n,
+                  std::int64_t rows) {
+  for (std::int64_t r = 0; r < rows; ++r) {
+    BinaryRowOp<kOp>(a + a_off[r], sa, b + b_off[r], sb, out + r * n, n);
+  }
+}
+
+void BinaryRowsKernel(BinaryOp op, const float* a, const std::int64_t* a_off, std::int64_t sa,
+                      const float* b, const std::int64_t* b_off, std::int64_t sb, float* out,
+                      std::int64_t n, std::int64_t rows) {
+  switch (op) {
+    case BinaryOp::add:
+      return BinaryRowsOp<BinaryOp::add>(a, a_off, sa, b, b_off, sb, out, n, rows);
+    case BinaryOp::sub:
+      return BinaryRowsOp<BinaryOp::sub>(a, a_off, sa, b, b_off, sb, out, n, rows);
+    case BinaryOp::mul:
+      return BinaryRowsOp<BinaryOp::mul>(a, a_off, sa, b, b_off, sb, out, n, rows);
+    case BinaryOp::div:
+      return BinaryRowsOp<BinaryOp::div>(a, a_off, sa, b, b_off, sb, out, n, rows);
+  }
+}
+
 void BinaryRowKernel(BinaryOp op, const float* a, std::int64_t sa, const float* b, std::int64_t sb,
                      float* out, std::int64_t n) {
   switch (op) {

@@ -13,11 +13,18 @@
 namespace cvattn::detail {
 
 HWY_EXPORT(BinaryRowKernel);
+HWY_EXPORT(BinaryRowsKernel);
 HWY_EXPORT(ColumnSumsKernel);
 
 void binary_row(BinaryOp op, const float* a, std::int64_t sa, const float* b, std::int64_t sb,
                 float* out, std::int64_t n) {
   CVATTN_DISPATCH(BinaryRowKernel)(op, a, sa, b, sb, out, n);
+}
+
+void binary_rows(BinaryOp op, const float* a, const std::int64_t* a_off, std::int64_t sa,
+                 const float* b, const std::int64_t* b_off, std::int64_t sb, float* out,
+                 std::int64_t n, std::int64_t rows) {
+  CVATTN_DISPATCH(BinaryRowsKernel)(op, a, a_off, sa, b, b_off, sb, out, n, rows);
 }
 
 void column_sums(const float* base, std::int64_t stride, std::int64_t rows, std::int64_t n,

@@ -13,6 +13,12 @@ enum class BinaryOp { add, sub, mul, div };
 void binary_row(BinaryOp op, const float* a, std::int64_t sa, const float* b, std::int64_t sb,
                 float* out, std::int64_t n);
 
+// `rows` rows of n at once (one dispatch for all: short rows made the per-call cost show): row r
+// reads a + a_off[r] and b + b_off[r] with the strides sa, sb and writes out + r * n.
+void binary_rows(BinaryOp op, const float* a, const std::int64_t* a_off, std::int64_t sa,
+                 const float* b, const std::int64_t* b_off, std::int64_t sb, float* out,
+                 std::int64_t n, std::int64_t rows);
+
 // Rows of a column sum summed in float before the block is added in double.
 inline constexpr std::int64_t kColumnRowBlock = 128;
 
