@@ -35,3 +35,14 @@ if(CVATTN_SANITIZERS)
     target_link_options(cvattn_test_flags INTERFACE -fsanitize=${_cvattn_san})
   endif()
 endif()
+# GNU gold links our ~100 test programs about twice as fast as ld.bfd (measured on a sanitizer
+# test program: 3.5 s vs 1.8 s); used for our own programs where GCC's toolchain has it (clang's
+# sanitizer runtimes make gold warn, and the clang build is the fuzzers' only).
+include(CheckLinkerFlag)
+if(CMAKE_CXX_COMPILER_ID STREQUAL "GNU")
+  check_linker_flag(CXX "-fuse-ld=gold" CVATTN_HAS_GOLD)
+endif()
+if(CVATTN_HAS_GOLD)
+  target_link_options(cvattn_flags INTERFACE -fuse-ld=gold)
+  target_link_options(cvattn_test_flags INTERFACE -fuse-ld=gold)
+endif()

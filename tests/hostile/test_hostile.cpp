@@ -681,9 +681,9 @@ std::string shell_quote(const std::string& s) {
 }
 
 #ifdef CVATTN_TOOL
-constexpr const char* kTool = CVATTN_TOOL;
+const std::string kTool = test::tool_path(CVATTN_TOOL);
 #else
-constexpr const char* kTool = "";  // a build without tools skips the tool rows
+const std::string kTool;  // a build without tools skips the tool rows
 #endif
 
 ToolResult run_tool(const Call& call) {
@@ -723,7 +723,7 @@ TEST_P(Hostile, BehavesAsTabulated) {
     }
     return;
   }
-  if (*kTool == '\0') GTEST_SKIP() << "built without the cvattn tool";
+  if (kTool.empty()) GTEST_SKIP() << "built without the cvattn tool";
   const ToolResult r = run_tool(std::get<Tool>(row.action).make());
   ASSERT_TRUE(r.exited) << row.what << ": the tool was killed by a signal; stderr: " << r.err;
   if (!expect.error) {

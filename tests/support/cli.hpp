@@ -3,6 +3,8 @@
 // with a private scratch folder, run(args) capturing exit status, stdout and stderr, and the
 // contract's check for input errors (exit 2, one stderr line "cvattn: error: ...", no stdout).
 // run(args) needs CVATTN_TOOL; run_program(binary, args) runs any program (the samples).
+// CVATTN_TEST_TOOL in the environment overrides the compiled-in tool path: .ci/run's ASan stage
+// links the release stage's test objects against its own library and tool (tests/CMakeLists.txt).
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <sys/wait.h>
@@ -47,6 +49,12 @@ inline std::string list_arg(const nlohmann::json& v) {
 }
 inline std::string bool_arg(const nlohmann::json& v) { return v.get<bool>() ? "true" : "false"; }
 
+// The tool to run: `built_in` (the CVATTN_TOOL of this test program) unless CVATTN_TEST_TOOL is set.
+inline std::string tool_path(const char* built_in) {
+  const char* env = std::getenv("CVATTN_TEST_TOOL");
+  return env != nullptr && *env != '\0' ? std::string(env) : std::string(built_in);
+}
+
 class CliTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -60,7 +68,7 @@ class CliTest : public ::testing::Test {
   void TearDown() override { std::filesystem::remove_all(dir_); }
 
 #ifdef CVATTN_TOOL
-  CliResult run(const std::string& args) { return run_program(CVATTN_TOOL, args); }
+  CliResult run(const std::string& args) { return run_program(tool_path(CVATTN_TOOL), args); }
 #endif
   CliResult run_program(const std::string& program, const std::string& args) {
     const std::string cmd = "'" + program + "' " + args + " > '" + (dir_ / "stdout").string() +
