@@ -57,6 +57,12 @@ ChannelKernels channel_kernels(const GridSampleJob& g) {
 
 }  // namespace
 
+std::int64_t grid_sample_channel_group(std::int64_t c, std::int64_t h, std::int64_t w) {
+  GridSampleJob g{};
+  g.c = c, g.h = h, g.w = w;
+  return channel_kernels(g).lanes;
+}
+
 }  // namespace cvattn::detail
 
 namespace cvattn::functional {
