@@ -41,6 +41,7 @@ namespace hn = hwy::HWY_NAMESPACE;
 constexpr std::int64_t kChannelLanes = TransposeBlockSize();
 using ChannelTag = TransposeTag;
 using ChannelVec = hn::VFromD<ChannelTag>;
+constexpr std::int64_t kPrefetchPixels = 32;  // prefetch distance in output pixels
 
 // Channels per block of the packed image (0: no channel-group kernels on this target).
 inline std::int64_t GridSampleChannelLanes() { return kChannelLanes; }
@@ -124,6 +125,11 @@ void bilinear_channel_block(const Geometry& g, const Axis<P, AC>& ax, const Axis
   for (std::int64_t cb = 0; cb < blocks; ++cb) {
     const float* s = packed + cb * block_size;
     channel_tiles(count, out_plane, out + cb * kChannelLanes * out_plane, [&](std::int64_t p) {
+      // The north and south rows of a pixel further on: the hardware prefetcher does not follow
+      // the rows of a rotated or scaled grid.
+      const std::int64_t ahead = std::min(p + kPrefetchPixels, count - 1);
+      prefetch_read(s + static_cast<std::int64_t>(off[0][ahead]) * kChannelLanes);
+      prefetch_read(s + static_cast<std::int64_t>(off[2][ahead]) * kChannelLanes);
       // sum nw, ne, sw, se as detail::bilinear_read does
       const ChannelVec v0 = load_pixel(s, off[0][p]), v1 = load_pixel(s, off[1][p]);
       const ChannelVec v2 = load_pixel(s, off[2][p]), v3 = load_pixel(s, off[3][p]);
@@ -148,8 +154,11 @@ void nearest_channel_block(const Geometry& g, const Axis<P, AC>& ax, const Axis<
   const std::int64_t out_plane = g.out_plane();
   for (std::int64_t cb = 0; cb < blocks; ++cb) {
     const float* s = packed + cb * block_size;
-    channel_tiles(count, out_plane, out + cb * kChannelLanes * out_plane,
-                  [&](std::int64_t p) { return load_pixel(s, off[p]); });
+    channel_tiles(count, out_plane, out + cb * kChannelLanes * out_plane, [&](std::int64_t p) {
+      prefetch_read(s + static_cast<std::int64_t>(off[std::min(p + kPrefetchPixels, count - 1)]) *
+                            kChannelLanes);
+      return load_pixel(s, off[p]);
+    });
   }
 }
 
@@ -181,6 +190,11 @@ void bicubic_channel_block(const Geometry& g, const Axis<P, AC>& ax, const Axis<
       // Rows of four taps weighted by wx, then the rows by wy: bicubic_read's (PyTorch's) order.
       const std::int32_t* o = off[p];
       const float* wt = wts[p];
+      const std::int32_t* next = off[std::min(p + kPrefetchPixels, count - 1)];
+      for (int j = 0; j < 4; ++j) {
+        prefetch_read(s + static_cast<std::int64_t>(next[4 * j]) * kChannelLanes);
+        prefetch_read(s + static_cast<std::int64_t>(next[4 * j + 3]) * kChannelLanes);
+      }
       ChannelVec rows[4];
       for (int j = 0; j < 4; ++j) {
         const std::int32_t* r = o + 4 * j;
