@@ -59,37 +59,34 @@ HWY_INLINE ChannelVec load_pixel(const float* block, std::int32_t o) {
   return hn::Load(ChannelTag(), block + static_cast<std::int64_t>(o) * kChannelLanes);
 }
 
-// Runs pixel(p) -> ChannelVec (the L channels of output pixel p) for p in [0, count) of one
-// channel block and writes the results to out[l * out_plane + p]: L pixels per register tile,
-// transposed, then a tile of the remaining pixels through a stack buffer.
+// Runs pixel(s, p) -> ChannelVec (the L channels of output pixel p read from the packed channel
+// block s) for every full channel block of g and p in [0, count), and writes the results to
+// out[c * out_plane + p]: L pixels per register tile, transposed, then a tile of the remaining
+// pixels through a stack buffer.
 template <class Pixel>
-HWY_INLINE void channel_tiles(std::int64_t count, std::int64_t out_plane, float* out,
-                              const Pixel& pixel) {
+HWY_INLINE void channel_tiles(const Geometry& g, const float* packed, float* out,
+                              std::int64_t count, const Pixel& pixel) {
   constexpr std::int64_t L = kChannelLanes;
-  std::int64_t p = 0;
-  for (; p + L <= count; p += L) {
-    ChannelVec tile[L];
-    for (std::int64_t j = 0; j < L; ++j) tile[j] = pixel(p + j);
-    TransposeTileStore(tile, out + p, out_plane);
-  }
-  if (p < count) {
-    alignas(64) float tile[L][L];
-    const std::int64_t rest = count - p;
-    for (std::int64_t j = 0; j < rest; ++j) hn::Store(pixel(p + j), ChannelTag(), tile[j]);
-    for (std::int64_t l = 0; l < L; ++l) {
-      for (std::int64_t j = 0; j < rest; ++j) out[l * out_plane + p + j] = tile[j][l];
+  const std::int64_t block_size = (g.in_plane() + 1) * L;
+  const std::int64_t out_plane = g.out_plane();
+  for (std::int64_t cb = 0; cb < g.c / L; ++cb) {
+    const float* s = packed + cb * block_size;
+    float* o = out + cb * L * out_plane;
+    std::int64_t p = 0;
+    for (; p + L <= count; p += L) {
+      ChannelVec tile[L];
+      for (std::int64_t j = 0; j < L; ++j) tile[j] = pixel(s, p + j);
+      TransposeTileStore(tile, o + p, out_plane);
+    }
+    if (p < count) {
+      alignas(64) float tile[L][L];
+      const std::int64_t rest = count - p;
+      for (std::int64_t j = 0; j < rest; ++j) hn::Store(pixel(s, p + j), ChannelTag(), tile[j]);
+      for (std::int64_t l = 0; l < L; ++l) {
+        for (std::int64_t j = 0; j < rest; ++j) o[l * out_plane + p + j] = tile[j][l];
+      }
     }
   }
-}
-
-// The per-channel kernels of grid_sample-inl.h for the channels after the last full block.
-template <class Kernel>
-void remaining_channels(const Geometry& g, const float* in, float* out, const Kernel& kernel) {
-  const std::int64_t first = g.c / kChannelLanes * kChannelLanes;
-  if (first == g.c) return;
-  Geometry rest = g;
-  rest.c = g.c - first;
-  kernel(rest, in + first * g.in_plane(), out + first * g.out_plane());
 }
 
 template <PaddingMode P, bool AC>
@@ -118,27 +115,21 @@ void bilinear_channel_block(const Geometry& g, const Axis<P, AC>& ax, const Axis
     const BilinearTaps t = detail::bilinear_taps(xs[p], ys[p], h, w);
     for (int k = 0; k < 4; ++k) off[k][p] = ((t.inside >> k) & 1u) ? t.offset[k] : zero;
   }
-  const std::int64_t blocks = g.c / kChannelLanes;
-  const std::int64_t block_size = (g.in_plane() + 1) * kChannelLanes;
-  const std::int64_t out_plane = g.out_plane();
   const ChannelTag d;
-  for (std::int64_t cb = 0; cb < blocks; ++cb) {
-    const float* s = packed + cb * block_size;
-    channel_tiles(count, out_plane, out + cb * kChannelLanes * out_plane, [&](std::int64_t p) {
-      // The north and south rows of a pixel further on: the hardware prefetcher does not follow
-      // the rows of a rotated or scaled grid.
-      const std::int64_t ahead = std::min(p + kPrefetchPixels, count - 1);
-      prefetch_read(s + static_cast<std::int64_t>(off[0][ahead]) * kChannelLanes);
-      prefetch_read(s + static_cast<std::int64_t>(off[2][ahead]) * kChannelLanes);
-      // sum nw, ne, sw, se as detail::bilinear_read does
-      const ChannelVec v0 = load_pixel(s, off[0][p]), v1 = load_pixel(s, off[1][p]);
-      const ChannelVec v2 = load_pixel(s, off[2][p]), v3 = load_pixel(s, off[3][p]);
-      return hn::MulAdd(
-          v3, hn::Set(d, b.w[3][p]),
-          hn::MulAdd(v2, hn::Set(d, b.w[2][p]),
-                     hn::MulAdd(v1, hn::Set(d, b.w[1][p]), hn::Mul(v0, hn::Set(d, b.w[0][p])))));
-    });
-  }
+  channel_tiles(g, packed, out, count, [&](const float* s, std::int64_t p) {
+    // The north and south rows of a pixel further on: the hardware prefetcher does not follow
+    // the rows of a rotated or scaled grid.
+    const std::int64_t ahead = std::min(p + kPrefetchPixels, count - 1);
+    prefetch_read(s + static_cast<std::int64_t>(off[0][ahead]) * kChannelLanes);
+    prefetch_read(s + static_cast<std::int64_t>(off[2][ahead]) * kChannelLanes);
+    // sum nw, ne, sw, se as detail::bilinear_read does
+    const ChannelVec v0 = load_pixel(s, off[0][p]), v1 = load_pixel(s, off[1][p]);
+    const ChannelVec v2 = load_pixel(s, off[2][p]), v3 = load_pixel(s, off[3][p]);
+    return hn::MulAdd(
+        v3, hn::Set(d, b.w[3][p]),
+        hn::MulAdd(v2, hn::Set(d, b.w[2][p]),
+                   hn::MulAdd(v1, hn::Set(d, b.w[1][p]), hn::Mul(v0, hn::Set(d, b.w[0][p])))));
+  });
 }
 
 template <PaddingMode P, bool AC>
@@ -149,17 +140,11 @@ void nearest_channel_block(const Geometry& g, const Axis<P, AC>& ax, const Axis<
   nearest_taps(g, ax, ay, grid, count, off, ok);
   const auto zero = static_cast<std::int32_t>(g.in_plane());
   for (std::int64_t p = 0; p < count; ++p) off[p] = ok[p] != 0 ? off[p] : zero;
-  const std::int64_t blocks = g.c / kChannelLanes;
-  const std::int64_t block_size = (g.in_plane() + 1) * kChannelLanes;
-  const std::int64_t out_plane = g.out_plane();
-  for (std::int64_t cb = 0; cb < blocks; ++cb) {
-    const float* s = packed + cb * block_size;
-    channel_tiles(count, out_plane, out + cb * kChannelLanes * out_plane, [&](std::int64_t p) {
-      prefetch_read(s + static_cast<std::int64_t>(off[std::min(p + kPrefetchPixels, count - 1)]) *
-                            kChannelLanes);
-      return load_pixel(s, off[p]);
-    });
-  }
+  channel_tiles(g, packed, out, count, [&](const float* s, std::int64_t p) {
+    prefetch_read(s + static_cast<std::int64_t>(off[std::min(p + kPrefetchPixels, count - 1)]) *
+                          kChannelLanes);
+    return load_pixel(s, off[p]);
+  });
 }
 
 template <PaddingMode P, bool AC>
@@ -180,69 +165,59 @@ void bicubic_channel_block(const Geometry& g, const Axis<P, AC>& ax, const Axis<
       wts[p][4 + j] = t.wy[j];
     }
   }
-  const std::int64_t blocks = g.c / kChannelLanes;
-  const std::int64_t block_size = (g.in_plane() + 1) * kChannelLanes;
-  const std::int64_t out_plane = g.out_plane();
   const ChannelTag d;
-  for (std::int64_t cb = 0; cb < blocks; ++cb) {
-    const float* s = packed + cb * block_size;
-    channel_tiles(count, out_plane, out + cb * kChannelLanes * out_plane, [&](std::int64_t p) {
-      // Rows of four taps weighted by wx, then the rows by wy: bicubic_read's (PyTorch's) order.
-      const std::int32_t* o = off[p];
-      const float* wt = wts[p];
-      const std::int32_t* next = off[std::min(p + kPrefetchPixels, count - 1)];
-      for (int j = 0; j < 4; ++j) {
-        prefetch_read(s + static_cast<std::int64_t>(next[4 * j]) * kChannelLanes);
-        prefetch_read(s + static_cast<std::int64_t>(next[4 * j + 3]) * kChannelLanes);
-      }
-      ChannelVec rows[4];
-      for (int j = 0; j < 4; ++j) {
-        const std::int32_t* r = o + 4 * j;
-        rows[j] =
-            hn::MulAdd(hn::Set(d, wt[3]), load_pixel(s, r[3]),
-                       hn::MulAdd(hn::Set(d, wt[2]), load_pixel(s, r[2]),
-                                  hn::MulAdd(hn::Set(d, wt[1]), load_pixel(s, r[1]),
-                                             hn::Mul(hn::Set(d, wt[0]), load_pixel(s, r[0])))));
-      }
-      return hn::MulAdd(
-          hn::Set(d, wt[7]), rows[3],
-          hn::MulAdd(hn::Set(d, wt[6]), rows[2],
-                     hn::MulAdd(hn::Set(d, wt[5]), rows[1], hn::Mul(hn::Set(d, wt[4]), rows[0]))));
-    });
-  }
+  channel_tiles(g, packed, out, count, [&](const float* s, std::int64_t p) {
+    // Rows of four taps weighted by wx, then the rows by wy: bicubic_read's (PyTorch's) order.
+    const std::int32_t* o = off[p];
+    const float* wt = wts[p];
+    const std::int32_t* next = off[std::min(p + kPrefetchPixels, count - 1)];
+    for (int j = 0; j < 4; ++j) {
+      prefetch_read(s + static_cast<std::int64_t>(next[4 * j]) * kChannelLanes);
+      prefetch_read(s + static_cast<std::int64_t>(next[4 * j + 3]) * kChannelLanes);
+    }
+    ChannelVec rows[4];
+    for (int j = 0; j < 4; ++j) {
+      const std::int32_t* r = o + 4 * j;
+      rows[j] = hn::MulAdd(hn::Set(d, wt[3]), load_pixel(s, r[3]),
+                           hn::MulAdd(hn::Set(d, wt[2]), load_pixel(s, r[2]),
+                                      hn::MulAdd(hn::Set(d, wt[1]), load_pixel(s, r[1]),
+                                                 hn::Mul(hn::Set(d, wt[0]), load_pixel(s, r[0])))));
+    }
+    return hn::MulAdd(
+        hn::Set(d, wt[7]), rows[3],
+        hn::MulAdd(hn::Set(d, wt[6]), rows[2],
+                   hn::MulAdd(hn::Set(d, wt[5]), rows[1], hn::Mul(hn::Set(d, wt[4]), rows[0]))));
+  });
 }
 
 // One block of `count` output pixels starting at p0 of image n, whose packed channel blocks are
-// at `packed` (GridSamplePackChannels); the remaining channels read the input itself.
+// at `packed` (GridSamplePackChannels).
 inline void GridSampleChannelBlock(const GridSampleJob& g, const float* packed, std::int64_t n,
                                    std::int64_t p0, std::int64_t count) {
-  const float* in_n = g.input + n * g.c * g.in_plane();
   const float* grid_b = g.grid + (n * g.out_plane() + p0) * 2;
   float* out_b = g.output + n * g.c * g.out_plane() + p0;
   with_axis_type(g.padding, g.align_corners, [&](auto* tag) {
     using AxisT = std::remove_pointer_t<decltype(tag)>;
     const AxisT ax(g.w), ay(g.h);
-    switch (g.mode) {
-      case Interpolation::bilinear:
-        bilinear_channel_block(g, ax, ay, packed, grid_b, out_b, count);
-        remaining_channels(g, in_n, out_b, [&](const Geometry& r, const float* in, float* out) {
-          bilinear_block(r, ax, ay, in, grid_b, out, count);
-        });
-        break;
-      case Interpolation::nearest:
-        nearest_channel_block(g, ax, ay, packed, grid_b, out_b, count);
-        remaining_channels(g, in_n, out_b, [&](const Geometry& r, const float* in, float* out) {
-          nearest_block(r, ax, ay, in, grid_b, out, count);
-        });
-        break;
-      case Interpolation::bicubic:
-        bicubic_channel_block(g, ax, ay, packed, grid_b, out_b, count);
-        remaining_channels(g, in_n, out_b, [&](const Geometry& r, const float* in, float* out) {
-          bicubic_block(r, ax, ay, in, grid_b, out, count);
-        });
-        break;
+    if (g.mode == Interpolation::bilinear) {
+      bilinear_channel_block(g, ax, ay, packed, grid_b, out_b, count);
+    } else if (g.mode == Interpolation::nearest) {
+      nearest_channel_block(g, ax, ay, packed, grid_b, out_b, count);
+    } else {
+      bicubic_channel_block(g, ax, ay, packed, grid_b, out_b, count);
     }
   });
+  // The channels after the last full group: the per-channel kernels, on a job of those alone.
+  const std::int64_t first = g.c / kChannelLanes * kChannelLanes;
+  if (first < g.c) {
+    GridSampleJob rest = g;
+    rest.n = 1;
+    rest.c = g.c - first;
+    rest.input = g.input + (n * g.c + first) * g.in_plane();
+    rest.grid = g.grid + n * g.out_plane() * 2;
+    rest.output = g.output + (n * g.c + first) * g.out_plane();
+    GridSampleForwardBlock(rest, 0, p0, count);
+  }
 }
 
 #else  // no native FMA (or one lane): the per-channel kernels only
