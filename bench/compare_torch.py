@@ -160,6 +160,11 @@ def cases():
                     nbytes=4 * (2 * x.numel() + g.numel()),
                     graph=Graph(lambda x, g: F.grid_sample(x, g, align_corners=False),
                                 ["input", "grid"], opset=16)))
+    for mode in ("nearest", "bicubic"):  # the channel-group kernels (issue 17) per mode
+        out.append(Case(f"grid_sample_64_{mode}", "grid_sample", "[1,64,128,128]",
+                        lambda x=x, g=g, m=mode: F.grid_sample(x, g, mode=m, align_corners=False),
+                        {"input": x, "grid": g}, sets={"mode": mode}, note=f"{mode}, zeros",
+                        nbytes=4 * (2 * x.numel() + g.numel())))
     x = randn(8, 3, 224, 224)
     g = F.affine_grid(mild_theta(8), [8, 3, 224, 224], align_corners=False)
     out.append(Case("grid_sample_8x3", "grid_sample", "[8,3,224,224]",

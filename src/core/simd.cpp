@@ -40,6 +40,15 @@ std::int64_t cpu_targets() {
   return hwy::SupportedTargets();
 }
 
+// hwy::SupportedTargets() outside Highway's own dispatch (Highway 1.0.3) leaves the chosen target
+// at the CPU's best, ignoring DisableTargets, until the next DisableTargets: make the next
+// HWY_DYNAMIC_DISPATCH choose again (among the targets allowed) after asking it.
+std::int64_t allowed_targets() {
+  const std::int64_t targets = hwy::SupportedTargets();
+  hwy::GetChosenTarget().DeInit();
+  return targets;
+}
+
 std::int64_t g_cap = 0;  // the bit of the best allowed target; 0: no cap
 
 void apply_cap(std::int64_t cap) {
@@ -93,7 +102,7 @@ std::vector<std::string> supported_targets() {
 
 std::string current_target() {
   detail::simd_init();
-  const std::int64_t best = hwy::SupportedTargets() & HWY_TARGETS;
+  const std::int64_t best = allowed_targets() & HWY_TARGETS;
   return best == 0 ? "none" : lower(hwy::TargetName(best & ~(best - 1)));
 }
 

@@ -359,6 +359,17 @@ inline std::int64_t interior_taps(const float* xs, const float* ys, std::int64_t
   return n;
 }
 
+// Pixel coordinates of the bilinear samples of a block, computed first: the padding transform
+// alone vectorises as plain float code.
+template <PaddingMode P, bool AC>
+void sample_positions(const Axis<P, AC>& ax, const Axis<P, AC>& ay, const float* grid,
+                      std::int64_t count, float* xs, float* ys) {
+  for (std::int64_t p = 0; p < count; ++p) {
+    xs[p] = ax.apply(grid[2 * p]);
+    ys[p] = ay.apply(grid[2 * p + 1]);
+  }
+}
+
 template <PaddingMode P, bool AC>
 void bilinear_block(const Geometry& g, const Axis<P, AC>& ax, const Axis<P, AC>& ay,
                     const float* in, const float* grid, float* out, std::int64_t count) {
@@ -366,13 +377,9 @@ void bilinear_block(const Geometry& g, const Axis<P, AC>& ax, const Axis<P, AC>&
   EdgeSamples edges;
   const auto h = static_cast<std::int32_t>(g.h);
   const auto w = static_cast<std::int32_t>(g.w);
-  // Sample positions first: the padding transform alone vectorises as plain float code.
   alignas(64) float xs[kBlock];
   alignas(64) float ys[kBlock];
-  for (std::int64_t p = 0; p < count; ++p) {
-    xs[p] = ax.apply(grid[2 * p]);
-    ys[p] = ay.apply(grid[2 * p + 1]);
-  }
+  sample_positions(ax, ay, grid, count, xs, ys);
   const std::int64_t n_edges = interior_taps(xs, ys, count, h, w, b, edges.pixel);
   for (std::int64_t e = 0; e < n_edges; ++e) {
     const std::int32_t p = edges.pixel[e];
@@ -434,11 +441,11 @@ void bilinear_block(const Geometry& g, const Axis<P, AC>& ax, const Axis<P, AC>&
   }
 }
 
+// The tap of every nearest sample of a block: off[p] = y*w + x and ok[p] = 1 when inside the
+// plane, off[p] = 0 and ok[p] = 0 otherwise.
 template <PaddingMode P, bool AC>
-void nearest_block(const Geometry& g, const Axis<P, AC>& ax, const Axis<P, AC>& ay, const float* in,
-                   const float* grid, float* out, std::int64_t count) {
-  alignas(64) std::int32_t off[kBlock];
-  alignas(64) std::int32_t ok[kBlock];
+void nearest_taps(const Geometry& g, const Axis<P, AC>& ax, const Axis<P, AC>& ay,
+                  const float* grid, std::int64_t count, std::int32_t* off, std::int32_t* ok) {
   const auto h = static_cast<std::int32_t>(g.h);
   const auto w = static_cast<std::int32_t>(g.w);
   for (std::int64_t p = 0; p < count; ++p) {
@@ -453,6 +460,14 @@ void nearest_block(const Geometry& g, const Axis<P, AC>& ax, const Axis<P, AC>& 
     ok[p] = inside;
     off[p] = inside ? yi * w + xi : 0;
   }
+}
+
+template <PaddingMode P, bool AC>
+void nearest_block(const Geometry& g, const Axis<P, AC>& ax, const Axis<P, AC>& ay, const float* in,
+                   const float* grid, float* out, std::int64_t count) {
+  alignas(64) std::int32_t off[kBlock];
+  alignas(64) std::int32_t ok[kBlock];
+  nearest_taps(g, ax, ay, grid, count, off, ok);
   const std::int64_t in_plane = g.in_plane();
   const std::int64_t out_plane = g.out_plane();
   for (std::int64_t c0 = 0; c0 < g.c; c0 += kGroup) {

@@ -1,12 +1,13 @@
 // grid_sample and grid_sample_backward (docs/modules.md §8): validation, the parallel split into
 // blocks of output pixels and the runtime SIMD dispatch (core/dispatch.hpp). The per-target block
-// kernels, which reproduce PyTorch's x86-64 CPU kernel, are in grid_sample-inl.h.
+// kernels, which reproduce PyTorch's x86-64 CPU kernel, are in grid_sample-inl.h; the
+// channel-group forward kernels for C >= 8 (which include them) in grid_sample_channels-inl.h.
 #undef HWY_TARGET_INCLUDE
-#define HWY_TARGET_INCLUDE "functional/grid_sample-inl.h"
+#define HWY_TARGET_INCLUDE "functional/grid_sample_channels-inl.h"
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
 #include <hwy/highway.h>
 
-#include "functional/grid_sample-inl.h"
+#include "functional/grid_sample_channels-inl.h"
 
 #if HWY_ONCE
 #include <algorithm>
@@ -15,6 +16,7 @@
 
 #include "core/dispatch.hpp"
 #include "core/parallel_for.hpp"
+#include "core/workspace.hpp"
 #include "cvattn/core/error.hpp"
 #include "cvattn/functional/sampling.hpp"
 #include "cvattn/functional/sampling3d.hpp"
@@ -24,6 +26,9 @@ namespace cvattn::detail {
 
 HWY_EXPORT(GridSampleForwardBlock);
 HWY_EXPORT(GridSampleBackwardBlock);
+HWY_EXPORT(GridSampleChannelLanes);
+HWY_EXPORT(GridSamplePackChannels);
+HWY_EXPORT(GridSampleChannelBlock);
 
 namespace {
 
@@ -34,7 +39,29 @@ using BackwardBlockFn = void (*)(const GridSampleJob&, std::int64_t, std::int64_
 ForwardBlockFn forward_block_kernel() { return CVATTN_DISPATCH(GridSampleForwardBlock); }
 BackwardBlockFn backward_block_kernel() { return CVATTN_DISPATCH(GridSampleBackwardBlock); }
 
+// The channel-group kernels (grid_sample_channels-inl.h) of the target in use, with lanes (the
+// channels per group) 0 when grid_sample does not use them for this job: the target has none,
+// C < 8 or less than one group, or the plane plus its zero pixel is not indexable in int32.
+struct ChannelKernels {
+  std::int64_t lanes;
+  void (*pack)(const GridSampleJob&, std::int64_t, std::int64_t, float*);
+  void (*block)(const GridSampleJob&, const float*, std::int64_t, std::int64_t, std::int64_t);
+};
+ChannelKernels channel_kernels(const GridSampleJob& g) {
+  ChannelKernels k{CVATTN_DISPATCH(GridSampleChannelLanes)(),
+                   CVATTN_DISPATCH(GridSamplePackChannels),
+                   CVATTN_DISPATCH(GridSampleChannelBlock)};
+  if (g.c < 8 || g.c < k.lanes || g.in_plane() >= (std::int64_t{1} << 30)) k.lanes = 0;
+  return k;
+}
+
 }  // namespace
+
+std::int64_t grid_sample_channel_group(std::int64_t c, std::int64_t h, std::int64_t w) {
+  GridSampleJob g{};
+  g.c = c, g.h = h, g.w = w;
+  return channel_kernels(g).lanes;
+}
 
 }  // namespace cvattn::detail
 
@@ -86,6 +113,22 @@ Tensor grid_sample(const Tensor& input, const Tensor& grid, const GridSampleOpti
   g.output = output.data();
   const std::int64_t block = g.mode == Interpolation::bicubic ? kGridCubicBlock : kGridBlock;
   const std::int64_t blocks = (g.out_plane() + block - 1) / block;
+  if (const detail::ChannelKernels k = detail::channel_kernels(g); k.lanes > 0) {
+    // C >= 8: image by image, its channel groups packed into one workspace (reused per image),
+    // then its blocks of output pixels (grid_sample_channels-inl.h).
+    const std::int64_t groups = g.c / k.lanes;
+    const std::int64_t group_size = (g.in_plane() + 1) * k.lanes;
+    const detail::Workspace packed({groups, group_size}, "grid_sample (channel groups)");
+    for (std::int64_t n = 0; n < g.n; ++n) {
+      detail::parallel_for(
+          groups, [&](std::int64_t cb) { k.pack(g, n, cb, packed.data() + cb * group_size); });
+      detail::parallel_for(blocks, [&](std::int64_t b) {
+        const std::int64_t p0 = b * block;
+        k.block(g, packed.data(), n, p0, std::min(block, g.out_plane() - p0));
+      });
+    }
+    return output;
+  }
   const detail::ForwardBlockFn kernel = detail::forward_block_kernel();
   detail::parallel_for(g.n * blocks, [&](std::int64_t task) {
     const std::int64_t p0 = (task % blocks) * block;

@@ -5,12 +5,14 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <string>
 #include <vector>
 
 #include "cvattn/functional/deform_conv.hpp"
 #include "cvattn/functional/sampling.hpp"
+#include "functional/detail/grid_sample_job.hpp"
 #include "functional/reference/deform_conv.hpp"
 #include "functional/reference/grid_sample.hpp"
 #include "support/random.hpp"
@@ -62,6 +64,33 @@ struct GridCase {
   std::int64_t n, c, h, w, ho, wo;
 };
 
+// Calls check(k, x, grid, options) for every case k (input x drawn from `seed` on), a grid with
+// and one without special values, and every mode x padding x align_corners, under a trace
+// naming them.
+template <std::size_t N, class Check>
+void for_each_grid_sample(const GridCase (&cases)[N], std::uint64_t seed, Check check) {
+  for (const GridCase& k : cases) {
+    const Tensor x = random_tensor({k.n, k.c, k.h, k.w}, seed++);
+    for (const bool specials : {false, true}) {
+      const Tensor grid = sampling_grid(k.n, k.ho, k.wo, seed++, specials);
+      for (const auto mode :
+           {F::Interpolation::bilinear, F::Interpolation::nearest, F::Interpolation::bicubic}) {
+        for (const auto pad :
+             {F::PaddingMode::zeros, F::PaddingMode::border, F::PaddingMode::reflection}) {
+          for (const bool ac : {false, true}) {
+            SCOPED_TRACE(std::string(F::interpolation_name(mode)) + " " +
+                         F::padding_mode_name(pad) + (ac ? " align_corners" : "") +
+                         (specials ? " specials" : "") + " C=" + std::to_string(k.c) +
+                         " H=" + std::to_string(k.h) + " W=" + std::to_string(k.w));
+            check(k, x, grid,
+                  F::GridSampleOptions().mode(mode).padding_mode(pad).align_corners(ac));
+          }
+        }
+      }
+    }
+  }
+}
+
 TEST(SimdParitySampling, GridSampleForward) {
   // Odd sizes, a 1-pixel-wide plane, C not a multiple of the channel group, and one output plane
   // of more than one block (1024 pixels).
@@ -70,32 +99,60 @@ TEST(SimdParitySampling, GridSampleForward) {
                             {3, 1, 1, 9, 4, 7},
                             {2, 17, 10, 12, 9, 13},
                             {1, 5, 2, 1, 3, 5}};
-  const F::Interpolation modes[] = {F::Interpolation::bilinear, F::Interpolation::nearest,
-                                    F::Interpolation::bicubic};
-  const F::PaddingMode pads[] = {F::PaddingMode::zeros, F::PaddingMode::border,
-                                 F::PaddingMode::reflection};
   for_each_simd_target([&] {
-    std::uint64_t seed = 1;
-    for (const GridCase& k : cases) {
-      const Tensor x = random_tensor({k.n, k.c, k.h, k.w}, seed++);
-      for (const bool specials : {false, true}) {
-        const Tensor grid = sampling_grid(k.n, k.ho, k.wo, seed++, specials);
-        for (const auto mode : modes) {
-          for (const auto pad : pads) {
-            for (const bool ac : {false, true}) {
-              SCOPED_TRACE(std::string(F::interpolation_name(mode)) + " " +
-                           F::padding_mode_name(pad) + (ac ? " align_corners" : "") +
-                           (specials ? " specials" : "") + " C=" + std::to_string(k.c) +
-                           " H=" + std::to_string(k.h) + " W=" + std::to_string(k.w));
-              const auto o = F::GridSampleOptions().mode(mode).padding_mode(pad).align_corners(ac);
-              expect_close(F::grid_sample(x, grid, o), reference::grid_sample(x, grid, o), 1e-5f,
-                           1e-5f);
+    for_each_grid_sample(
+        cases, 1,
+        [](const GridCase&, const Tensor& x, const Tensor& grid, const F::GridSampleOptions& o) {
+          expect_close(F::grid_sample(x, grid, o), reference::grid_sample(x, grid, o), 1e-5f,
+                       1e-5f);
+        });
+  });
+}
+
+// The channel-group kernels (C >= 8 on targets with a native FMA; issue 17) are bit-identical to
+// the reference twin: every element of the channels they compute has the reference's bits (or
+// is NaN where it is NaN). The channels after the last full group take the per-channel kernels,
+// also exact for bilinear and nearest there; bicubic's per-channel kernel sums its interior
+// samples in another order (within rounding), as do all kernels of targets without FMA.
+TEST(SimdParitySampling, GridSampleChannelGroupsBitExact) {
+  // N > 1, odd H != W, output size != input size, partial pixel tiles, and a bilinear/nearest
+  // output plane of two blocks (1024 pixels), bicubic of five (256).
+  const GridCase cases[] = {{2, 8, 7, 11, 5, 19},   {3, 9, 13, 6, 37, 29}, {2, 15, 9, 5, 11, 7},
+                            {2, 16, 11, 13, 13, 9}, {2, 17, 5, 9, 7, 3},   {2, 33, 7, 3, 9, 11},
+                            {2, 64, 5, 7, 6, 9}};
+  int grouped_targets = 0;
+  for_each_simd_target([&] {
+    bool grouped = false;
+    for_each_grid_sample(
+        cases, 500,
+        [&](const GridCase& k, const Tensor& x, const Tensor& grid, const F::GridSampleOptions& o) {
+          const std::int64_t lanes = detail::grid_sample_channel_group(k.c, k.h, k.w);
+          grouped = grouped || lanes > 0;
+          const Tensor got = F::grid_sample(x, grid, o);
+          const Tensor want = reference::grid_sample(x, grid, o);
+          ASSERT_EQ(got.shape(), want.shape());
+          const std::int64_t exact = lanes == 0                              ? 0
+                                     : o.mode() != F::Interpolation::bicubic ? k.c
+                                                                             : k.c / lanes * lanes;
+          const std::int64_t plane = k.ho * k.wo;
+          std::int64_t bad = 0;
+          for (std::int64_t i = 0; i < got.numel(); ++i) {
+            const float a = got[i], b = want[i];
+            const bool same =
+                (std::isnan(a) && std::isnan(b)) || std::memcmp(&a, &b, sizeof(float)) == 0;
+            const bool ok = same || ((i / plane) % k.c >= exact &&
+                                     std::fabs(a - b) <= 1e-5f + 1e-5f * std::fabs(b));
+            if (!ok && bad++ < 5) {
+              ADD_FAILURE() << "element " << i << " (channel " << (i / plane) % k.c << ", " << lanes
+                            << " lanes): got " << a << ", want " << b;
             }
           }
-        }
-      }
-    }
+          EXPECT_EQ(bad, 0);
+        });
+    grouped_targets += grouped ? 1 : 0;
   });
+  // Every x86-64 CPU with AVX2 and every aarch64 CPU has a target with the kernels.
+  EXPECT_GT(grouped_targets, 0);
 }
 
 TEST(SimdParitySampling, GridSampleBackwardAgreesAcrossTargets) {

@@ -22,6 +22,11 @@ struct GridSampleJob {
   [[nodiscard]] std::int64_t out_plane() const { return ho * wo; }
 };
 
+// Channels per group of the channel-group forward kernels (grid_sample_channels-inl.h) that
+// grid_sample uses for an input of c channels and h x w planes on the SIMD target in use, or 0
+// when it uses the per-channel kernels (grid_sample.cpp; the parity test asks).
+std::int64_t grid_sample_channel_group(std::int64_t c, std::int64_t h, std::int64_t w);
+
 // Output pixels whose taps are computed together: bilinear/nearest forward, and the kernels that
 // keep more per pixel (bicubic, backward).
 inline constexpr std::int64_t kGridBlock = 1024;

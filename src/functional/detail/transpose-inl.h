@@ -27,6 +27,43 @@ HWY_INLINE constexpr std::int64_t TransposeBlockSize() {
   return static_cast<std::int64_t>(hn::MaxLanes(TransposeTag()));
 }
 
+#if HWY_TARGET != HWY_SCALAR
+// The B x B tile held in r[0..B) (row i in r[i]), transposed: column t stored to
+// dst[t*dst_stride .. +B). The rows may come from memory (TransposeBlock) or from registers (the
+// channel-group tiles of grid_sample).
+HWY_INLINE void TransposeTileStore(hn::VFromD<TransposeTag>* r, float* HWY_RESTRICT dst,
+                                   std::int64_t dst_stride) {
+  constexpr std::int64_t B = TransposeBlockSize();
+  const TransposeTag d;
+  using V = hn::VFromD<decltype(d)>;
+  const hn::Repartition<std::uint64_t, decltype(d)> d64;
+  // Within each 128-bit block: pairs of rows interleaved by 32 bits, then by 64 bits, which
+  // transposes each 4x4 sub-block.
+  V t[B];
+  for (std::int64_t i = 0; i < B / 2; ++i) {
+    t[2 * i] = hn::InterleaveLower(d, r[2 * i], r[2 * i + 1]);
+    t[2 * i + 1] = hn::InterleaveUpper(d, r[2 * i], r[2 * i + 1]);
+  }
+  V u[B];
+  for (std::int64_t i = 0; i < B / 4; ++i) {
+    for (std::int64_t k = 0; k < 2; ++k) {
+      const auto a = hn::BitCast(d64, t[4 * i + k]), b = hn::BitCast(d64, t[4 * i + k + 2]);
+      u[4 * i + 2 * k] = hn::BitCast(d, hn::InterleaveLower(d64, a, b));
+      u[4 * i + 2 * k + 1] = hn::BitCast(d, hn::InterleaveUpper(d64, a, b));
+    }
+  }
+  if constexpr (B == 4) {
+    for (std::int64_t i = 0; i < 4; ++i) hn::StoreU(u[i], d, dst + i * dst_stride);
+  } else {
+    // 8 lanes: swap the off-diagonal 4x4 sub-blocks between the 128-bit halves.
+    for (std::int64_t i = 0; i < 4; ++i) {
+      hn::StoreU(hn::ConcatLowerLower(d, u[i + 4], u[i]), d, dst + i * dst_stride);
+      hn::StoreU(hn::ConcatUpperUpper(d, u[i + 4], u[i]), d, dst + (i + 4) * dst_stride);
+    }
+  }
+}
+#endif
+
 // B x B transpose (B = TransposeBlockSize()) of rows src[i*stride .. +B) into
 // dst[t*dst_stride + i].
 HWY_INLINE void TransposeBlock(const float* HWY_RESTRICT src, std::int64_t stride,
@@ -37,37 +74,10 @@ HWY_INLINE void TransposeBlock(const float* HWY_RESTRICT src, std::int64_t strid
     for (std::int64_t t = 0; t < B; ++t) dst[t * dst_stride + i] = src[i * stride + t];
   }
 #else
-  {
-    const TransposeTag d;
-    using V = hn::VFromD<decltype(d)>;
-    const hn::Repartition<std::uint64_t, decltype(d)> d64;
-    V r[B];
-    for (std::int64_t i = 0; i < B; ++i) r[i] = hn::LoadU(d, src + i * stride);
-    // Within each 128-bit block: pairs of rows interleaved by 32 bits, then by 64 bits, which
-    // transposes each 4x4 sub-block.
-    V t[B];
-    for (std::int64_t i = 0; i < B / 2; ++i) {
-      t[2 * i] = hn::InterleaveLower(d, r[2 * i], r[2 * i + 1]);
-      t[2 * i + 1] = hn::InterleaveUpper(d, r[2 * i], r[2 * i + 1]);
-    }
-    V u[B];
-    for (std::int64_t i = 0; i < B / 4; ++i) {
-      for (std::int64_t k = 0; k < 2; ++k) {
-        const auto a = hn::BitCast(d64, t[4 * i + k]), b = hn::BitCast(d64, t[4 * i + k + 2]);
-        u[4 * i + 2 * k] = hn::BitCast(d, hn::InterleaveLower(d64, a, b));
-        u[4 * i + 2 * k + 1] = hn::BitCast(d, hn::InterleaveUpper(d64, a, b));
-      }
-    }
-    if constexpr (B == 4) {
-      for (std::int64_t i = 0; i < 4; ++i) hn::StoreU(u[i], d, dst + i * dst_stride);
-    } else {
-      // 8 lanes: swap the off-diagonal 4x4 sub-blocks between the 128-bit halves.
-      for (std::int64_t i = 0; i < 4; ++i) {
-        hn::StoreU(hn::ConcatLowerLower(d, u[i + 4], u[i]), d, dst + i * dst_stride);
-        hn::StoreU(hn::ConcatUpperUpper(d, u[i + 4], u[i]), d, dst + (i + 4) * dst_stride);
-      }
-    }
-  }
+  const TransposeTag d;
+  hn::VFromD<decltype(d)> r[B];
+  for (std::int64_t i = 0; i < B; ++i) r[i] = hn::LoadU(d, src + i * stride);
+  TransposeTileStore(r, dst, dst_stride);
 #endif
 }
 
