@@ -7,7 +7,10 @@ use bench_layers' Google Benchmark entries instead, when its binary is given.
 
 The machine may be shared: PyTorch is timed in CPU time (time.process_time) so that waiting
 for a core does not count; cvattn's --repeat reports wall time, so on a loaded machine its
-figures are pessimistic, and the bench_layers rows (CPU time) are the fairer ones.
+figures are pessimistic, and the bench_layers rows (CPU time) are the fairer ones. Google
+Benchmark reports the mean over a block of calls lasting at least 0.3 s, so the PyTorch side of
+those rows is timed the same way (torch_block_ms), not as a median of single calls, which sits
+below the mean on a noisy machine and favoured PyTorch.
 
 Run: /usr/bin/python3 bench/compare_layers.py BUILD/tools/cvattn/cvattn [BUILD/bench/bench_layers]
      [--reps 3] [--repeat 20]
@@ -103,6 +106,19 @@ def torch_ms(fn, args, repeat):
     return statistics.median(times)
 
 
+def torch_block_ms(fn, args, min_seconds=0.3):
+    """Mean CPU milliseconds per call of fn(*args) over a block of at least min_seconds."""
+    with torch.no_grad():
+        fn(*args)
+        calls, t0 = 0, time.process_time()
+        while True:
+            fn(*args)
+            calls += 1
+            spent = time.process_time() - t0
+            if spent >= min_seconds:
+                return spent * 1e3 / calls
+
+
 def cvattn_ms(tool, op, settings, files, repeat):
     cmd = [tool, "run", op, "--repeat", str(repeat), "--threads", "1"]
     for name, path in files.items():
@@ -158,7 +174,7 @@ def main():
         for _ in range(args.reps):
             for name, _, fn, shapes in BENCH_CASES:
                 tens = [torch.from_numpy(rng.standard_normal(s).astype(np.float32)) for s in shapes]
-                t_all[name].append(torch_ms(fn, tens, args.repeat))
+                t_all[name].append(torch_block_ms(fn, tens))
             got = bench_ms(args.bench, names)
             for n in names:
                 b_all[n].append(got[n])
