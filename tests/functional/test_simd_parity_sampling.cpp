@@ -211,5 +211,50 @@ TEST(AffineGridParity, BitExactOnEveryTarget) {
   }
 }
 
+// The 3-D rows (size {N, C, D, H, W}, theta [N, 3, 4]) the same way: x*r0, then y*r1 and z*r2
+// fused on in turn, then + r3.
+TEST(AffineGridParity, BitExactOnEveryTarget3d) {
+  const Tensor theta = random_tensor({2, 3, 4}, 43);
+  for (const bool align : {false, true}) {
+    for (const std::int64_t w : {1, 7, 17, 61}) {
+      const Shape size{2, 1, 3, 5, w};
+      auto base = [&](std::int64_t i, std::int64_t count) {
+        if (count == 1) return 0.0f;
+        const float c = -1.0f + 2.0f * static_cast<float>(i) / static_cast<float>(count - 1);
+        return align ? c : c * static_cast<float>(count - 1) / static_cast<float>(count);
+      };
+      std::vector<float> expected;
+      for (std::int64_t n = 0; n < 2; ++n) {
+        const float* t = theta.data() + n * 12;
+        for (std::int64_t dz = 0; dz < 3; ++dz) {
+          for (std::int64_t h = 0; h < 5; ++h) {
+            for (std::int64_t x = 0; x < w; ++x) {
+              const float bx = base(x, w), by = base(h, 5), bz = base(dz, 3);
+              for (int k = 0; k < 3; ++k) {
+                const float* r = t + 4 * k;
+                expected.push_back(std::fma(bz, r[2], std::fma(by, r[1], bx * r[0])) + r[3]);
+              }
+            }
+          }
+        }
+      }
+      const Tensor scalar = [&] {
+        cvattn::simd::set_max_target("scalar");
+        Tensor g = F::affine_grid(theta, size, align);
+        cvattn::simd::set_max_target("best");
+        return g;
+      }();
+      for_each_simd_target([&] {
+        const Tensor grid = F::affine_grid(theta, size, align);
+        ASSERT_EQ(grid.numel(), static_cast<std::int64_t>(expected.size()));
+        for (std::int64_t i = 0; i < grid.numel(); ++i) {
+          ASSERT_EQ(grid.data()[i], scalar.data()[i]) << "w " << w << " element " << i;
+          ASSERT_NEAR(grid.data()[i], expected[static_cast<std::size_t>(i)], 1e-6f);
+        }
+      });
+    }
+  }
+}
+
 }  // namespace
 }  // namespace cvattn
