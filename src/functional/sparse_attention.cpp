@@ -17,6 +17,7 @@
 #include "functional/detail/gemm.hpp"
 #include "functional/detail/softmax.hpp"
 #include "functional/detail/sparse_kernels.hpp"
+#include "functional/detail/transpose.hpp"
 
 namespace cvattn::functional {
 namespace {
@@ -239,9 +240,9 @@ AttentionResult local_attention(const Tensor& q, const Tensor& k, const Tensor& 
   const std::int64_t Wp = W + 2 * D;
   Tensor kpad = padded_rows(k, D);
   Tensor vpad = padded_rows(v, D);
-  // Per thread: scores [K2][W] and the transposed per-pixel rows [W][K2].
+  // Per thread: the scores and then the weights of a pixel row, slot-major [K2][W].
   const std::int64_t rows = N * H;
-  const std::int64_t per_thread = 2 * K2 * W;
+  const std::int64_t per_thread = K2 * W;
   Tensor scratch = Tensor::empty({thread_slots(rows), per_thread});
   float* const scratch_data = scratch.data();
   const float* qd = q.data();
@@ -253,33 +254,35 @@ AttentionResult local_attention(const Tensor& q, const Tensor& k, const Tensor& 
   const float neg_inf = -std::numeric_limits<float>::infinity();
   for_thread_ranges(rows, [&](std::int64_t t, std::int64_t begin, std::int64_t end) {
     float* sc_rows = scratch_data + t * per_thread;  // [K2][W]
-    float* px = sc_rows + K2 * W;                    // [W][K2]
     for (std::int64_t ny = begin; ny < end; ++ny) {
       const std::int64_t n = ny / H, y = ny % H;
       // The window rows inside the image.
       const std::int64_t dy_lo = std::max(-D, -y), dy_hi = std::min(D, H - 1 - y);
       detail::local_scores_row(qd + n * C * HW + y * W, HW, kd + n * C * HWp + y * Wp + D, HWp, Wp,
                                C, W, D, dy_lo, dy_hi, sc_rows);
-      // Per pixel: gather its K2 slots (-inf outside the image) and normalise.
-      for (std::int64_t x = 0; x < W; ++x) {
-        float* w = px + x * K2;
-        for (std::int64_t dy = -D; dy <= D; ++dy) {
-          const bool row_ok = dy >= dy_lo && dy <= dy_hi;
-          for (std::int64_t dx = -D; dx <= D; ++dx) {
-            const std::int64_t slot = (dy + D) * side + dx + D;
-            const bool ok = row_ok && x + dx >= 0 && x + dx < W;
-            w[slot] = ok ? sc_rows[slot * W + x] : neg_inf;
+      // Slots outside the image -inf, then per pixel (rows of the [W][K2] map, in place in the
+      // returned weights) normalised.
+      for (std::int64_t dy = -D; dy <= D; ++dy) {
+        for (std::int64_t dx = -D; dx <= D; ++dx) {
+          float* srow = sc_rows + ((dy + D) * side + dx + D) * W;
+          if (dy < dy_lo || dy > dy_hi) {
+            std::fill(srow, srow + W, neg_inf);
+            continue;
           }
+          // x + dx inside [0, W) for x in [x0, x1).
+          const std::int64_t x0 = std::clamp<std::int64_t>(-dx, 0, W);
+          const std::int64_t x1 = std::clamp<std::int64_t>(W - dx, x0, W);
+          std::fill(srow, srow + x0, neg_inf);
+          std::fill(srow + x1, srow + W, neg_inf);
         }
-        detail::softmax_row(w, K2, sc, nullptr, 0, K2);
       }
       float* wout = wd + ny * W * K2;  // [W][K2] of pixel row (n, y)
-      std::copy(px, px + W * K2, wout);
+      detail::transpose(sc_rows, wout, K2, W);
+      for (std::int64_t x = 0; x < W; ++x)
+        detail::softmax_row(wout + x * K2, K2, sc, nullptr, 0, K2);
       // Back to slot-major for the weighted sum over shifted value rows (the weights of the
       // padding, finite, meet its zeros).
-      for (std::int64_t x = 0; x < W; ++x) {
-        for (std::int64_t slot = 0; slot < K2; ++slot) sc_rows[slot * W + x] = px[x * K2 + slot];
-      }
+      detail::transpose(wout, sc_rows, W, K2);
       detail::local_sum_row(sc_rows, vd + n * Cv * HWp + y * Wp + D, HWp, Wp, Cv, W, D, dy_lo,
                             dy_hi, od + n * Cv * HW + y * W, HW);
     }
