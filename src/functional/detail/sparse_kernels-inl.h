@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <type_traits>
 
 HWY_BEFORE_NAMESPACE();
 namespace cvattn::detail::HWY_NAMESPACE {
@@ -24,6 +25,29 @@ constexpr int kMaxTile = 8;
 // Splits [0, n) into the fewest runs of at most kMaxTile, balanced: run g is
 // [n*g/runs, n*(g+1)/runs).
 inline std::int64_t TileRuns(std::int64_t n) { return (n + kMaxTile - 1) / kMaxTile; }
+
+// f(std::integral_constant<int, g>()) for a run of g in [1, kMaxTile] accumulators.
+template <class F>
+HWY_INLINE void WithTile(std::int64_t g, const F& f) {
+  switch (g) {
+    case 1:
+      return f(std::integral_constant<int, 1>());
+    case 2:
+      return f(std::integral_constant<int, 2>());
+    case 3:
+      return f(std::integral_constant<int, 3>());
+    case 4:
+      return f(std::integral_constant<int, 4>());
+    case 5:
+      return f(std::integral_constant<int, 5>());
+    case 6:
+      return f(std::integral_constant<int, 6>());
+    case 7:
+      return f(std::integral_constant<int, 7>());
+    default:
+      return f(std::integral_constant<int, 8>());
+  }
+}
 
 // --- local_scores_row ---
 
@@ -57,30 +81,6 @@ HWY_INLINE void LocalScoresTile(D d, const float* HWY_RESTRICT q, std::int64_t q
   if constexpr (G > 7) hn::StoreU(a7, d, out + 7 * W);
 }
 
-template <class D>
-HWY_INLINE void LocalScoresRun(D d, std::int64_t g, const float* q, std::int64_t q_cs,
-                               const float* k, std::int64_t k_cs, std::int64_t C, float* out,
-                               std::int64_t W) {
-  switch (g) {
-    case 1:
-      return LocalScoresTile<1>(d, q, q_cs, k, k_cs, C, out, W);
-    case 2:
-      return LocalScoresTile<2>(d, q, q_cs, k, k_cs, C, out, W);
-    case 3:
-      return LocalScoresTile<3>(d, q, q_cs, k, k_cs, C, out, W);
-    case 4:
-      return LocalScoresTile<4>(d, q, q_cs, k, k_cs, C, out, W);
-    case 5:
-      return LocalScoresTile<5>(d, q, q_cs, k, k_cs, C, out, W);
-    case 6:
-      return LocalScoresTile<6>(d, q, q_cs, k, k_cs, C, out, W);
-    case 7:
-      return LocalScoresTile<7>(d, q, q_cs, k, k_cs, C, out, W);
-    default:
-      return LocalScoresTile<8>(d, q, q_cs, k, k_cs, C, out, W);
-  }
-}
-
 inline void LocalScoresRow(const float* q, std::int64_t q_cs, const float* k, std::int64_t k_cs,
                            std::int64_t k_rs, std::int64_t C, std::int64_t W, std::int64_t D,
                            std::int64_t dy_lo, std::int64_t dy_hi, float* scores) {
@@ -97,7 +97,10 @@ inline void LocalScoresRow(const float* q, std::int64_t q_cs, const float* k, st
         // Whole vectors; the last one ends at W (overlapping its predecessor: the same values).
         for (std::int64_t x0 = 0; x0 < W; x0 += N) {
           const std::int64_t x = std::min(x0, W - N);
-          LocalScoresRun(d, j1 - j0, q + x, q_cs, krow + j0 + x, k_cs, C, srow + j0 * W + x, W);
+          WithTile(j1 - j0, [&](auto g) HWY_ATTR {
+            LocalScoresTile<decltype(g)::value>(d, q + x, q_cs, krow + j0 + x, k_cs, C,
+                                                srow + j0 * W + x, W);
+          });
         }
         continue;
       }
@@ -150,30 +153,6 @@ HWY_INLINE void LocalSumTile(D d, const float* HWY_RESTRICT w, const float* HWY_
   if constexpr (G > 7) hn::StoreU(a7, d, out + 7 * out_cs);
 }
 
-template <class D>
-HWY_INLINE void LocalSumRun(D d, std::int64_t g, const float* w, const float* v, std::int64_t v_cs,
-                            std::int64_t v_rs, std::int64_t W, std::int64_t R, std::int64_t dy_lo,
-                            std::int64_t dy_hi, float* out, std::int64_t out_cs) {
-  switch (g) {
-    case 1:
-      return LocalSumTile<1>(d, w, v, v_cs, v_rs, W, R, dy_lo, dy_hi, out, out_cs);
-    case 2:
-      return LocalSumTile<2>(d, w, v, v_cs, v_rs, W, R, dy_lo, dy_hi, out, out_cs);
-    case 3:
-      return LocalSumTile<3>(d, w, v, v_cs, v_rs, W, R, dy_lo, dy_hi, out, out_cs);
-    case 4:
-      return LocalSumTile<4>(d, w, v, v_cs, v_rs, W, R, dy_lo, dy_hi, out, out_cs);
-    case 5:
-      return LocalSumTile<5>(d, w, v, v_cs, v_rs, W, R, dy_lo, dy_hi, out, out_cs);
-    case 6:
-      return LocalSumTile<6>(d, w, v, v_cs, v_rs, W, R, dy_lo, dy_hi, out, out_cs);
-    case 7:
-      return LocalSumTile<7>(d, w, v, v_cs, v_rs, W, R, dy_lo, dy_hi, out, out_cs);
-    default:
-      return LocalSumTile<8>(d, w, v, v_cs, v_rs, W, R, dy_lo, dy_hi, out, out_cs);
-  }
-}
-
 // D is the window radius (named R inside the tiles, where D is the descriptor type).
 inline void LocalSumRow(const float* w, const float* v, std::int64_t v_cs, std::int64_t v_rs,
                         std::int64_t Cv, std::int64_t W, std::int64_t R, std::int64_t dy_lo,
@@ -187,8 +166,10 @@ inline void LocalSumRow(const float* w, const float* v, std::int64_t v_cs, std::
     if (W >= N) {
       for (std::int64_t x0 = 0; x0 < W; x0 += N) {
         const std::int64_t x = std::min(x0, W - N);
-        LocalSumRun(d, c1 - c0, w + x, v + c0 * v_cs + x, v_cs, v_rs, W, R, dy_lo, dy_hi,
-                    out + c0 * out_cs + x, out_cs);
+        WithTile(c1 - c0, [&](auto g) HWY_ATTR {
+          LocalSumTile<decltype(g)::value>(d, w + x, v + c0 * v_cs + x, v_cs, v_rs, W, R, dy_lo,
+                                           dy_hi, out + c0 * out_cs + x, out_cs);
+        });
       }
       continue;
     }
@@ -308,29 +289,6 @@ HWY_INLINE void WeightedSumTile(D d, const float* HWY_RESTRICT w, const float* H
   if constexpr (G > 7) hn::StoreU(a7, d, out + 7 * N);
 }
 
-template <class D>
-HWY_INLINE void WeightedSumRun(D d, std::int64_t g, const float* w, const float* v, std::int64_t Ev,
-                               const std::int32_t* idx, std::int64_t count, float* out) {
-  switch (g) {
-    case 1:
-      return WeightedSumTile<1>(d, w, v, Ev, idx, count, out);
-    case 2:
-      return WeightedSumTile<2>(d, w, v, Ev, idx, count, out);
-    case 3:
-      return WeightedSumTile<3>(d, w, v, Ev, idx, count, out);
-    case 4:
-      return WeightedSumTile<4>(d, w, v, Ev, idx, count, out);
-    case 5:
-      return WeightedSumTile<5>(d, w, v, Ev, idx, count, out);
-    case 6:
-      return WeightedSumTile<6>(d, w, v, Ev, idx, count, out);
-    case 7:
-      return WeightedSumTile<7>(d, w, v, Ev, idx, count, out);
-    default:
-      return WeightedSumTile<8>(d, w, v, Ev, idx, count, out);
-  }
-}
-
 inline void GatheredWeightedSum(const float* w, const float* v, std::int64_t Ev,
                                 const std::int32_t* idx, std::int64_t count, float* out) {
   const hn::ScalableTag<float> d;
@@ -349,9 +307,11 @@ inline void GatheredWeightedSum(const float* w, const float* v, std::int64_t Ev,
   const std::int64_t runs = TileRuns(full);
   for (std::int64_t r = 0; r < runs; ++r) {
     const std::int64_t j0 = full * r / runs, j1 = full * (r + 1) / runs;
-    WeightedSumRun(d, j1 - j0, w, v + j0 * N, Ev, idx, count, out + j0 * N);
+    WithTile(j1 - j0, [&](auto g) HWY_ATTR {
+      WeightedSumTile<decltype(g)::value>(d, w, v + j0 * N, Ev, idx, count, out + j0 * N);
+    });
   }
-  if (full * N < Ev) WeightedSumRun(d, 1, w, v + Ev - N, Ev, idx, count, out + Ev - N);
+  if (full * N < Ev) WeightedSumTile<1>(d, w, v + Ev - N, Ev, idx, count, out + Ev - N);
 }
 
 }  // namespace cvattn::detail::HWY_NAMESPACE
