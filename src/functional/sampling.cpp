@@ -115,14 +115,7 @@ Tensor affine_grid_3d(const Tensor& theta, const Shape& size, bool align_corners
     const float y = ys[static_cast<std::size_t>(row % s.h)];
     const float z = zs[static_cast<std::size_t>((row / s.h) % s.d)];
     const float* t = th + n * 12;
-    float* o = out + row * s.w * 3;
-    for (std::int64_t w = 0; w < s.w; ++w) {
-      const float x = xs[static_cast<std::size_t>(w)];
-      for (int k = 0; k < 3; ++k) {
-        const float* r = t + 4 * k;
-        o[3 * w + k] = std::fma(z, r[2], std::fma(y, r[1], x * r[0])) + r[3];
-      }
-    }
+    detail::affine_grid_row_3d(xs.data(), y, z, t, out + row * s.w * 3, s.w);
   });
   return grid;
 }

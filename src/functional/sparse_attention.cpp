@@ -16,6 +16,8 @@
 #include "cvattn/core/error.hpp"
 #include "functional/detail/gemm.hpp"
 #include "functional/detail/softmax.hpp"
+#include "functional/detail/sparse_kernels.hpp"
+#include "functional/detail/transpose.hpp"
 
 namespace cvattn::functional {
 namespace {
@@ -37,16 +39,19 @@ inline std::int64_t thread_slots(std::int64_t count) {
   return std::max<std::int64_t>(1, std::min<std::int64_t>(detail::max_threads(), count));
 }
 
-float dot(const float* a, const float* b, std::int64_t n) {
-  // Eight partial sums: a vectorisable reduction without -ffast-math.
-  float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-  std::int64_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    for (int l = 0; l < 8; ++l) acc[l] += a[i + l] * b[i + l];
-  }
-  float s = ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
-  for (; i < n; ++i) s += a[i] * b[i];
-  return s;
+// x [N, C, H, W] -> [N, C, H, W + 2*pad] with pad zeros before and after every row.
+Tensor padded_rows(const Tensor& x, std::int64_t pad) {
+  const std::int64_t rows = x.dim(0) * x.dim(1) * x.dim(2), W = x.dim(3), Wp = W + 2 * pad;
+  Tensor out = Tensor::empty({x.dim(0), x.dim(1), x.dim(2), Wp});
+  const float* src = x.data();
+  float* dst = out.data();
+  detail::parallel_for(rows, [&](std::int64_t r) {
+    float* o = dst + r * Wp;
+    std::fill(o, o + pad, 0.0f);
+    std::copy(src + r * W, src + (r + 1) * W, o + pad);
+    std::fill(o + pad + W, o + Wp, 0.0f);
+  });
+  return out;
 }
 
 // Larger score first, then lower index; NaN last.
@@ -172,11 +177,10 @@ bool rerank_row(const float* qrow, const float* k, std::int64_t S, std::int64_t 
     bool seen = false;
     for (std::int64_t t = 0; t < n && !seen; ++t) seen = cidx[t] == j;
     if (seen) continue;
-    cidx[n] = j;
-    cscore[n] = dot(qrow, k + static_cast<std::int64_t>(j) * E, E);
-    ++n;
+    cidx[n++] = j;
   }
   if (n < top_k) return false;
+  detail::gathered_dots(qrow, k, E, cidx, n, cscore);
   // Insertion sort by score (ties: lower key index; NaN last): n is a few hundred at most.
   const auto before = [](float sa, std::int32_t ja, float sb, std::int32_t jb) {
     const bool na = std::isnan(sa), nb = std::isnan(sb);
@@ -231,72 +235,56 @@ AttentionResult local_attention(const Tensor& q, const Tensor& k, const Tensor& 
   result.output = Tensor::empty({N, Cv, H, W});
   result.attn_weights = Tensor::empty({N, H, W, K2});
   if (N * H * W == 0) return result;
-  // Per thread: scores [K2][W] and the transposed per-pixel rows [W][K2].
+  // Keys and values with D zeros either side of every row, so that the window products run in
+  // whole vectors over a row (the kernels read x + dx for x in [0, W), |dx| <= D).
+  const std::int64_t Wp = W + 2 * D;
+  Tensor kpad = padded_rows(k, D);
+  Tensor vpad = padded_rows(v, D);
+  // Per thread: the scores and then the weights of a pixel row, slot-major [K2][W].
   const std::int64_t rows = N * H;
-  const std::int64_t per_thread = 2 * K2 * W;
+  const std::int64_t per_thread = K2 * W;
   Tensor scratch = Tensor::empty({thread_slots(rows), per_thread});
   float* const scratch_data = scratch.data();
   const float* qd = q.data();
-  const float* kd = k.data();
-  const float* vd = v.data();
+  const float* kd = kpad.data();
+  const float* vd = vpad.data();
   float* od = result.output.data();
   float* wd = result.attn_weights.data();
-  const std::int64_t HW = H * W;
+  const std::int64_t HW = H * W, HWp = H * Wp;
   const float neg_inf = -std::numeric_limits<float>::infinity();
   for_thread_ranges(rows, [&](std::int64_t t, std::int64_t begin, std::int64_t end) {
     float* sc_rows = scratch_data + t * per_thread;  // [K2][W]
-    float* px = sc_rows + K2 * W;                    // [W][K2]
     for (std::int64_t ny = begin; ny < end; ++ny) {
       const std::int64_t n = ny / H, y = ny % H;
-      for (std::int64_t i = 0; i < K2 * W; ++i) sc_rows[i] = 0.0f;
-      for (std::int64_t c = 0; c < C; ++c) {
-        const float* qrow = qd + (n * C + c) * HW + y * W;
-        for (std::int64_t dy = -D; dy <= D; ++dy) {
-          const std::int64_t yy = y + dy;
-          if (yy < 0 || yy >= H) continue;
-          const float* krow = kd + (n * C + c) * HW + yy * W;
-          for (std::int64_t dx = -D; dx <= D; ++dx) {
-            float* srow = sc_rows + ((dy + D) * side + dx + D) * W;
-            const std::int64_t x0 = std::max<std::int64_t>(0, -dx);
-            const std::int64_t x1 = std::min<std::int64_t>(W, W - dx);
-            for (std::int64_t x = x0; x < x1; ++x) srow[x] += qrow[x] * krow[x + dx];
+      // The window rows inside the image.
+      const std::int64_t dy_lo = std::max(-D, -y), dy_hi = std::min(D, H - 1 - y);
+      detail::local_scores_row(qd + n * C * HW + y * W, HW, kd + n * C * HWp + y * Wp + D, HWp, Wp,
+                               C, W, D, dy_lo, dy_hi, sc_rows);
+      // Slots outside the image -inf, then per pixel (rows of the [W][K2] map, in place in the
+      // returned weights) normalised.
+      for (std::int64_t dy = -D; dy <= D; ++dy) {
+        for (std::int64_t dx = -D; dx <= D; ++dx) {
+          float* srow = sc_rows + ((dy + D) * side + dx + D) * W;
+          if (dy < dy_lo || dy > dy_hi) {
+            std::fill(srow, srow + W, neg_inf);
+            continue;
           }
+          // x + dx inside [0, W) for x in [x0, x1).
+          const std::int64_t x0 = std::clamp<std::int64_t>(-dx, 0, W);
+          const std::int64_t x1 = std::clamp<std::int64_t>(W - dx, x0, W);
+          std::fill(srow, srow + x0, neg_inf);
+          std::fill(srow + x1, srow + W, neg_inf);
         }
-      }
-      // Per pixel: gather its K2 slots (-inf outside the image) and normalise.
-      for (std::int64_t x = 0; x < W; ++x) {
-        float* w = px + x * K2;
-        for (std::int64_t dy = -D; dy <= D; ++dy) {
-          const bool row_ok = y + dy >= 0 && y + dy < H;
-          for (std::int64_t dx = -D; dx <= D; ++dx) {
-            const std::int64_t slot = (dy + D) * side + dx + D;
-            const bool ok = row_ok && x + dx >= 0 && x + dx < W;
-            w[slot] = ok ? sc_rows[slot * W + x] : neg_inf;
-          }
-        }
-        detail::softmax_row(w, K2, sc, nullptr, 0, K2);
       }
       float* wout = wd + ny * W * K2;  // [W][K2] of pixel row (n, y)
-      std::copy(px, px + W * K2, wout);
-      // Back to slot-major for the weighted sum over shifted value rows.
-      for (std::int64_t x = 0; x < W; ++x) {
-        for (std::int64_t slot = 0; slot < K2; ++slot) sc_rows[slot * W + x] = px[x * K2 + slot];
-      }
-      for (std::int64_t c = 0; c < Cv; ++c) {
-        float* orow = od + (n * Cv + c) * HW + y * W;
-        for (std::int64_t x = 0; x < W; ++x) orow[x] = 0.0f;
-        for (std::int64_t dy = -D; dy <= D; ++dy) {
-          const std::int64_t yy = y + dy;
-          if (yy < 0 || yy >= H) continue;
-          const float* vrow = vd + (n * Cv + c) * HW + yy * W;
-          for (std::int64_t dx = -D; dx <= D; ++dx) {
-            const float* wrow = sc_rows + ((dy + D) * side + dx + D) * W;
-            const std::int64_t x0 = std::max<std::int64_t>(0, -dx);
-            const std::int64_t x1 = std::min<std::int64_t>(W, W - dx);
-            for (std::int64_t x = x0; x < x1; ++x) orow[x] += wrow[x] * vrow[x + dx];
-          }
-        }
-      }
+      detail::transpose(sc_rows, wout, K2, W);
+      for (std::int64_t x = 0; x < W; ++x)
+        detail::softmax_row(wout + x * K2, K2, sc, nullptr, 0, K2);
+      // Back to slot-major for the weighted sum over shifted value rows (the weights of the
+      // padding, finite, meet its zeros).
+      detail::transpose(wout, sc_rows, W, K2);
+      detail::local_sum_row(sc_rows, vd + n * Cv * HWp + y * Wp + D, HWp, Wp, Cv, W, D, dy_lo,
+                            dy_hi, od + n * Cv * HW + y * W, HW);
     }
   });
   return result;
@@ -515,16 +503,9 @@ AttentionResult attend_selected(const Tensor& q, const Tensor& k, const Tensor& 
     const std::int64_t b = bl / L;
     float* w = wd + bl * kk;
     const std::int32_t* ix = id + bl * kk;
-    for (std::int64_t i = 0; i < kk; ++i) {
-      w[i] = dot(qd + bl * E, kd + (b * S + ix[i]) * E, E);
-    }
+    detail::gathered_dots(qd + bl * E, kd + b * S * E, E, ix, kk, w);
     detail::softmax_row(w, kk, sc, nullptr, 0, kk);
-    float* o = od + bl * Ev;
-    for (std::int64_t c = 0; c < Ev; ++c) o[c] = 0.0f;
-    for (std::int64_t i = 0; i < kk; ++i) {
-      const float* vr = vd + (b * S + ix[i]) * Ev;
-      for (std::int64_t c = 0; c < Ev; ++c) o[c] += w[i] * vr[c];
-    }
+    detail::gathered_weighted_sum(w, vd + b * S * Ev, Ev, ix, kk, od + bl * Ev);
   });
   return result;
 }

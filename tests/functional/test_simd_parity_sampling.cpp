@@ -226,6 +226,34 @@ TEST(SimdParitySampling, DeformConv2d) {
   });
 }
 
+// F.affine_grid's base coordinate i of count (as PyTorch's linspace_from_neg_one for count 1).
+float affine_base(std::int64_t i, std::int64_t count, bool align) {
+  if (count == 1) return 0.0f;
+  const float c = -1.0f + 2.0f * static_cast<float>(i) / static_cast<float>(count - 1);
+  return align ? c : c * static_cast<float>(count - 1) / static_cast<float>(count);
+}
+
+// affine_grid on every target: bit-equal to the lowest supported target's grid (scalar on x86-64,
+// neon on aarch64, whose builds compile no scalar target), and within 1e-6 of the definition
+// computed element by element (expected).
+void expect_affine_grid_on_every_target(const Tensor& theta, const Shape& size, bool align,
+                                        const std::vector<float>& expected) {
+  const Tensor lowest = [&] {
+    cvattn::simd::set_max_target(cvattn::simd::supported_targets().back());
+    Tensor g = F::affine_grid(theta, size, align);
+    cvattn::simd::set_max_target("best");
+    return g;
+  }();
+  for_each_simd_target([&] {
+    const Tensor grid = F::affine_grid(theta, size, align);
+    ASSERT_EQ(grid.numel(), static_cast<std::int64_t>(expected.size()));
+    for (std::int64_t i = 0; i < grid.numel(); ++i) {
+      ASSERT_EQ(grid.data()[i], lowest.data()[i]) << "w " << size.back() << " element " << i;
+      ASSERT_NEAR(grid.data()[i], expected[static_cast<std::size_t>(i)], 1e-6f);
+    }
+  });
+}
+
 // affine_grid rows: bit-exact to PyTorch's rounding (x*t0, y*t1 fused onto it, + t2) on every
 // target, vector bodies and tails (odd widths), align_corners both ways.
 TEST(AffineGridParity, BitExactOnEveryTarget) {
@@ -239,31 +267,41 @@ TEST(AffineGridParity, BitExactOnEveryTarget) {
         const float* t = theta.data() + n * 6;
         for (std::int64_t h = 0; h < 5; ++h) {
           for (std::int64_t x = 0; x < w; ++x) {
-            auto base = [&](std::int64_t i, std::int64_t count) {
-              if (count == 1) return 0.0f;  // as PyTorch's linspace_from_neg_one
-              const float c = -1.0f + 2.0f * static_cast<float>(i) / static_cast<float>(count - 1);
-              return align ? c : c * static_cast<float>(count - 1) / static_cast<float>(count);
-            };
-            const float bx = base(x, w), by = base(h, 5);
+            const float bx = affine_base(x, w, align), by = affine_base(h, 5, align);
             expected.push_back(std::fma(by, t[1], bx * t[0]) + t[2]);
             expected.push_back(std::fma(by, t[4], bx * t[3]) + t[5]);
           }
         }
       }
-      const Tensor scalar = [&] {
-        cvattn::simd::set_max_target("scalar");
-        Tensor g = F::affine_grid(theta, size, align);
-        cvattn::simd::set_max_target("best");
-        return g;
-      }();
-      for_each_simd_target([&] {
-        const Tensor grid = F::affine_grid(theta, size, align);
-        ASSERT_EQ(grid.numel(), static_cast<std::int64_t>(expected.size()));
-        for (std::int64_t i = 0; i < grid.numel(); ++i) {
-          ASSERT_EQ(grid.data()[i], scalar.data()[i]) << "w " << w << " element " << i;
-          ASSERT_NEAR(grid.data()[i], expected[static_cast<std::size_t>(i)], 1e-6f);
+      expect_affine_grid_on_every_target(theta, size, align, expected);
+    }
+  }
+}
+
+// The 3-D rows (size {N, C, D, H, W}, theta [N, 3, 4]) the same way: x*r0, then y*r1 and z*r2
+// fused on in turn, then + r3.
+TEST(AffineGridParity, BitExactOnEveryTarget3d) {
+  const Tensor theta = random_tensor({2, 3, 4}, 43);
+  for (const bool align : {false, true}) {
+    for (const std::int64_t w : {1, 7, 17, 61}) {
+      const Shape size{2, 1, 3, 5, w};
+      std::vector<float> expected;
+      for (std::int64_t n = 0; n < 2; ++n) {
+        const float* t = theta.data() + n * 12;
+        for (std::int64_t dz = 0; dz < 3; ++dz) {
+          for (std::int64_t h = 0; h < 5; ++h) {
+            for (std::int64_t x = 0; x < w; ++x) {
+              const float bx = affine_base(x, w, align), by = affine_base(h, 5, align);
+              const float bz = affine_base(dz, 3, align);
+              for (int k = 0; k < 3; ++k) {
+                const float* r = t + 4 * k;
+                expected.push_back(std::fma(bz, r[2], std::fma(by, r[1], bx * r[0])) + r[3]);
+              }
+            }
+          }
         }
-      });
+      }
+      expect_affine_grid_on_every_target(theta, size, align, expected);
     }
   }
 }

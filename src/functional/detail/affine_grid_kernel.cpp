@@ -14,9 +14,15 @@
 namespace cvattn::detail {
 
 HWY_EXPORT(AffineGridRow);
+HWY_EXPORT(AffineGridRow3d);
 
 void affine_grid_row(const float* xs, float y, const float* theta, float* out, std::int64_t w) {
   CVATTN_DISPATCH(AffineGridRow)(xs, y, theta, out, w);
+}
+
+void affine_grid_row_3d(const float* xs, float y, float z, const float* theta, float* out,
+                        std::int64_t w) {
+  CVATTN_DISPATCH(AffineGridRow3d)(xs, y, z, theta, out, w);
 }
 
 }  // namespace cvattn::detail

@@ -10,4 +10,10 @@ namespace cvattn::detail {
 
 void affine_grid_row(const float* xs, float y, const float* theta, float* out, std::int64_t w);
 
+// One row of the 3-D affine_grid: [x, y, z, 1] times theta [3, 4]^T at height y and depth z,
+// interleaved (gx, gy, gz) into out[0..3w); rounded as PyTorch's GEMM (x*r0, then y*r1 and z*r2
+// fused onto it in turn, then + r3), bit-exact on every target as above.
+void affine_grid_row_3d(const float* xs, float y, float z, const float* theta, float* out,
+                        std::int64_t w);
+
 }  // namespace cvattn::detail
