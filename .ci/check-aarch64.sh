@@ -79,7 +79,9 @@ cmake -S . -B "$build" -G Ninja -Wno-dev \
 # 4. Build. The library's own compile commands cover every Highway target (foreach_target.h).
 # The SIMD parity tests, and the kernel tests against PyTorch's fixtures (on the best target).
 parity_tests=(test_simd_parity test_simd_parity_activation test_simd_parity_attention
-              test_simd_parity_sampling test_activation test_attention test_sampling test_deform_conv)
+              test_simd_parity_sampling test_simd_parity_sparse test_simd_parity_depthwise
+              test_simd_parity_elementwise test_activation test_attention test_sampling test_deform_conv
+              test_sparse_attention)
 case "$mode" in
   kernels)
     mapfile -t targets < <(grep -rl --include='*.cpp' 'hwy/foreach_target.h' src |
