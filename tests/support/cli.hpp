@@ -49,7 +49,8 @@ inline std::string list_arg(const nlohmann::json& v) {
 }
 inline std::string bool_arg(const nlohmann::json& v) { return v.get<bool>() ? "true" : "false"; }
 
-// The tool to run: `built_in` (the CVATTN_TOOL of this test program) unless CVATTN_TEST_TOOL is set.
+// The tool to run: `built_in` (the CVATTN_TOOL of this test program) unless CVATTN_TEST_TOOL is
+// set.
 inline std::string tool_path(const char* built_in) {
   const char* env = std::getenv("CVATTN_TEST_TOOL");
   return env != nullptr && *env != '\0' ? std::string(env) : std::string(built_in);
