@@ -10,6 +10,7 @@
 #include "core/parallel_for.hpp"
 #include "cvattn/core/error.hpp"
 #include "functional/detail/gemm.hpp"
+#include "functional/detail/reduce.hpp"
 #include "functional/detail/softmax.hpp"
 
 namespace cvattn::functional {
@@ -190,10 +191,7 @@ Tensor normalize_scores(const Tensor& scores, Normalizer normalizer, std::int64_
     case Normalizer::hard:
       detail::parallel_for(rows, [&](std::int64_t r) {
         float* x = o + r * S;
-        std::int64_t best = 0;
-        for (std::int64_t j = 1; j < S; ++j) {
-          if (ranks_before(x[j], j, x[best], best)) best = j;
-        }
+        const std::int64_t best = detail::first_max_index(x, S);  // ranks_before's first
         for (std::int64_t j = 0; j < S; ++j) x[j] = j == best ? 1.0f : 0.0f;
       });
       break;

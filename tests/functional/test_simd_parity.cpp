@@ -85,6 +85,35 @@ TEST(SimdParity, PlaneMeanMaxNonFinite) {
   });
 }
 
+// The hard normaliser's argmax: ties (the first wins), NaN anywhere (it ranks below every
+// number), all NaN (index 0), -inf, -0 against +0, lengths around the vector widths.
+TEST(SimdParity, FirstMaxIndex) {
+  constexpr float nan = std::numeric_limits<float>::quiet_NaN();
+  constexpr float inf = std::numeric_limits<float>::infinity();
+  test::Random rng(31);
+  for_each_simd_target([&] {
+    for (const std::int64_t n : {1, 2, 7, 8, 9, 15, 16, 17, 31, 33, 64, 100, 196, 1001}) {
+      for (int pattern = 0; pattern < 8; ++pattern) {
+        SCOPED_TRACE("n = " + std::to_string(n) + ", pattern " + std::to_string(pattern));
+        std::vector<float> v(static_cast<std::size_t>(n + 1));
+        for (float& x : v) x = static_cast<float>(static_cast<int>(rng.next() % 7)) - 3.0f;
+        float* p = v.data() + 1;  // unaligned
+        for (std::int64_t j = 0; j < n; ++j) {
+          const std::uint64_t u = rng.next() % 5;
+          if (pattern == 1 && u == 0) p[j] = nan;
+          if (pattern == 2) p[j] = u == 0 ? -inf : nan;
+          if (pattern == 3) p[j] = nan;
+          if (pattern == 4) p[j] = u < 2 ? -0.0f : (u < 4 ? 0.0f : nan);
+          if (pattern == 5 && j == n - 1) p[j] = inf;
+          if (pattern == 6) p[j] = -inf;
+          if (pattern == 7 && u == 0) p[j] = 1e30f;
+        }
+        EXPECT_EQ(detail::first_max_index(p, n), reference::first_max_index(p, n));
+      }
+    }
+  });
+}
+
 // --- simd: channel-attention, selective-kernel and dilated-conv kernels ---
 
 // Random sizes with odd values and values that are not multiples of the vector widths.

@@ -74,6 +74,33 @@ PlaneStats ReducePlane(const float* HWY_RESTRICT p, std::int64_t n) {
 inline float PlaneMean(const float* p, std::int64_t n) { return ReducePlane<false>(p, n).mean; }
 inline PlaneStats PlaneMeanMax(const float* p, std::int64_t n) { return ReducePlane<true>(p, n); }
 
+// Two passes: the max of the non-NaN values (NaN lanes replaced by -inf, so that no target's Max
+// sees a NaN), then the first index equal to it (NaN equals nothing; -0 equals +0).
+inline std::int64_t FirstMaxIndex(const float* HWY_RESTRICT p, std::int64_t n) {
+  const hn::ScalableTag<float> d;
+  const std::int64_t lanes = static_cast<std::int64_t>(hn::Lanes(d));
+  const auto low = hn::Set(d, -std::numeric_limits<float>::infinity());
+  auto m0 = low, m1 = low;
+  std::int64_t i = 0;
+  for (; i + 2 * lanes <= n; i += 2 * lanes) {
+    const auto a = hn::LoadU(d, p + i), b = hn::LoadU(d, p + i + lanes);
+    m0 = hn::Max(m0, hn::IfThenElse(hn::Eq(a, a), a, low));
+    m1 = hn::Max(m1, hn::IfThenElse(hn::Eq(b, b), b, low));
+  }
+  float m = hn::GetLane(hn::MaxOfLanes(d, hn::Max(m0, m1)));
+  for (; i < n; ++i) m = p[i] > m ? p[i] : m;  // false for NaN
+  const auto vm = hn::Set(d, m);
+  std::int64_t j = 0;
+  for (; j + lanes <= n; j += lanes) {
+    const std::intptr_t k = hn::FindFirstTrue(d, hn::Eq(hn::LoadU(d, p + j), vm));
+    if (k >= 0) return j + static_cast<std::int64_t>(k);
+  }
+  for (; j < n; ++j) {
+    if (p[j] == m) return j;
+  }
+  return 0;
+}
+
 }  // namespace cvattn::detail::HWY_NAMESPACE
 HWY_AFTER_NAMESPACE();
 

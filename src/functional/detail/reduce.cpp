@@ -13,11 +13,16 @@ namespace cvattn::detail {
 
 HWY_EXPORT(PlaneMean);
 HWY_EXPORT(PlaneMeanMax);
+HWY_EXPORT(FirstMaxIndex);
 
 float plane_mean(const float* p, std::int64_t n) { return CVATTN_DISPATCH(PlaneMean)(p, n); }
 
 PlaneStats plane_mean_max(const float* p, std::int64_t n) {
   return CVATTN_DISPATCH(PlaneMeanMax)(p, n);
+}
+
+std::int64_t first_max_index(const float* p, std::int64_t n) {
+  return CVATTN_DISPATCH(FirstMaxIndex)(p, n);
 }
 
 }  // namespace cvattn::detail

@@ -19,5 +19,8 @@ struct PlaneStats {
 [[nodiscard]] float plane_mean(const float* p, std::int64_t n);
 // Mean and NaN-propagating max (torch.amax) of n >= 1 contiguous floats, in one pass.
 [[nodiscard]] PlaneStats plane_mean_max(const float* p, std::int64_t n);
+// Index of the first largest of n >= 1 contiguous floats, NaN ranking below every number and
+// -0 equal to +0 (0 when all are NaN): the hard normaliser's argmax (functional/score.hpp).
+[[nodiscard]] std::int64_t first_max_index(const float* p, std::int64_t n);
 
 }  // namespace cvattn::detail

@@ -22,4 +22,15 @@ inline detail::PlaneStats plane_mean_max(const float* p, std::int64_t n) {
   return {static_cast<float>(total / static_cast<double>(n)), mx};
 }
 
+// The hard normaliser's rule as a scan: j replaces the best so far when it is a number and the
+// best is NaN, or both are numbers and x[j] is larger.
+inline std::int64_t first_max_index(const float* p, std::int64_t n) {
+  std::int64_t best = 0;
+  for (std::int64_t j = 1; j < n; ++j) {
+    const bool nj = std::isnan(p[j]), nb = std::isnan(p[best]);
+    if ((!nj && nb) || (!nj && !nb && p[j] > p[best])) best = j;
+  }
+  return best;
+}
+
 }  // namespace cvattn::reference
