@@ -49,6 +49,35 @@ HWY_INLINE void WithTile(std::int64_t g, const F& f) {
   }
 }
 
+// The register tiles' two steps, over named accumulators a0..a7 passed by reference (SVE's
+// sizeless vectors cannot be array elements or struct members): a_g += x * p[g * step ...] for
+// g < G, and the store of a_g to out + g * stride.
+template <int G, class D, class V>
+HWY_INLINE void MulAddTile(D d, V x, const float* HWY_RESTRICT p, std::int64_t step, V& a0, V& a1,
+                           V& a2, V& a3, V& a4, V& a5, V& a6, V& a7) {
+  a0 = hn::MulAdd(x, hn::LoadU(d, p), a0);
+  if constexpr (G > 1) a1 = hn::MulAdd(x, hn::LoadU(d, p + step), a1);
+  if constexpr (G > 2) a2 = hn::MulAdd(x, hn::LoadU(d, p + 2 * step), a2);
+  if constexpr (G > 3) a3 = hn::MulAdd(x, hn::LoadU(d, p + 3 * step), a3);
+  if constexpr (G > 4) a4 = hn::MulAdd(x, hn::LoadU(d, p + 4 * step), a4);
+  if constexpr (G > 5) a5 = hn::MulAdd(x, hn::LoadU(d, p + 5 * step), a5);
+  if constexpr (G > 6) a6 = hn::MulAdd(x, hn::LoadU(d, p + 6 * step), a6);
+  if constexpr (G > 7) a7 = hn::MulAdd(x, hn::LoadU(d, p + 7 * step), a7);
+}
+
+template <int G, class D, class V>
+HWY_INLINE void StoreTile(D d, float* HWY_RESTRICT out, std::int64_t stride, V a0, V a1, V a2, V a3,
+                          V a4, V a5, V a6, V a7) {
+  hn::StoreU(a0, d, out);
+  if constexpr (G > 1) hn::StoreU(a1, d, out + stride);
+  if constexpr (G > 2) hn::StoreU(a2, d, out + 2 * stride);
+  if constexpr (G > 3) hn::StoreU(a3, d, out + 3 * stride);
+  if constexpr (G > 4) hn::StoreU(a4, d, out + 4 * stride);
+  if constexpr (G > 5) hn::StoreU(a5, d, out + 5 * stride);
+  if constexpr (G > 6) hn::StoreU(a6, d, out + 6 * stride);
+  if constexpr (G > 7) hn::StoreU(a7, d, out + 7 * stride);
+}
+
 // --- local_scores_row ---
 
 // G consecutive dx slots for one vector of x: k points at (channel 0, x + the first dx), out at
@@ -58,27 +87,13 @@ HWY_INLINE void LocalScoresTile(D d, const float* HWY_RESTRICT q, std::int64_t q
                                 const float* HWY_RESTRICT k, std::int64_t k_cs, std::int64_t C,
                                 float* HWY_RESTRICT out, std::int64_t W) {
   const auto z = hn::Zero(d);
-  [[maybe_unused]] auto a0 = z, a1 = z, a2 = z, a3 = z, a4 = z, a5 = z, a6 = z, a7 = z;
+  auto a0 = z, a1 = z, a2 = z, a3 = z, a4 = z, a5 = z, a6 = z, a7 = z;
   for (std::int64_t c = 0; c < C; ++c) {
     const auto vq = hn::LoadU(d, q + c * q_cs);
     const float* HWY_RESTRICT kc = k + c * k_cs;
-    a0 = hn::MulAdd(vq, hn::LoadU(d, kc), a0);
-    if constexpr (G > 1) a1 = hn::MulAdd(vq, hn::LoadU(d, kc + 1), a1);
-    if constexpr (G > 2) a2 = hn::MulAdd(vq, hn::LoadU(d, kc + 2), a2);
-    if constexpr (G > 3) a3 = hn::MulAdd(vq, hn::LoadU(d, kc + 3), a3);
-    if constexpr (G > 4) a4 = hn::MulAdd(vq, hn::LoadU(d, kc + 4), a4);
-    if constexpr (G > 5) a5 = hn::MulAdd(vq, hn::LoadU(d, kc + 5), a5);
-    if constexpr (G > 6) a6 = hn::MulAdd(vq, hn::LoadU(d, kc + 6), a6);
-    if constexpr (G > 7) a7 = hn::MulAdd(vq, hn::LoadU(d, kc + 7), a7);
+    MulAddTile<G>(d, vq, kc, 1, a0, a1, a2, a3, a4, a5, a6, a7);
   }
-  hn::StoreU(a0, d, out);
-  if constexpr (G > 1) hn::StoreU(a1, d, out + W);
-  if constexpr (G > 2) hn::StoreU(a2, d, out + 2 * W);
-  if constexpr (G > 3) hn::StoreU(a3, d, out + 3 * W);
-  if constexpr (G > 4) hn::StoreU(a4, d, out + 4 * W);
-  if constexpr (G > 5) hn::StoreU(a5, d, out + 5 * W);
-  if constexpr (G > 6) hn::StoreU(a6, d, out + 6 * W);
-  if constexpr (G > 7) hn::StoreU(a7, d, out + 7 * W);
+  StoreTile<G>(d, out, W, a0, a1, a2, a3, a4, a5, a6, a7);
 }
 
 inline void LocalScoresRow(const float* q, std::int64_t q_cs, const float* k, std::int64_t k_cs,
@@ -126,31 +141,16 @@ HWY_INLINE void LocalSumTile(D d, const float* HWY_RESTRICT w, const float* HWY_
                              std::int64_t out_cs) {
   const std::int64_t side = 2 * R + 1;
   const auto z = hn::Zero(d);
-  [[maybe_unused]] auto a0 = z, a1 = z, a2 = z, a3 = z, a4 = z, a5 = z, a6 = z, a7 = z;
+  auto a0 = z, a1 = z, a2 = z, a3 = z, a4 = z, a5 = z, a6 = z, a7 = z;
   for (std::int64_t dy = dy_lo; dy <= dy_hi; ++dy) {
     const float* HWY_RESTRICT wrow = w + (dy + R) * side * W;
     const float* HWY_RESTRICT vrow = v + dy * v_rs - R;
     for (std::int64_t j = 0; j < side; ++j) {
       const auto vw = hn::LoadU(d, wrow + j * W);
-      const float* HWY_RESTRICT vp = vrow + j;
-      a0 = hn::MulAdd(vw, hn::LoadU(d, vp), a0);
-      if constexpr (G > 1) a1 = hn::MulAdd(vw, hn::LoadU(d, vp + v_cs), a1);
-      if constexpr (G > 2) a2 = hn::MulAdd(vw, hn::LoadU(d, vp + 2 * v_cs), a2);
-      if constexpr (G > 3) a3 = hn::MulAdd(vw, hn::LoadU(d, vp + 3 * v_cs), a3);
-      if constexpr (G > 4) a4 = hn::MulAdd(vw, hn::LoadU(d, vp + 4 * v_cs), a4);
-      if constexpr (G > 5) a5 = hn::MulAdd(vw, hn::LoadU(d, vp + 5 * v_cs), a5);
-      if constexpr (G > 6) a6 = hn::MulAdd(vw, hn::LoadU(d, vp + 6 * v_cs), a6);
-      if constexpr (G > 7) a7 = hn::MulAdd(vw, hn::LoadU(d, vp + 7 * v_cs), a7);
+      MulAddTile<G>(d, vw, vrow + j, v_cs, a0, a1, a2, a3, a4, a5, a6, a7);
     }
   }
-  hn::StoreU(a0, d, out);
-  if constexpr (G > 1) hn::StoreU(a1, d, out + out_cs);
-  if constexpr (G > 2) hn::StoreU(a2, d, out + 2 * out_cs);
-  if constexpr (G > 3) hn::StoreU(a3, d, out + 3 * out_cs);
-  if constexpr (G > 4) hn::StoreU(a4, d, out + 4 * out_cs);
-  if constexpr (G > 5) hn::StoreU(a5, d, out + 5 * out_cs);
-  if constexpr (G > 6) hn::StoreU(a6, d, out + 6 * out_cs);
-  if constexpr (G > 7) hn::StoreU(a7, d, out + 7 * out_cs);
+  StoreTile<G>(d, out, out_cs, a0, a1, a2, a3, a4, a5, a6, a7);
 }
 
 // D is the window radius (named R inside the tiles, where D is the descriptor type).
@@ -266,27 +266,13 @@ HWY_INLINE void WeightedSumTile(D d, const float* HWY_RESTRICT w, const float* H
                                 std::int64_t count, float* HWY_RESTRICT out) {
   const auto N = static_cast<std::int64_t>(hn::Lanes(d));
   const auto z = hn::Zero(d);
-  [[maybe_unused]] auto a0 = z, a1 = z, a2 = z, a3 = z, a4 = z, a5 = z, a6 = z, a7 = z;
+  auto a0 = z, a1 = z, a2 = z, a3 = z, a4 = z, a5 = z, a6 = z, a7 = z;
   for (std::int64_t i = 0; i < count; ++i) {
     const auto vw = hn::Set(d, w[i]);
     const float* HWY_RESTRICT vr = v + static_cast<std::int64_t>(idx[i]) * Ev;
-    a0 = hn::MulAdd(vw, hn::LoadU(d, vr), a0);
-    if constexpr (G > 1) a1 = hn::MulAdd(vw, hn::LoadU(d, vr + N), a1);
-    if constexpr (G > 2) a2 = hn::MulAdd(vw, hn::LoadU(d, vr + 2 * N), a2);
-    if constexpr (G > 3) a3 = hn::MulAdd(vw, hn::LoadU(d, vr + 3 * N), a3);
-    if constexpr (G > 4) a4 = hn::MulAdd(vw, hn::LoadU(d, vr + 4 * N), a4);
-    if constexpr (G > 5) a5 = hn::MulAdd(vw, hn::LoadU(d, vr + 5 * N), a5);
-    if constexpr (G > 6) a6 = hn::MulAdd(vw, hn::LoadU(d, vr + 6 * N), a6);
-    if constexpr (G > 7) a7 = hn::MulAdd(vw, hn::LoadU(d, vr + 7 * N), a7);
+    MulAddTile<G>(d, vw, vr, N, a0, a1, a2, a3, a4, a5, a6, a7);
   }
-  hn::StoreU(a0, d, out);
-  if constexpr (G > 1) hn::StoreU(a1, d, out + N);
-  if constexpr (G > 2) hn::StoreU(a2, d, out + 2 * N);
-  if constexpr (G > 3) hn::StoreU(a3, d, out + 3 * N);
-  if constexpr (G > 4) hn::StoreU(a4, d, out + 4 * N);
-  if constexpr (G > 5) hn::StoreU(a5, d, out + 5 * N);
-  if constexpr (G > 6) hn::StoreU(a6, d, out + 6 * N);
-  if constexpr (G > 7) hn::StoreU(a7, d, out + 7 * N);
+  StoreTile<G>(d, out, N, a0, a1, a2, a3, a4, a5, a6, a7);
 }
 
 inline void GatheredWeightedSum(const float* w, const float* v, std::int64_t Ev,
