@@ -92,20 +92,6 @@ void BinaryRowsKernel(BinaryOp op, const float* a, const std::int64_t* a_off, st
   }
 }
 
-void BinaryRowKernel(BinaryOp op, const float* a, std::int64_t sa, const float* b, std::int64_t sb,
-                     float* out, std::int64_t n) {
-  switch (op) {
-    case BinaryOp::add:
-      return BinaryRowOp<BinaryOp::add>(a, sa, b, sb, out, n);
-    case BinaryOp::sub:
-      return BinaryRowOp<BinaryOp::sub>(a, sa, b, sb, out, n);
-    case BinaryOp::mul:
-      return BinaryRowOp<BinaryOp::mul>(a, sa, b, sb, out, n);
-    case BinaryOp::div:
-      return BinaryRowOp<BinaryOp::div>(a, sa, b, sb, out, n);
-  }
-}
-
 // kVecs vectors of columns from c: their float sums over each block of rows, added to acc.
 template <std::int64_t kVecs>
 HWY_INLINE void ColumnGroup(const float* HWY_RESTRICT base, std::int64_t stride, std::int64_t rows,

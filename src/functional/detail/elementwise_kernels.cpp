@@ -12,13 +12,13 @@
 
 namespace cvattn::detail {
 
-HWY_EXPORT(BinaryRowKernel);
 HWY_EXPORT(BinaryRowsKernel);
 HWY_EXPORT(ColumnSumsKernel);
 
 void binary_row(BinaryOp op, const float* a, std::int64_t sa, const float* b, std::int64_t sb,
                 float* out, std::int64_t n) {
-  CVATTN_DISPATCH(BinaryRowKernel)(op, a, sa, b, sb, out, n);
+  const std::int64_t origin = 0;  // one row at a and b themselves
+  binary_rows(op, a, &origin, sa, b, &origin, sb, out, n, 1);
 }
 
 void binary_rows(BinaryOp op, const float* a, const std::int64_t* a_off, std::int64_t sa,
