@@ -181,6 +181,20 @@ Tensor normalize_scores(const Tensor& scores, Normalizer normalizer, std::int64_
     CVATTN_CHECK(top_k >= 1 && top_k <= S, ValueError, where, ": top_k must be in [1, ", S,
                  "] (the key count of 'scores' ", to_string(scores.shape()), "), got ", top_k);
   }
+  if (normalizer == Normalizer::hard) {
+    // One-hot rows written straight from the scores: no copy of them to overwrite, and a
+    // zero fill plus one store instead of a per-element select (which baseline x86-64 code
+    // cannot vectorise over 64-bit indices).
+    Tensor out = Tensor::empty(scores.shape());
+    const float* s = scores.data();
+    float* o = out.data();
+    detail::parallel_for(rows, [&](std::int64_t r) {
+      const std::int64_t best = detail::first_max_index(s + r * S, S);  // ranks_before's first
+      detail::zero_row(o + r * S, S);
+      o[r * S + best] = 1.0f;
+    });
+    return out;
+  }
   Tensor out = scores.clone();
   float* o = out.data();
   switch (normalizer) {
@@ -189,12 +203,7 @@ Tensor normalize_scores(const Tensor& scores, Normalizer normalizer, std::int64_
           rows, [&](std::int64_t r) { detail::softmax_row(o + r * S, S, 1.0f, nullptr, 0, S); });
       break;
     case Normalizer::hard:
-      detail::parallel_for(rows, [&](std::int64_t r) {
-        float* x = o + r * S;
-        const std::int64_t best = detail::first_max_index(x, S);  // ranks_before's first
-        for (std::int64_t j = 0; j < S; ++j) x[j] = j == best ? 1.0f : 0.0f;
-      });
-      break;
+      break;  // returned above
     case Normalizer::topk: {
       const std::int64_t threads =
           std::max<std::int64_t>(1, std::min<std::int64_t>(detail::max_threads(), rows));
