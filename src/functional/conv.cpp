@@ -7,6 +7,7 @@
 #include "core/parallel_for.hpp"
 #include "core/workspace.hpp"
 #include "cvattn/core/error.hpp"
+#include "functional/detail/activation_kernels.hpp"
 #include "functional/detail/conv_kernels.hpp"
 #include "functional/detail/depthwise_kernels.hpp"
 #include "functional/detail/gemm.hpp"
@@ -21,10 +22,18 @@ void gemm_accumulate(const float* a, std::int64_t rows, std::int64_t k, const fl
                         a, k, b, ldb, 1.0f, out, ldo);
 }
 
+void act_block(ActLayer act, float* out, std::int64_t rows, std::int64_t cols, std::int64_t ld) {
+  if (act == ActLayer::identity) return;
+  for (std::int64_t r = 0; r < rows; ++r) {
+    cvattn::detail::activation_kernel(act, out + r * ld, out + r * ld, cols);
+  }
+}
+
 }  // namespace detail
 
 namespace {
 
+using detail::act_block;
 using detail::ceil_div;
 using detail::fill_bias;
 using detail::for_each_task;
@@ -45,7 +54,7 @@ using detail::kWinogradMinTiles;
 // 1x1, stride 1, no padding: each group's output is weight_g [Cout_g, Cin_g] times the input
 // planes [Cin_g, H*W] themselves.
 void conv_pointwise(const Geometry& g, const float* in, const float* wt, const float* bias,
-                    float* out) {
+                    float* out, ActLayer act) {
   const std::int64_t p = g.positions();
   const std::int64_t chunk =
       detail::chunk_size(p, std::int64_t{1} << 30, g.n * g.groups, kMinChunk, 16);
@@ -62,6 +71,7 @@ void conv_pointwise(const Geometry& g, const float* in, const float* wt, const f
     fill_bias(o, g.cout_g, cols, p, bias ? bias + gi * g.cout_g : nullptr);
     gemm_accumulate(wt + gi * g.cout_g * g.cin_g, g.cout_g, g.cin_g,
                     in + (ni * g.cin + gi * g.cin_g) * p + p0, p, cols, o, p);
+    act_block(act, o, g.cout_g, cols, p);
   });
 }
 
@@ -70,7 +80,7 @@ void conv_pointwise(const Geometry& g, const float* in, const float* wt, const f
 // phases (depthwise_kernels.hpp), where every tap is a unit-stride read, and the tap kernel
 // writes the output plane from them; a slot keeps its split while its planes share the input.
 void conv_depthwise(const Geometry& g, const float* in, const float* wt, const float* bias,
-                    float* out) {
+                    float* out, ActLayer act) {
   const detail::DepthwiseLayout layout = detail::depthwise_layout(g);
   const std::vector<std::int64_t> offsets = detail::depthwise_offsets(g, layout);
   const std::int64_t planes = g.n * g.cout;
@@ -93,6 +103,7 @@ void conv_depthwise(const Geometry& g, const float* in, const float* wt, const f
     }
     detail::depthwise_taps(layout, offsets.data(), taps, wt + o * taps, bias ? bias[o] : 0.0f,
                            phases, out + plane * g.ho * g.wo, 0, g.ho);
+    act_block(act, out + plane * g.ho * g.wo, 1, g.ho * g.wo, 0);
   });
 }
 
@@ -138,8 +149,8 @@ void im2col(const Geometry& g, const float* planes, const std::vector<detail::Va
   }
 }
 
-void conv_im2col(const Geometry& g, const float* in, const float* wt, const float* bias,
-                 float* out) {
+void conv_im2col(const Geometry& g, const float* in, const float* wt, const float* bias, float* out,
+                 ActLayer act) {
   const std::int64_t k = g.k();
   const std::int64_t p = g.positions();
   const std::int64_t cap = std::max(kMinChunk, kWorkspaceBytes / (4 * k));
@@ -168,6 +179,7 @@ void conv_im2col(const Geometry& g, const float* in, const float* wt, const floa
     float* o = out + (ni * g.cout + gi * g.cout_g) * p + p0;
     fill_bias(o, g.cout_g, cols, p, bias ? bias + gi * g.cout_g : nullptr);
     gemm_accumulate(wt + gi * g.cout_g * k, g.cout_g, k, ws, cols, cols, o, p);
+    act_block(act, o, g.cout_g, cols, p);
   });
 }
 
@@ -224,7 +236,7 @@ bool winograd_kernel(const Geometry& g) {
 namespace detail {
 
 void conv2d_into(const Tensor& input, const Tensor& weight, const Tensor& bias,
-                 const Conv2dOptions& options, float* out, const float* winograd) {
+                 const Conv2dOptions& options, float* out, const float* winograd, ActLayer act) {
   check_defined(input, "input", "conv2d");
   const Geometry g = validate(input, weight, bias, options);
   if (g.n * g.cout * g.ho * g.wo == 0) return;
@@ -233,18 +245,19 @@ void conv2d_into(const Tensor& input, const Tensor& weight, const Tensor& bias,
     for (std::int64_t i = 0; i < g.n; ++i) {
       fill_bias(out + i * g.cout * g.positions(), g.cout, g.positions(), g.positions(), b);
     }
+    act_block(act, out, 1, g.n * g.cout * g.positions(), 0);
     return;
   }
   if (g.kh == 1 && g.kw == 1 && g.sh == 1 && g.sw == 1 && g.ph == 0 && g.pw == 0) {
-    conv_pointwise(g, input.data(), weight.data(), b, out);
+    conv_pointwise(g, input.data(), weight.data(), b, out, act);
   } else if (g.cin_g == 1) {
-    conv_depthwise(g, input.data(), weight.data(), b, out);
+    conv_depthwise(g, input.data(), weight.data(), b, out, act);
   } else if (g.n > 0 && detail::use_polyphase(g)) {
-    detail::conv_polyphase(g, input, weight, bias, out);
+    detail::conv_polyphase(g, input, weight, bias, out, act);
   } else if (winograd_kernel(g) && ceil_div(g.ho, 2) * ceil_div(g.wo, 2) >= kWinogradMinTiles) {
-    detail::conv_winograd_3x3(g, input.data(), weight.data(), b, out, winograd);
+    detail::conv_winograd_3x3(g, input.data(), weight.data(), b, out, winograd, act);
   } else {
-    conv_im2col(g, input.data(), weight.data(), b, out);
+    conv_im2col(g, input.data(), weight.data(), b, out, act);
   }
 }
 
@@ -254,16 +267,16 @@ namespace {
 
 // conv2d with the kernel's prepared Winograd transform u, or nullptr.
 Tensor conv2d_with(const Tensor& input, const Tensor& weight, const Tensor& bias,
-                   const Conv2dOptions& options, const float* u) {
+                   const Conv2dOptions& options, const float* u, ActLayer act) {
   check_defined(input, "input", "conv2d");
   if (input.rank() == 3) {  // unbatched, as PyTorch allows
     const Tensor out = conv2d_with(input.reshape({1, input.dim(0), input.dim(1), input.dim(2)}),
-                                   weight, bias, options, u);
+                                   weight, bias, options, u, act);
     return out.reshape({out.dim(1), out.dim(2), out.dim(3)});
   }
   const Geometry g = validate(input, weight, bias, options);
   Tensor out = Tensor::empty({g.n, g.cout, g.ho, g.wo});
-  detail::conv2d_into(input, weight, bias, options, out.data(), u);
+  detail::conv2d_into(input, weight, bias, options, out.data(), u, act);
   return out;
 }
 
@@ -271,7 +284,7 @@ Tensor conv2d_with(const Tensor& input, const Tensor& weight, const Tensor& bias
 
 Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias,
               const Conv2dOptions& options) {
-  return conv2d_with(input, weight, bias, options, nullptr);
+  return conv2d_with(input, weight, bias, options, nullptr, ActLayer::identity);
 }
 
 Conv2dWeight::Conv2dWeight(const Tensor& weight, const Conv2dOptions& options)
@@ -297,11 +310,11 @@ Conv2dWeight::Conv2dWeight(const Tensor& weight, const Conv2dOptions& options)
   }
 }
 
-Tensor conv2d(const Tensor& input, const Conv2dWeight& weight, const Tensor& bias) {
+Tensor conv2d(const Tensor& input, const Conv2dWeight& weight, const Tensor& bias, ActLayer act) {
   check_defined(weight.weight(), "weight", "conv2d");
   const Tensor& u = weight.winograd();
   return conv2d_with(input, weight.weight(), bias, weight.options(),
-                     u.defined() ? u.data() : nullptr);
+                     u.defined() ? u.data() : nullptr, act);
 }
 
 }  // namespace cvattn::functional

@@ -40,7 +40,7 @@ bool use_polyphase(const ConvGeometry& g) {
 }
 
 void conv_polyphase(const ConvGeometry& g, const Tensor& input, const Tensor& weight,
-                    const Tensor& bias, float* y) {
+                    const Tensor& bias, float* y, ActLayer act) {
   const std::int64_t d = g.dh;
   const std::int64_t hm = ceil_div(g.h, d), wm = ceil_div(g.w, d);
   const std::int64_t full = g.w / d;  // column groups with all d phases inside the row
@@ -78,7 +78,10 @@ void conv_polyphase(const ConvGeometry& g, const Tensor& input, const Tensor& we
   const std::int64_t cout = g.cout;
   const cvattn::detail::Workspace ys({g.n * subs, cout, hm, wm},
                                      "conv2d (dilated, polyphase output)");
-  conv2d_into(xs, weight, bias, Conv2dOptions().padding(1).groups(g.groups), ys.data());
+  // act is elementwise, so applying it to the sub-images' outputs before interleaving them
+  // gives the same values.
+  conv2d_into(xs, weight, bias, Conv2dOptions().padding(1).groups(g.groups), ys.data(), nullptr,
+              act);
   const float* ysd = ys.data();
   cvattn::detail::parallel_for(g.n * cout, [&](std::int64_t t) {
     const std::int64_t o = t % cout;

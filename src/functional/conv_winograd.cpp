@@ -227,7 +227,7 @@ void transform_output(const ConvGeometry& g, const float* bias, std::int64_t ty0
 }  // namespace
 
 void conv_winograd_3x3(const ConvGeometry& g, const float* in, const float* wt, const float* bias,
-                       float* out, const float* prepared) {
+                       float* out, const float* prepared, ActLayer act) {
   const std::int64_t th = ceil_div(g.ho, 2);
   const std::int64_t tw = ceil_div(g.wo, 2);
   const std::int64_t rows_cap = std::max<std::int64_t>(1, kChunkTiles / tw);
@@ -279,8 +279,14 @@ void conv_winograd_3x3(const ConvGeometry& g, const float* in, const float* wt, 
                             g.cin_g, s.v + xi * g.cin_g * tiles, tiles, 0.0f,
                             s.m + xi * g.cout_g * tiles, tiles);
     }
-    transform_output(g, bias ? bias + gi * g.cout_g : nullptr, ty0, ty1, tw, tiles, s,
-                     out + (ni * g.cout + gi * g.cout_g) * g.ho * g.wo);
+    float* o = out + (ni * g.cout + gi * g.cout_g) * g.ho * g.wo;
+    transform_output(g, bias ? bias + gi * g.cout_g : nullptr, ty0, ty1, tw, tiles, s, o);
+    if (act != ActLayer::identity) {  // this task's output rows of each channel, still cached
+      const std::int64_t y0 = 2 * ty0, y1 = std::min(g.ho, 2 * ty1);
+      for (std::int64_t c = 0; c < g.cout_g; ++c) {
+        act_block(act, o + c * g.ho * g.wo + y0 * g.wo, 1, (y1 - y0) * g.wo, 0);
+      }
+    }
   });
 }
 

@@ -39,11 +39,9 @@ std::shared_ptr<BatchNorm2d> make_bn(std::int64_t channels) {
   return std::make_shared<BatchNorm2d>(BatchNorm2dOptions(channels));
 }
 
-// bn(conv(x)) folded, then the activation applied in place on that fresh output.
+// bn(conv(x)) folded, the activation fused into the conv.
 Tensor conv_bn_act(const FoldedConvBn& conv_bn, const Tensor& x, ActLayer act) {
-  Tensor y = conv_bn(x, false);
-  F::activation_(y, act);  // the conv's own output: in place
-  return y;
+  return conv_bn(x, act);
 }
 
 bool is_integer(const std::string& s) {

@@ -84,11 +84,9 @@ void FoldedConvBn::fold() {
   prepared_ = F::Conv2dWeight(weight_, options_);
 }
 
-Tensor FoldedConvBn::operator()(const Tensor& x, bool relu) const {
+Tensor FoldedConvBn::operator()(const Tensor& x, ActLayer act) const {
   check_shape(x, {kAny, conv_->options().in_channels(), kAny, kAny}, "x", "Conv2d::forward");
-  Tensor y = F::conv2d(x, prepared_, bias_);
-  if (relu) F::activation_(y, ActLayer::relu);  // y is ours: in place, as timm's inplace ReLU
-  return y;
+  return F::conv2d(x, prepared_, bias_, act);
 }
 
 ConvNormAct::ConvNormAct(const ConvNormActOptions& options) : options_(options) {

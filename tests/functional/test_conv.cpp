@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include "cvattn/core/error.hpp"
+#include "cvattn/functional/activation.hpp"
 #include "cvattn/functional/conv.hpp"
 #include "support/fixtures.hpp"
 #include "support/naive_conv.hpp"
@@ -261,6 +262,73 @@ TEST(Conv2d, PreparedWeightMatchesPyTorchAndTheUnpreparedCall) {
   }
   EXPECT_FALSE(F::Conv2dWeight(w, F::Conv2dOptions().stride(2).groups(2)).winograd().defined());
   EXPECT_FALSE(F::Conv2dWeight(test::random_tensor({4, 4, 3, 3}, 1), {}).winograd().defined());
+}
+
+TEST(Conv2d, FusedActivationMatchesPyTorch) {
+  int cases = 0, acts = 0;
+  for (const auto& fx : test::fixtures_in("conv_act")) {
+    SCOPED_TRACE(fx.name());
+    const auto options = options_of(fx);
+    const Tensor bias = fx.params()["bias"].get<bool>() ? fx.tensor("bias") : Tensor();
+    const F::Conv2dWeight weight(fx.tensor("weight"), options);
+    for (const auto& word : fx.params()["acts"]) {
+      const ActLayer act = parse_act_layer(word.get<std::string>());
+      SCOPED_TRACE(word.get<std::string>());
+      for (int threads : {1, 2}) {
+        ThreadScope scope(threads);
+        const Tensor y = F::conv2d(fx.tensor("input"), weight, bias, act);
+        EXPECT_TENSOR_NEAR(y, fx.tensor("output_" + word.get<std::string>()), kTol);
+        // The fused epilogue applies the same kernel as the separate pass: identical values.
+        EXPECT_TENSOR_NEAR(y, F::activation(F::conv2d(fx.tensor("input"), weight, bias), act),
+                           kExact);
+      }
+      ++acts;
+    }
+    ++cases;
+  }
+  EXPECT_EQ(cases, 9) << "fixtures missing: run tests/fixtures/conv_act.py";
+  EXPECT_EQ(acts, 27);
+}
+
+TEST(Conv2d, FusedActivationEqualsTheTwoPassFormOnEveryPath) {
+  // Shapes sized for each path (conv.cpp): chunked GEMMs, several Winograd tile-row runs,
+  // unbatched input, no input channels.
+  const std::vector<RandomCase> cases = {
+      {{2, 24, 33, 35}, {20, 24, 1, 1}, 1, 0, 1, 1, true},
+      {{1, 9, 31, 29}, {18, 1, 3, 3}, 2, 1, 1, 9, true},
+      {{2, 16, 37, 45}, {24, 8, 3, 3}, 1, {1, 2}, 1, 2, true},
+      {{1, 128, 11, 9}, {3, 128, 5, 5}, 1, 2, 1, 1, false},
+      {{1, 8, 30, 26}, {8, 8, 3, 3}, 1, 3, 3, 1, true},
+      {{1, 0, 6, 7}, {5, 0, 3, 3}, 1, 1, 1, 1, true},
+  };
+  int seed = 40;
+  for (const auto& c : cases) {
+    SCOPED_TRACE(to_string(c.input));
+    const Tensor x = test::random_tensor(c.input, seed++, -3.0f, 3.0f);
+    const Tensor w = test::random_tensor(c.weight, seed++, -0.3f, 0.3f);
+    const Tensor b = c.bias ? test::random_tensor({c.weight[0]}, seed++) : Tensor();
+    const auto options = F::Conv2dOptions()
+                             .stride(c.stride)
+                             .padding(c.padding)
+                             .dilation(c.dilation)
+                             .groups(c.groups);
+    const F::Conv2dWeight weight(w, options);
+    for (ActLayer act : {ActLayer::relu, ActLayer::relu6, ActLayer::sigmoid, ActLayer::tanh,
+                         ActLayer::silu, ActLayer::gelu, ActLayer::gelu_tanh, ActLayer::hard_swish,
+                         ActLayer::hard_sigmoid, ActLayer::mish}) {
+      SCOPED_TRACE(to_string(act));
+      for (int threads : {1, 2}) {
+        ThreadScope scope(threads);
+        EXPECT_TENSOR_NEAR(F::conv2d(x, weight, b, act),
+                           F::activation(F::conv2d(x, w, b, options), act), kExact);
+      }
+    }
+  }
+  const Tensor x = test::random_tensor({8, 9, 10}, 3);  // unbatched keeps rank 3
+  const F::Conv2dWeight weight(test::random_tensor({4, 8, 3, 3}, 4), F::Conv2dOptions().padding(1));
+  const Tensor y = F::conv2d(x, weight, {}, ActLayer::silu);
+  EXPECT_EQ(y.shape(), (Shape{4, 9, 10}));
+  EXPECT_TENSOR_NEAR(y, F::silu(F::conv2d(x, weight)), kExact);
 }
 
 TEST(Conv2d, PreparedWeightRejectsBadWeightsAndOptions) {

@@ -6,6 +6,7 @@
 #include "cvattn/core/options.hpp"
 #include "cvattn/core/tensor.hpp"
 #include "cvattn/export.hpp"
+#include "cvattn/functional/activation.hpp"
 
 namespace cvattn::functional {
 
@@ -50,8 +51,12 @@ class CVATTN_EXPORT Conv2dWeight {
 };
 
 // conv2d(input, weight.weight(), bias, weight.options()), with the prepared transform used when
-// this input takes the Winograd path; the same values as that call.
+// this input takes the Winograd path; the same values as that call. With `act`, the activation
+// is fused: each block of output gets it right after being written, while still in cache,
+// instead of in a second pass over the whole tensor; the values equal
+// activation(conv2d(input, weight, bias), act) exactly.
 [[nodiscard]] CVATTN_EXPORT Tensor conv2d(const Tensor& input, const Conv2dWeight& weight,
-                                          const Tensor& bias = {});
+                                          const Tensor& bias = {},
+                                          ActLayer act = ActLayer::identity);
 
 }  // namespace cvattn::functional

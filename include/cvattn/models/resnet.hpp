@@ -57,8 +57,12 @@ class CVATTN_EXPORT FoldedConvBn {
   FoldedConvBn() = default;
   FoldedConvBn(std::shared_ptr<Conv2d> conv, std::shared_ptr<BatchNorm2d> bn);
   void fold();  // after loading
+  // act(bn(conv(x))), the activation fused into the conv (functional::conv2d with act).
+  [[nodiscard]] Tensor operator()(const Tensor& x, ActLayer act) const;
   // bn(conv(x)), then ReLU when relu is true.
-  [[nodiscard]] Tensor operator()(const Tensor& x, bool relu) const;
+  [[nodiscard]] Tensor operator()(const Tensor& x, bool relu) const {
+    return (*this)(x, relu ? ActLayer::relu : ActLayer::identity);
+  }
   [[nodiscard]] const std::shared_ptr<Conv2d>& conv() const noexcept { return conv_; }
 
  private:

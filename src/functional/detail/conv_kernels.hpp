@@ -54,13 +54,20 @@ void gemm_accumulate(const float* a, std::int64_t rows, std::int64_t k, const fl
 // conv2d(input, weight, bias, options) (rank-4 input) written to `out`, which holds the
 // [N, Cout, Ho, Wo] floats conv2d would return: lets a module put a conv's result in scratch.
 // winograd: the prepared transform of `weight` (Conv2dWeight::winograd()) or nullptr.
+// act: applied to each block of output right after the block is written (conv2d's fused
+// epilogue), so the values equal activation_ over the whole output afterwards.
 void conv2d_into(const Tensor& input, const Tensor& weight, const Tensor& bias,
-                 const Conv2dOptions& options, float* out, const float* winograd = nullptr);
+                 const Conv2dOptions& options, float* out, const float* winograd = nullptr,
+                 ActLayer act = ActLayer::identity);
+
+// The epilogue: act in place on rows [0, rows) x columns [0, cols) of a block with row stride
+// ld (nothing for identity).
+void act_block(ActLayer act, float* out, std::int64_t rows, std::int64_t cols, std::int64_t ld);
 
 // 3x3, stride 1, dilation 1 by Winograd F(2x2, 3x3) (conv_winograd.cpp); `u` is the kernel's
 // transform when prepared (winograd_weights), else nullptr and it is computed for this call.
 void conv_winograd_3x3(const ConvGeometry& g, const float* in, const float* wt, const float* bias,
-                       float* out, const float* u = nullptr);
+                       float* out, const float* u = nullptr, ActLayer act = ActLayer::identity);
 // The transform U[16][Cout][Cin_g] of the 3x3 kernels wt (only g.cout and g.cin_g are read).
 void winograd_weights(const ConvGeometry& g, const float* wt, float* u);
 
@@ -81,7 +88,7 @@ inline constexpr std::int64_t kMaxPolyphase = 16;
 // on the sub-images (conv_dilated.cpp).
 [[nodiscard]] bool use_polyphase(const ConvGeometry& g);
 void conv_polyphase(const ConvGeometry& g, const Tensor& input, const Tensor& weight,
-                    const Tensor& bias, float* out);
+                    const Tensor& bias, float* out, ActLayer act = ActLayer::identity);
 // dst[b][r] = src[r*d + b] for b < d, r < full, and the inverse (SIMD for d = 2..4).
 void deinterleave_row(const float* src, float* const* dst, std::int64_t d, std::int64_t full);
 void interleave_row(const float* const* src, float* dst, std::int64_t d, std::int64_t full);
