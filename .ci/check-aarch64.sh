@@ -80,8 +80,8 @@ cmake -S . -B "$build" -G Ninja -Wno-dev \
 # The SIMD parity tests, and the kernel tests against PyTorch's fixtures (on the best target).
 parity_tests=(test_simd_parity test_simd_parity_activation test_simd_parity_attention
               test_simd_parity_sampling test_simd_parity_sparse test_simd_parity_depthwise
-              test_simd_parity_elementwise test_activation test_attention test_sampling test_deform_conv
-              test_sparse_attention)
+              test_simd_parity_elementwise test_simd_parity_softmax_axis test_activation
+              test_attention test_sampling test_deform_conv test_sparse_attention)
 case "$mode" in
   kernels)
     mapfile -t targets < <(grep -rl --include='*.cpp' 'hwy/foreach_target.h' src |

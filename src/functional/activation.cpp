@@ -1,6 +1,5 @@
 #include "cvattn/functional/activation.hpp"
 
-#include <Eigen/Core>
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -11,6 +10,7 @@
 
 #include "cvattn/core/error.hpp"
 #include "functional/detail/activation_kernels.hpp"
+#include "functional/detail/softmax_axis_kernels.hpp"
 #include "functional/detail/tasks.hpp"
 
 namespace cvattn {
@@ -82,9 +82,6 @@ const char* to_string(GeluApproximate approximate) {
 namespace cvattn::functional {
 namespace {
 
-using ArrayMap = Eigen::Map<Eigen::ArrayXf>;
-using ConstArrayMap = Eigen::Map<const Eigen::ArrayXf>;
-
 // Elements per task of the elementwise ops: large enough to amortise the fork.
 constexpr std::int64_t kElementChunk = std::int64_t{1} << 15;
 
@@ -127,6 +124,10 @@ Axis axis_of(const Tensor& x, int dim, const char* where) {
 // Columns per task when the reduced axis is not the last one.
 constexpr std::int64_t kColumnChunk = 1024;
 
+// softmax / log_softmax as PyTorch's CPU kernel computes them: the slice maximum m, e^(x - m),
+// its sum s, then e / s (or x - m - log s); every pass a dispatched kernel
+// (detail/softmax_axis_kernels.hpp). A NaN in a slice, an all -inf slice or a +inf make the
+// slice NaN, as in PyTorch.
 template <bool kLog>
 Tensor softmax_impl(const Tensor& x, int dim, const char* where) {
   const Axis a = axis_of(x, dim, where);
@@ -137,17 +138,7 @@ Tensor softmax_impl(const Tensor& x, int dim, const char* where) {
   if (a.inner == 1) {
     // Contiguous rows.
     cvattn::detail::parallel_for(a.outer, [&](std::int64_t row) {
-      const ConstArrayMap in(src + row * a.size, a.size);
-      ArrayMap out(dst + row * a.size, a.size);
-      const float m = in.maxCoeff();
-      if constexpr (kLog) {
-        out = in - m;
-        const float lse = std::log(out.exp().sum());
-        out -= lse;
-      } else {
-        out = (in - m).exp();
-        out *= 1.0f / out.sum();
-      }
+      cvattn::detail::softmax_row_exact(src + row * a.size, dst + row * a.size, a.size, kLog);
     });
     return y;
   }
@@ -164,29 +155,19 @@ Tensor softmax_impl(const Tensor& x, int dim, const char* where) {
     const std::int64_t o = t / chunks;
     const std::int64_t c0 = (t % chunks) * col_chunk;
     const std::int64_t cols = std::min(col_chunk, a.inner - c0);
-    ArrayMap m(scratch_data + slot * stride, cols);
-    ArrayMap s(scratch_data + slot * stride + col_chunk, cols);
+    float* m = scratch_data + slot * stride;
+    float* s = m + col_chunk;
     const float* in = src + o * a.size * a.inner + c0;
     float* out = dst + o * a.size * a.inner + c0;
-    m = ConstArrayMap(in, cols);
-    for (std::int64_t k = 1; k < a.size; ++k) m = m.max(ConstArrayMap(in + k * a.inner, cols));
-    s.setZero();
+    std::copy(in, in + cols, m);
+    for (std::int64_t k = 1; k < a.size; ++k) cvattn::detail::max_cols(m, in + k * a.inner, cols);
+    std::fill(s, s + cols, 0.0f);
     for (std::int64_t k = 0; k < a.size; ++k) {
-      ArrayMap row(out + k * a.inner, cols);
-      if constexpr (kLog) {
-        row = ConstArrayMap(in + k * a.inner, cols) - m;
-        s += row.exp();
-      } else {
-        row = (ConstArrayMap(in + k * a.inner, cols) - m).exp();
-        s += row;
-      }
+      cvattn::detail::exp_shift_cols(in + k * a.inner, m, out + k * a.inner, s, cols, !kLog);
     }
-    if constexpr (kLog) {
-      s = s.log();
-      for (std::int64_t k = 0; k < a.size; ++k) ArrayMap(out + k * a.inner, cols) -= s;
-    } else {
-      s = s.inverse();
-      for (std::int64_t k = 0; k < a.size; ++k) ArrayMap(out + k * a.inner, cols) *= s;
+    for (std::int64_t j = 0; j < cols; ++j) s[j] = kLog ? std::log(s[j]) : 1.0f / s[j];
+    for (std::int64_t k = 0; k < a.size; ++k) {
+      cvattn::detail::combine_cols(out + k * a.inner, s, cols, !kLog);
     }
   });
   return y;

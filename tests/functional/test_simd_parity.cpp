@@ -30,12 +30,7 @@ namespace {
 
 using test::for_each_simd_target;
 
-std::vector<float> random_vector(std::int64_t n, std::uint64_t seed, float lo, float hi) {
-  test::Random rng(seed);
-  std::vector<float> v(static_cast<std::size_t>(n));
-  for (float& x : v) x = rng.uniform(lo, hi);
-  return v;
-}
+using test::random_vector;
 
 TEST(SimdTargets, NamesAreConsistent) {
   const auto compiled = simd::compiled_targets();

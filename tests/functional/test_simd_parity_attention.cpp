@@ -28,12 +28,7 @@ using test::for_each_simd_target;
 const float kInf = std::numeric_limits<float>::infinity();
 const float kNaN = std::numeric_limits<float>::quiet_NaN();
 
-std::vector<float> random_vector(std::int64_t n, std::uint64_t seed, float lo, float hi) {
-  test::Random rng(seed);
-  std::vector<float> v(static_cast<std::size_t>(n));
-  for (float& x : v) x = rng.uniform(lo, hi);
-  return v;
-}
+using test::random_vector;
 
 // The project's tolerance, 1e-4 + 1e-4*|ref|, with NaN matching NaN.
 void expect_close(const std::vector<float>& got, const std::vector<float>& want,

@@ -1,6 +1,7 @@
 #pragma once
 // A portable PRNG (SplitMix64) so random test data is identical with every standard library.
 #include <cstdint>
+#include <vector>
 
 #include "cvattn/core/tensor.hpp"
 
@@ -31,6 +32,15 @@ inline Tensor random_tensor(const Shape& shape, std::uint64_t seed, float lo = -
   Random rng(seed);
   for (std::int64_t i = 0; i < t.numel(); ++i) t[i] = rng.uniform(lo, hi);
   return t;
+}
+
+// n floats uniform in [lo, hi), for kernels that take raw arrays.
+inline std::vector<float> random_vector(std::int64_t n, std::uint64_t seed, float lo = -1.0f,
+                                        float hi = 1.0f) {
+  Random rng(seed);
+  std::vector<float> v(static_cast<std::size_t>(n));
+  for (float& x : v) x = rng.uniform(lo, hi);
+  return v;
 }
 
 }  // namespace cvattn::test

@@ -15,6 +15,7 @@
 #include <cstring>
 
 #include "functional/detail/activation_kernels.hpp"
+#include "functional/detail/exp-inl.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace cvattn::detail::HWY_NAMESPACE {
@@ -23,27 +24,6 @@ namespace hn = hwy::HWY_NAMESPACE;
 // exp's argument is kept below 88, where float exp is finite; the callers fix the lanes that the
 // clamp changes.
 constexpr float kExpLimit = 88.0f;
-
-// e^v for v in [-87, 88] (the caller clamps, so the power of two is a normal float): n =
-// round(v / ln 2), r = v - n ln 2 in two parts (Cody-Waite), Cephes' degree-7 expf polynomial in
-// r (about 1 ulp), times 2^n built in the exponent bits. Cheaper than Highway's general Exp, for
-// silu and sigmoid, where exp is most of the work.
-template <class D, class V>
-HWY_INLINE V ShortExp(D d, V v) {
-  const hn::RebindToSigned<D> di;
-  const V n = hn::Round(hn::Mul(v, hn::Set(d, 1.44269504088896341f)));
-  V r = hn::NegMulAdd(n, hn::Set(d, 0.693359375f), v);
-  r = hn::NegMulAdd(n, hn::Set(d, -2.12194440e-4f), r);
-  V p = hn::Set(d, 1.9875691500e-4f);
-  p = hn::MulAdd(p, r, hn::Set(d, 1.3981999507e-3f));
-  p = hn::MulAdd(p, r, hn::Set(d, 8.3334519073e-3f));
-  p = hn::MulAdd(p, r, hn::Set(d, 4.1665795894e-2f));
-  p = hn::MulAdd(p, r, hn::Set(d, 1.6666665459e-1f));
-  p = hn::MulAdd(p, r, hn::Set(d, 5.0000001201e-1f));
-  p = hn::MulAdd(p, hn::Mul(r, r), hn::Add(r, hn::Set(d, 1.0f)));
-  const auto bits = hn::ShiftLeft<23>(hn::Add(hn::ConvertTo(di, n), hn::Set(di, 127)));
-  return hn::Mul(p, hn::BitCast(d, bits));
-}
 
 // ShortExp(-x) with -x clamped to [-87, 88] (NaN x: a finite value, the caller keeps the NaN).
 template <class D, class V>
