@@ -1,0 +1,134 @@
+#!/usr/bin/env python3
+"""Every Google Benchmark row of two build trees, interleaved: is build B within a bound of A?
+
+Issue 17 asks that a portable build (Highway choosing the SIMD target at run time) be within 5 %
+of a native one (-march=native) on every benchmark row. This runs each bench_* program that both
+trees have, in rounds that alternate which tree goes first, and compares the mean CPU time per
+row over all repetitions of all rounds (the statistic Google Benchmark's own mean reports).
+Rows outside the bound are run again for --recheck more rounds, so that one noisy pass on a
+shared machine does not decide them; the table reports every sample taken.
+
+  cmake --preset ci && cmake --build --preset ci
+  cmake -S . -B build/native --preset ci -DCVATTN_NATIVE=ON && cmake --build build/native
+  python3 bench/compare_builds.py --a build/native --b build/ci   # A = native, B = portable
+
+Needs only the Python standard library (no torch). One thread per row unless the row's name
+says otherwise (the bench programs pin their own thread counts).
+"""
+import argparse
+import json
+import math
+import os
+import re
+import subprocess
+import sys
+
+UNIT_MS = {"ns": 1e-6, "us": 1e-3, "ms": 1.0, "s": 1e3}
+
+
+def bench_programs(tree):
+    d = os.path.join(tree, "bench")
+    if not os.path.isdir(d):
+        return set()
+    return {n for n in os.listdir(d)
+            if n.startswith("bench_") and os.access(os.path.join(d, n), os.X_OK)
+            and os.path.isfile(os.path.join(d, n))}
+
+
+def run(tree, program, args, row_filter):
+    """{row name: [cpu ms of each repetition]} of one run of one program."""
+    cmd = [os.path.join(tree, "bench", program), "--benchmark_format=json",
+           f"--benchmark_repetitions={args.reps}", f"--benchmark_min_time={args.min_time}",
+           f"--benchmark_filter={row_filter}"]
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise SystemExit(f"compare_builds: error: {' '.join(cmd)} exited with {proc.returncode}:\n"
+                         f"{proc.stderr[-2000:]}")
+    rows = {}
+    for b in json.loads(proc.stdout)["benchmarks"]:
+        if b.get("run_type") != "iteration" or b.get("error_occurred"):
+            continue
+        rows.setdefault(b["run_name"], []).append(b["cpu_time"] * UNIT_MS[b["time_unit"]])
+    return rows
+
+
+def rounds(program, row_filter, n, start, args, samples):
+    for r in range(start, start + n):
+        order = (("a", args.a), ("b", args.b)) if r % 2 == 0 else (("b", args.b), ("a", args.a))
+        for side, tree in order:
+            for name, times in run(tree, program, args, row_filter).items():
+                samples.setdefault(name, {"a": [], "b": []})[side].extend(times)
+
+
+def mean(xs):
+    return sum(xs) / len(xs)
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--a", required=True, help="reference build tree (e.g. build/native)")
+    p.add_argument("--b", required=True, help="build tree under test (e.g. build/ci)")
+    p.add_argument("--a-name", default="native")
+    p.add_argument("--b-name", default="portable")
+    p.add_argument("--programs", default="", help="comma-separated bench programs (default: all in both)")
+    p.add_argument("--skip", default="bench_limits",
+                   help="programs left out (default bench_limits: it measures the machine and Eigen's "
+                        "compile-time ISA on purpose)")
+    p.add_argument("--filter", default=".", help="Google Benchmark row filter (regex)")
+    p.add_argument("--rounds", type=int, default=2)
+    p.add_argument("--recheck", type=int, default=4, help="extra rounds for rows outside the bound")
+    p.add_argument("--reps", type=int, default=3)
+    p.add_argument("--min-time", type=float, default=0.1)
+    p.add_argument("--bound", type=float, default=0.05, help="allowed slowdown of B (0.05 = 5 %%)")
+    p.add_argument("--json", help="write every sample here")
+    args = p.parse_args()
+
+    both = bench_programs(args.a) & bench_programs(args.b)
+    programs = sorted(x for x in args.programs.split(",") if x) or sorted(both)
+    skip = {x for x in args.skip.split(",") if x}
+    programs = [x for x in programs if x not in skip]
+    missing = [x for x in programs if x not in both]
+    if missing:
+        raise SystemExit(f"compare_builds: error: not built in both trees: {', '.join(missing)}")
+    if not programs:
+        raise SystemExit("compare_builds: error: no bench_* program in both trees")
+
+    results = {}
+    for program in programs:
+        print(f"# {program}", file=sys.stderr, flush=True)
+        samples = {}
+        rounds(program, args.filter, args.rounds, 0, args, samples)
+        outside = [n for n, s in samples.items()
+                   if s["a"] and s["b"] and mean(s["b"]) > mean(s["a"]) * (1 + args.bound)]
+        if outside and args.recheck > 0:
+            rows = "|".join("^" + re.escape(n) + "$" for n in outside)
+            print(f"#   recheck {len(outside)} rows", file=sys.stderr, flush=True)
+            rounds(program, rows, args.recheck, args.rounds, args, samples)
+        results[program] = samples
+
+    print(f"| program | row | {args.a_name} ms | {args.b_name} ms | {args.b_name} / {args.a_name} | samples |")
+    print("|---|---|---|---|---|---|")
+    ratios, over = [], []
+    for program, samples in results.items():
+        for name, s in samples.items():
+            if not s["a"] or not s["b"]:
+                continue
+            ma, mb = mean(s["a"]), mean(s["b"])
+            ratio = mb / ma
+            ratios.append(ratio)
+            flag = " **over**" if ratio > 1 + args.bound else ""
+            if flag:
+                over.append(f"{program} {name}")
+            print(f"| {program} | {name} | {ma:.4g} | {mb:.4g} | {ratio:.3f}{flag} | {len(s['a'])}+{len(s['b'])} |")
+    geo = math.exp(sum(math.log(r) for r in ratios) / len(ratios)) if ratios else float("nan")
+    print(f"\n{len(ratios)} rows; geometric mean {args.b_name}/{args.a_name} = {geo:.3f}; "
+          f"{len(over)} rows over the {args.bound:.0%} bound" + (":" if over else "."))
+    for o in over:
+        print(f"- {o}")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(results, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
