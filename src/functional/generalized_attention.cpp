@@ -195,8 +195,9 @@ AttentionResult generalized_attention(const Tensor& x, const GeneralizedAttentio
     const float* xp = xkv.data();
     float* op = out.data();
     detail::parallel_for(s.n, [&](std::int64_t n) {
-      detail::attn::mmap(op + n * hc * sk, hc, sk).noalias() =
-          detail::attn::cmap(wp, hc, s.c) * detail::attn::cmap(xp + n * s.c * sk, s.c, sk);
+      detail::attn::product(detail::attn::mmap(op + n * hc * sk, hc, sk),
+                            detail::attn::cmap(wp, hc, s.c),
+                            detail::attn::cmap(xp + n * s.c * sk, s.c, sk));
     });
     return out;
   };
@@ -241,7 +242,7 @@ AttentionResult generalized_attention(const Tensor& x, const GeneralizedAttentio
     const std::int64_t n = nh / heads, head = nh % heads;
     const auto kh = cmap(kp + (n * hc + head * e) * sk, e, sk);
     if (t[0] && !t[2]) {
-      mmap(eb, lq, sk).noalias() = cmap(qp + n * lq * hc + head * e, lq, e, hc) * kh;
+      detail::attn::product(mmap(eb, lq, sk), cmap(qp + n * lq * hc + head * e, lq, e, hc), kh);
       return;
     }
     float* qrow = qcp + nh * lq * e;
@@ -251,7 +252,7 @@ AttentionResult generalized_attention(const Tensor& x, const GeneralizedAttentio
         qrow[i * e + c] = t[0] ? qi[c] + ab[head * e + c] : ab[head * e + c];
       }
     }
-    mmap(eb, lq, sk).noalias() = cmap(qrow, lq, e) * kh;
+    detail::attn::product(mmap(eb, lq, sk), cmap(qrow, lq, e), kh);
   });
   // Position terms (1, 3) and the spatial range, row by row.
   // Per-thread scratch, allocated before the parallel region (which must not throw).
@@ -324,14 +325,15 @@ AttentionResult generalized_attention(const Tensor& x, const GeneralizedAttentio
     using detail::attn::cmap;
     using detail::attn::mmap;
     const std::int64_t n = nh / heads, head = nh % heads;
-    mmap(cp + (n * hc + head * e) * lq, e, lq).noalias() =
-        cmap(vp + (n * hc + head * e) * sk, e, sk) * cmap(ap + nh * lq * sk, lq, sk).transpose();
+    detail::attn::product(mmap(cp + (n * hc + head * e) * lq, e, lq),
+                          cmap(vp + (n * hc + head * e) * sk, e, sk),
+                          cmap(ap + nh * lq * sk, lq, sk), false, true);
   });
   detail::parallel_for(s.n, [&](std::int64_t n) {
     using detail::attn::cmap;
     using detail::attn::mmap;
     auto om = mmap(outp + n * s.c * lq, s.c, lq);
-    om.noalias() = cmap(pw, s.c, hc) * cmap(cp + n * hc * lq, hc, lq);
+    detail::attn::product(om, cmap(pw, s.c, hc), cmap(cp + n * hc * lq, hc, lq));
     if (pb != nullptr) {
       for (std::int64_t c = 0; c < s.c; ++c) om.row(c).array() += pb[c];
     }

@@ -46,11 +46,13 @@ Tensor lambda_content(const Tensor& q, const Tensor& k, const Tensor& v, const L
   detail::parallel_for(d.n, [&](std::int64_t b) {
     using detail::attn::cmap;
     using detail::attn::mmap;
-    const detail::attn::RowMat lam =
-        cmap(kp + b * d.k * m, d.k, m) * cmap(vp + b * d.v * m, d.v, m).transpose();  // [K, V]
+    detail::attn::RowMat lam(d.k, d.v);  // [K, V]
+    detail::attn::product(mmap(lam.data(), d.k, d.v), cmap(kp + b * d.k * m, d.k, m),
+                          cmap(vp + b * d.v * m, d.v, m), false, true);
     for (std::int64_t h = 0; h < d.heads; ++h) {
-      mmap(op + (b * d.heads + h) * d.v * m, d.v, m).noalias() =
-          lam.transpose() * cmap(qp + (b * d.heads + h) * d.k * m, d.k, m);
+      detail::attn::product(mmap(op + (b * d.heads + h) * d.v * m, d.v, m),
+                            cmap(lam.data(), d.k, d.v),
+                            cmap(qp + (b * d.heads + h) * d.k * m, d.k, m), true, false);
     }
   });
   return out;
@@ -93,8 +95,10 @@ Tensor rel_pos_logits(const Tensor& q, const Tensor& height_rel, const Tensor& w
     using detail::attn::mmap;
     const std::int64_t bi = bh / num_heads, head = bh % num_heads;
     const auto qm = cmap(qp + bi * l * hd + head * d, l, d, hd);
-    mmap(rhp + bh * l * rh_cols, l, rh_cols).noalias() = qm * cmap(hr, rh_cols, d).transpose();
-    mmap(rwp + bh * l * rw_cols, l, rw_cols).noalias() = qm * cmap(wr, rw_cols, d).transpose();
+    detail::attn::product(mmap(rhp + bh * l * rh_cols, l, rh_cols), qm, cmap(hr, rh_cols, d), false,
+                          true);
+    detail::attn::product(mmap(rwp + bh * l * rw_cols, l, rw_cols), qm, cmap(wr, rw_cols, d), false,
+                          true);
   });
   detail::parallel_for(b * num_heads * l, [&](std::int64_t row) {
     const std::int64_t i = row % l, y = i / qw, x = i % qw;
@@ -273,7 +277,7 @@ Tensor lambda_conv_attention(const Tensor& q, const Tensor& k, const Tensor& v,
       }
     }
     auto pm = mmap(pp + bc * m * d.k, m, d.k);
-    pm.noalias() = cmap(pt, m, rr) * cmap(wp, d.k, rr).transpose();
+    detail::attn::product(pm, cmap(pt, m, rr), cmap(wp, d.k, rr), false, true);
     if (bp != nullptr) {
       for (std::int64_t i = 0; i < m; ++i) {
         for (std::int64_t kk = 0; kk < d.k; ++kk) pm(i, kk) += bp[kk];
@@ -323,7 +327,7 @@ Tensor lambda_rel_pos_attention(const Tensor& q, const Tensor& k, const Tensor& 
         const float* src = pe + ((yn - ym + d.h - 1) * (2 * d.w - 1) + (xn - xm + d.w - 1)) * d.k;
         for (std::int64_t kk = 0; kk < d.k; ++kk) emb(n, kk) = src[kk];
       }
-      lam.noalias() = cmap(vp + b * d.v * m, d.v, m) * emb;  // [V, K]
+      detail::attn::product(lam, cmap(vp + b * d.v * m, d.v, m), cmap(base, m, d.k));  // [V, K]
       for (std::int64_t h = 0; h < d.heads; ++h) {
         for (std::int64_t c = 0; c < d.v; ++c) {
           float acc = 0.0f;

@@ -30,8 +30,8 @@ AttentionResult weighted_sum(Tensor weights, const Tensor& v) {
   const float* vd = v.data();
   float* o = r.output.data();
   detail::parallel_for(B, [&](std::int64_t b) {
-    mmap(o + b * L * Ev, L, Ev).noalias() =
-        cmap(w + b * L * S, L, S) * cmap(vd + b * S * Ev, S, Ev);
+    detail::attn::product(mmap(o + b * L * Ev, L, Ev), cmap(w + b * L * S, L, S),
+                          cmap(vd + b * S * Ev, S, Ev));
   });
   return r;
 }

@@ -4,6 +4,8 @@
 #include <Eigen/Core>
 #include <cstdint>
 
+#include "functional/detail/gemm.hpp"
+
 namespace cvattn::detail::attn {
 
 using RowMat = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
@@ -21,6 +23,16 @@ inline MutMap mmap(float* data, std::int64_t rows, std::int64_t cols) {
 }
 inline MutMap mmap(float* data, std::int64_t rows, std::int64_t cols, std::int64_t stride) {
   return MutMap(data, rows, cols, Eigen::OuterStride<>(stride));
+}
+
+// out = op(a) * op(b) (ta / tb: the transpose of a / b) by detail::sgemm: OpenBLAS chooses its
+// kernels for the CPU at run time, while an Eigen product's are fixed when cvattn is compiled
+// (SSE2 in the portable build; docs/performance.md, "Every row").
+inline void product(MutMap out, const ConstMap& a, const ConstMap& b, bool ta = false,
+                    bool tb = false) {
+  sgemm(ta ? Trans::yes : Trans::no, tb ? Trans::yes : Trans::no, out.rows(), out.cols(),
+        ta ? a.rows() : a.cols(), 1.0f, a.data(), a.outerStride(), b.data(), b.outerStride(), 0.0f,
+        out.data(), out.outerStride());
 }
 
 }  // namespace cvattn::detail::attn
