@@ -6,6 +6,7 @@
 #include "core/parallel_for.hpp"
 #include "cvattn/core/error.hpp"
 #include "functional/detail/bn_affine.hpp"
+#include "functional/detail/channel_kernels.hpp"
 
 namespace cvattn::functional {
 namespace {
@@ -54,15 +55,8 @@ Tensor batch_norm_impl(const Tensor& x, const Tensor& residual, const Tensor& ru
   float* dst = y.data();
   cvattn::detail::parallel_for(x.dim(0) * channels, [&](std::int64_t plane) {
     const auto c = static_cast<std::size_t>(plane % channels);
-    const float scale = a[c], shift = b[c];
-    const float* in = src + plane * inner;
-    float* out = dst + plane * inner;
-    if (res == nullptr) {
-      for (std::int64_t i = 0; i < inner; ++i) out[i] = in[i] * scale + shift;
-    } else {
-      const float* r = res + plane * inner;
-      for (std::int64_t i = 0; i < inner; ++i) out[i] = (in[i] * scale + shift) + r[i];
-    }
+    cvattn::detail::affine_plane(src + plane * inner, dst + plane * inner, a[c], b[c],
+                                 res ? res + plane * inner : nullptr, inner);
   });
   return y;
 }

@@ -139,6 +139,31 @@ TEST(SimdParity, ScalePlanes) {
   });
 }
 
+TEST(SimdParity, AffinePlanes) {
+  const std::int64_t sizes[] = {1, 3, 7, 8, 15, 17, 31, 33, 63, 65, 784, 1001, 3137};
+  for_each_simd_target([&] {
+    for (const std::int64_t n : sizes) {
+      SCOPED_TRACE("n = " + std::to_string(n));
+      const auto x = random_vector(n + 1, static_cast<std::uint64_t>(n) + 5, -3.0f, 3.0f);
+      const auto r = random_vector(n + 1, static_cast<std::uint64_t>(n) + 6, -2.0f, 2.0f);
+      for (const bool residual : {false, true}) {
+        std::vector<float> got(static_cast<std::size_t>(n + 1)), want = got;
+        const float* rp = residual ? r.data() + 1 : nullptr;
+        detail::affine_plane(x.data() + 1, got.data() + 1, 0.731f, -0.37f, rp, n);
+        reference::affine_plane(x.data() + 1, want.data() + 1, 0.731f, -0.37f, rp, n);
+        for (std::int64_t i = 1; i <= n; ++i) {
+          const auto u = static_cast<std::size_t>(i);
+          // x * a + b with or without an FMA (either may be compiled): a rounding of each
+          // partial sum apart.
+          const double bound =
+              2.4e-7 * (std::fabs(x[u] * 0.731) + 0.37 + (rp ? std::fabs(r[u]) : 0.0));
+          EXPECT_NEAR(got[u], want[u], bound) << i << (residual ? " with residual" : "");
+        }
+      }
+    }
+  });
+}
+
 TEST(SimdParity, ChannelMeanMaxScaled) {
   test::Random rng(17);
   struct Case {

@@ -55,6 +55,26 @@ inline void ScalePlane2(const float* x, float* y, float g, const float* s, std::
   ScaleBody<true>(x, y, g, s, n, stream);
 }
 
+inline void AffinePlane(const float* HWY_RESTRICT x, float* HWY_RESTRICT y, float a, float b,
+                        const float* HWY_RESTRICT r, std::int64_t n) {
+  const hn::ScalableTag<float> d;
+  const std::int64_t lanes = static_cast<std::int64_t>(hn::Lanes(d));
+  const auto av = hn::Set(d, a), bv = hn::Set(d, b);
+  std::int64_t i = 0;
+  if (r == nullptr) {
+    for (; i + lanes <= n; i += lanes) {
+      hn::StoreU(hn::Add(hn::Mul(hn::LoadU(d, x + i), av), bv), d, y + i);
+    }
+    for (; i < n; ++i) y[i] = x[i] * a + b;
+  } else {
+    for (; i + lanes <= n; i += lanes) {
+      const auto v = hn::Add(hn::Mul(hn::LoadU(d, x + i), av), bv);
+      hn::StoreU(hn::Add(v, hn::LoadU(d, r + i)), d, y + i);
+    }
+    for (; i < n; ++i) y[i] = (x[i] * a + b) + r[i];
+  }
+}
+
 inline void ChannelMeanMaxScaled(const float* HWY_RESTRICT x, const float* HWY_RESTRICT g,
                                  std::int64_t channels, std::int64_t hw, std::int64_t p0,
                                  std::int64_t p1, float* HWY_RESTRICT mean,

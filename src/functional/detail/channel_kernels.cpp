@@ -53,7 +53,12 @@ std::int64_t streaming_store_bytes() {
 HWY_EXPORT(ScalePlane);
 HWY_EXPORT(ScalePlane2);
 HWY_EXPORT(ChannelMeanMaxScaled);
+HWY_EXPORT(AffinePlane);
 HWY_EXPORT(SpatialConv);
+
+void affine_plane(const float* x, float* y, float a, float b, const float* r, std::int64_t n) {
+  CVATTN_DISPATCH(AffinePlane)(x, y, a, b, r, n);
+}
 
 void scale_plane(const float* x, float* y, float g, std::int64_t n, bool stream) {
   CVATTN_DISPATCH(ScalePlane)(x, y, g, n, stream);

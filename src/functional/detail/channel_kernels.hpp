@@ -29,6 +29,10 @@ namespace cvattn::detail {
 void scale_plane(const float* x, float* y, float g, std::int64_t n, bool stream);
 // y[i] = (x[i] * g) * s[i] for i < n (CBAM's two gates, in PyTorch's order of multiplies).
 void scale_plane2(const float* x, float* y, float g, const float* s, std::int64_t n, bool stream);
+// y[i] = x[i] * a + b, or (x[i] * a + b) + r[i] when r is not null, for i < n: inference
+// batch norm of one plane (batch_norm, batch_norm_add). Written as a multiply and an add; the
+// compiler may fuse them where the target has FMA (one rounding less).
+void affine_plane(const float* x, float* y, float a, float b, const float* r, std::int64_t n);
 // Orders this thread's streaming stores before whatever follows (end of a parallel task).
 void store_fence();
 

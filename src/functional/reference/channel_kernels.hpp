@@ -11,6 +11,14 @@ inline void scale_plane(const float* x, float* y, float g, std::int64_t n) {
   for (std::int64_t i = 0; i < n; ++i) y[i] = x[i] * g;
 }
 
+inline void affine_plane(const float* x, float* y, float a, float b, const float* r,
+                         std::int64_t n) {
+  for (std::int64_t i = 0; i < n; ++i) {
+    const float v = x[i] * a + b;
+    y[i] = r ? v + r[i] : v;
+  }
+}
+
 inline void scale_plane2(const float* x, float* y, float g, const float* s, std::int64_t n) {
   for (std::int64_t i = 0; i < n; ++i) y[i] = (x[i] * g) * s[i];
 }
