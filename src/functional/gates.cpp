@@ -9,6 +9,7 @@
 #include "cvattn/core/error.hpp"
 #include "cvattn/functional/activation.hpp"
 #include "cvattn/functional/pooling.hpp"
+#include "functional/detail/channel_kernels.hpp"
 
 namespace cvattn::functional {
 namespace {
@@ -169,38 +170,17 @@ Tensor channel_mean_max_blend(const Tensor& x, const Tensor& scale) {
   const std::int64_t blocks = (hw + kBlock - 1) / kBlock;
   const float* xp = x.data();
   float* yp = y.data();
-  const float c = static_cast<float>(s.c);
+  // Without a scale the gates are 1 (x * 1 is x exactly): one dispatched kernel for both forms,
+  // CBAM's mean/max over channels (channel_kernels.hpp).
+  const std::vector<float> ones(gp != nullptr ? 0 : static_cast<std::size_t>(s.c), 1.0f);
   cvattn::detail::parallel_for(s.n * blocks, [&](std::int64_t t) {
     const std::int64_t n = t / blocks, p0 = (t % blocks) * kBlock;
     const std::int64_t len = std::min(kBlock, hw - p0);
-    const float* base = xp + n * s.c * hw + p0;
-    float sum[kBlock], mx[kBlock];
-    const float* g = gp != nullptr ? gp + n * s.c : nullptr;
-    // v = x * g[c] rounded as the scaled tensor would hold it, without storing that tensor.
-    const float g0 = g != nullptr ? g[0] : 1.0f;
-    for (std::int64_t i = 0; i < len; ++i) {
-      const float v = g != nullptr ? base[i] * g0 : base[i];
-      sum[i] = v;
-      mx[i] = v;
-    }
-    for (std::int64_t ch = 1; ch < s.c; ++ch) {
-      const float* plane = base + ch * hw;
-      if (g != nullptr) {
-        const float gc = g[ch];
-        for (std::int64_t i = 0; i < len; ++i) {
-          const float v = plane[i] * gc;
-          sum[i] += v;
-          mx[i] = nan_max(mx[i], v);
-        }
-      } else {
-        for (std::int64_t i = 0; i < len; ++i) {
-          sum[i] += plane[i];
-          mx[i] = nan_max(mx[i], plane[i]);
-        }
-      }
-    }
+    float mean[kBlock], mx[kBlock];
+    const float* g = gp != nullptr ? gp + n * s.c : ones.data();
+    cvattn::detail::channel_mean_max_scaled(xp + n * s.c * hw, g, s.c, hw, p0, p0 + len, mean, mx);
     float* out = yp + n * hw + p0;
-    for (std::int64_t i = 0; i < len; ++i) out[i] = 0.5f * (sum[i] / c) + 0.5f * mx[i];
+    for (std::int64_t i = 0; i < len; ++i) out[i] = 0.5f * mean[i] + 0.5f * mx[i];
   });
   return y;
 }
