@@ -164,8 +164,8 @@ Tensor channel_mean_max_blend(const Tensor& x, const Tensor& scale) {
   Tensor y = Tensor::empty({s.n, 1, s.h, s.w});
   const std::int64_t hw = s.h * s.w;
   const float* gp = scale.defined() ? scale.data() : nullptr;
-  // Pixel blocks per task: the channel loop runs outside, each plane's block read contiguously,
-  // the running sum and max of the block held in a small local array.
+  // Pixel blocks per task; the kernel reads each plane's block contiguously and keeps the
+  // block's running sum and max in the caller's small local arrays.
   constexpr std::int64_t kBlock = 512;
   const std::int64_t blocks = (hw + kBlock - 1) / kBlock;
   const float* xp = x.data();

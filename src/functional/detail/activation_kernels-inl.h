@@ -15,7 +15,7 @@
 #include <cstring>
 
 #include "functional/detail/activation_kernels.hpp"
-#include "functional/detail/exp-inl.h"
+#include "functional/detail/vector_helpers-inl.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace cvattn::detail::HWY_NAMESPACE {

@@ -30,6 +30,7 @@
 #include <limits>
 
 #include "functional/detail/softmax.hpp"
+#include "functional/detail/vector_helpers-inl.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace cvattn::detail::HWY_NAMESPACE {
@@ -94,22 +95,6 @@ HWY_INLINE void Exp2StorePair(D d, V* v, V lo, V magic, float* HWY_RESTRICT x, V
   hn::StoreU(v[1], d, x + hn::Lanes(d));
   acc0 = hn::Add(acc0, v[0]);
   acc1 = hn::Add(acc1, v[1]);
-}
-
-// The first count (< Lanes) floats of p as a vector, 0 past them, without reading past p + count.
-template <class D>
-HWY_INLINE hn::VFromD<D> LoadTail(D d, const float* HWY_RESTRICT p, std::int64_t count) {
-  HWY_ALIGN float buf[hn::MaxLanes(d)] = {};
-  std::memcpy(buf, p, static_cast<std::size_t>(count) * sizeof(float));
-  return hn::Load(d, buf);
-}
-
-// p[0, count) = the first count (< Lanes) lanes of v.
-template <class D>
-HWY_INLINE void StoreTail(D d, hn::VFromD<D> v, float* HWY_RESTRICT p, std::int64_t count) {
-  HWY_ALIGN float buf[hn::MaxLanes(d)];
-  hn::Store(v, d, buf);
-  std::memcpy(p, buf, static_cast<std::size_t>(count) * sizeof(float));
 }
 
 // The softmax numerator of one row; see softmax2_numerator in softmax.hpp.

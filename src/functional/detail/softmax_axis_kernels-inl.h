@@ -14,8 +14,8 @@
 #include <cstring>
 #include <limits>
 
-#include "functional/detail/exp-inl.h"
 #include "functional/detail/softmax_axis_kernels.hpp"
+#include "functional/detail/vector_helpers-inl.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace cvattn::detail::HWY_NAMESPACE {
@@ -33,8 +33,8 @@ HWY_INLINE V ExpShifted(D d, V v) {
 }
 
 // Calls body(i, count) for the vectors covering [0, n): count = lanes except for a last partial
-// vector, which the body reads and writes through a padded buffer (LoadPart / StorePart), so
-// every element sees the same arithmetic.
+// vector, which the body reads and writes through LoadUpTo / StoreUpTo, so every element sees
+// the same arithmetic.
 template <class D, class Body>
 HWY_INLINE void ForVectors(D d, std::int64_t n, const Body& body) {
   const auto lanes = static_cast<std::int64_t>(hn::Lanes(d));
@@ -43,21 +43,16 @@ HWY_INLINE void ForVectors(D d, std::int64_t n, const Body& body) {
   if (i < n) body(i, n - i);
 }
 
-// Loads count (<= lanes) floats from p, zero-filled beyond.
+// count (<= lanes) floats of p: a plain load for a whole vector, else LoadTail (0 past them).
 template <class D>
-HWY_INLINE hn::Vec<D> LoadPart(D d, const float* p, std::int64_t count) {
-  if (count == static_cast<std::int64_t>(hn::Lanes(d))) return hn::LoadU(d, p);
-  HWY_ALIGN float buf[HWY_MAX_BYTES / sizeof(float)] = {};
-  std::memcpy(buf, p, static_cast<std::size_t>(count) * sizeof(float));
-  return hn::Load(d, buf);
+HWY_INLINE hn::VFromD<D> LoadUpTo(D d, const float* p, std::int64_t count) {
+  return count == static_cast<std::int64_t>(hn::Lanes(d)) ? hn::LoadU(d, p) : LoadTail(d, p, count);
 }
 
 template <class D>
-HWY_INLINE void StorePart(D d, hn::Vec<D> v, float* p, std::int64_t count) {
+HWY_INLINE void StoreUpTo(D d, hn::VFromD<D> v, float* p, std::int64_t count) {
   if (count == static_cast<std::int64_t>(hn::Lanes(d))) return hn::StoreU(v, d, p);
-  HWY_ALIGN float buf[HWY_MAX_BYTES / sizeof(float)];
-  hn::Store(v, d, buf);
-  std::memcpy(p, buf, static_cast<std::size_t>(count) * sizeof(float));
+  StoreTail(d, v, p, count);
 }
 
 void SoftmaxRowExact(const float* HWY_RESTRICT x, float* HWY_RESTRICT out, std::int64_t n,
@@ -65,11 +60,11 @@ void SoftmaxRowExact(const float* HWY_RESTRICT x, float* HWY_RESTRICT out, std::
   const hn::ScalableTag<float> d;
   const auto lanes = static_cast<std::int64_t>(hn::Lanes(d));
   const std::int64_t full = n - n % lanes;
-  const auto rest = static_cast<std::size_t>(n - full);
+  const std::int64_t rest = n - full;
   // The partial last vector, padded with -inf (no effect on the max, e^-inf = 0 in the sum).
   HWY_ALIGN float tail[HWY_MAX_BYTES / sizeof(float)];
   hn::Store(hn::Set(d, -std::numeric_limits<float>::infinity()), d, tail);
-  std::memcpy(tail, x + full, rest * sizeof(float));
+  std::memcpy(tail, x + full, static_cast<std::size_t>(rest) * sizeof(float));
   auto vmax = hn::Load(d, tail);
   for (std::int64_t i = 0; i < full; i += lanes) vmax = hn::Max(vmax, hn::LoadU(d, x + i));
   const auto vm = hn::Set(d, hn::GetLane(hn::MaxOfLanes(d, vmax)));
@@ -93,9 +88,8 @@ void SoftmaxRowExact(const float* HWY_RESTRICT x, float* HWY_RESTRICT out, std::
   const auto vt = hn::Sub(hn::Load(d, tail), vm);
   const auto et = ExpShifted(d, vt);
   // A padded lane is -inf - m: 0 in the sum unless m is -inf or NaN, when the row is NaN anyway.
-  sum0 = hn::Add(sum0, hn::IfThenElseZero(hn::FirstN(d, rest), et));
-  hn::Store(log ? vt : et, d, tail);
-  std::memcpy(out + full, tail, rest * sizeof(float));
+  sum0 = hn::Add(sum0, hn::IfThenElseZero(hn::FirstN(d, static_cast<std::size_t>(rest)), et));
+  if (rest > 0) StoreTail(d, log ? vt : et, out + full, rest);
   const float s = hn::GetLane(hn::SumOfLanes(d, hn::Add(sum0, sum1)));
   const auto c = hn::Set(d, log ? std::log(s) : 1.0f / s);
   for (i = 0; i < full; i += lanes) {
@@ -103,10 +97,8 @@ void SoftmaxRowExact(const float* HWY_RESTRICT x, float* HWY_RESTRICT out, std::
     hn::StoreU(log ? hn::Sub(v, c) : hn::Mul(v, c), d, out + i);
   }
   if (rest > 0) {
-    std::memcpy(tail, out + full, rest * sizeof(float));
-    const auto v = hn::Load(d, tail);
-    hn::Store(log ? hn::Sub(v, c) : hn::Mul(v, c), d, tail);
-    std::memcpy(out + full, tail, rest * sizeof(float));
+    const auto v = LoadTail(d, out + full, rest);
+    StoreTail(d, log ? hn::Sub(v, c) : hn::Mul(v, c), out + full, rest);
   }
 }
 
@@ -114,17 +106,17 @@ void ExpShiftCols(const float* HWY_RESTRICT x, const float* HWY_RESTRICT m, floa
                   float* HWY_RESTRICT s, std::int64_t n, bool store_exp) {
   const hn::ScalableTag<float> d;
   ForVectors(d, n, [&](std::int64_t i, std::int64_t count) {
-    const auto v = hn::Sub(LoadPart(d, x + i, count), LoadPart(d, m + i, count));
+    const auto v = hn::Sub(LoadUpTo(d, x + i, count), LoadUpTo(d, m + i, count));
     const auto e = ExpShifted(d, v);
-    StorePart(d, hn::Add(LoadPart(d, s + i, count), e), s + i, count);
-    StorePart(d, store_exp ? e : v, out + i, count);
+    StoreUpTo(d, hn::Add(LoadUpTo(d, s + i, count), e), s + i, count);
+    StoreUpTo(d, store_exp ? e : v, out + i, count);
   });
 }
 
 void MaxCols(float* HWY_RESTRICT m, const float* HWY_RESTRICT x, std::int64_t n) {
   const hn::ScalableTag<float> d;
   ForVectors(d, n, [&](std::int64_t i, std::int64_t count) {
-    StorePart(d, hn::Max(LoadPart(d, m + i, count), LoadPart(d, x + i, count)), m + i, count);
+    StoreUpTo(d, hn::Max(LoadUpTo(d, m + i, count), LoadUpTo(d, x + i, count)), m + i, count);
   });
 }
 
@@ -132,8 +124,8 @@ void CombineCols(float* HWY_RESTRICT x, const float* HWY_RESTRICT a, std::int64_
                  bool multiply) {
   const hn::ScalableTag<float> d;
   ForVectors(d, n, [&](std::int64_t i, std::int64_t count) {
-    const auto v = LoadPart(d, x + i, count), w = LoadPart(d, a + i, count);
-    StorePart(d, multiply ? hn::Mul(v, w) : hn::Sub(v, w), x + i, count);
+    const auto v = LoadUpTo(d, x + i, count), w = LoadUpTo(d, a + i, count);
+    StoreUpTo(d, multiply ? hn::Mul(v, w) : hn::Sub(v, w), x + i, count);
   });
 }
 

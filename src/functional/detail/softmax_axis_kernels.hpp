@@ -1,9 +1,9 @@
 #pragma once
 // The passes of functional::softmax / log_softmax along any axis as runtime-dispatched Highway
 // kernels (bodies in softmax_axis_kernels-inl.h, reference twin in
-// functional/reference/softmax_axis.hpp). e^x to about 1 ulp (ShortExp, exp-inl.h), unlike the
-// attention softmax's fast exp2 (softmax.hpp): these are the public ops, compared with PyTorch.
-// Shifted values below -87 give exactly 0 (PyTorch: a float below 1.7e-38).
+// functional/reference/softmax_axis.hpp). e^x to about 1 ulp (ShortExp, vector_helpers-inl.h),
+// unlike the attention softmax's fast exp2 (softmax.hpp): these are the public ops, compared with
+// PyTorch. Shifted values below -87 give exactly 0 (PyTorch: a float below 1.7e-38).
 #include <cstdint>
 
 namespace cvattn::detail {

@@ -1,17 +1,37 @@
-// ShortExp, the vector e^x shared by the activation and softmax kernels; included by their
-// -inl.h files once per Highway target (Highway's toggle instead of an include guard).
-#if defined(CVATTN_FUNCTIONAL_DETAIL_EXP_INL_H_) == defined(HWY_TARGET_TOGGLE)
-#ifdef CVATTN_FUNCTIONAL_DETAIL_EXP_INL_H_
-#undef CVATTN_FUNCTIONAL_DETAIL_EXP_INL_H_
+// Vector helpers shared by the kernel families' -inl.h files (activations, softmax rows,
+// softmax along an axis): the partial last vector of a row, and ShortExp. Included once per
+// Highway target (Highway's toggle instead of an include guard).
+#if defined(CVATTN_FUNCTIONAL_DETAIL_VECTOR_HELPERS_INL_H_) == defined(HWY_TARGET_TOGGLE)
+#ifdef CVATTN_FUNCTIONAL_DETAIL_VECTOR_HELPERS_INL_H_
+#undef CVATTN_FUNCTIONAL_DETAIL_VECTOR_HELPERS_INL_H_
 #else
-#define CVATTN_FUNCTIONAL_DETAIL_EXP_INL_H_
+#define CVATTN_FUNCTIONAL_DETAIL_VECTOR_HELPERS_INL_H_
 #endif
 
 #include <hwy/highway.h>
 
+#include <cstdint>
+#include <cstring>
+
 HWY_BEFORE_NAMESPACE();
 namespace cvattn::detail::HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
+
+// The first count (< Lanes) floats of p as a vector, 0 past them, without reading past p + count.
+template <class D>
+HWY_INLINE hn::VFromD<D> LoadTail(D d, const float* HWY_RESTRICT p, std::int64_t count) {
+  HWY_ALIGN float buf[hn::MaxLanes(d)] = {};
+  std::memcpy(buf, p, static_cast<std::size_t>(count) * sizeof(float));
+  return hn::Load(d, buf);
+}
+
+// p[0, count) = the first count (< Lanes) lanes of v.
+template <class D>
+HWY_INLINE void StoreTail(D d, hn::VFromD<D> v, float* HWY_RESTRICT p, std::int64_t count) {
+  HWY_ALIGN float buf[hn::MaxLanes(d)];
+  hn::Store(v, d, buf);
+  std::memcpy(p, buf, static_cast<std::size_t>(count) * sizeof(float));
+}
 
 // e^v for v in [-87, 88] (the caller clamps, so the power of two is a normal float): n =
 // round(v / ln 2), r = v - n ln 2 in two parts (Cody-Waite), Cephes' degree-7 expf polynomial in
