@@ -1,10 +1,13 @@
 // conv2d at the shapes of a ResNet stage: 3x3 64->64, 1x1 64->64 and depthwise 3x3 over
 // [1, 64, 56, 56]. Arg = threads (cvattn::set_num_threads). Counter GFLOP/s: the direct
 // convolution's multiply-adds x 2 (Winograd does fewer, so it can exceed the SGEMM limit).
+// The *Act rows: hard-swish after a MobileNetV3-sized 1x1 expansion and depthwise conv, fused
+// into the conv (conv2d with act) and as a second pass (conv2d, then activation_).
 #include <benchmark/benchmark.h>
 
 #include "bench_counters.hpp"
 #include "cvattn/core/parallel.hpp"
+#include "cvattn/functional/activation.hpp"
 #include "cvattn/functional/conv.hpp"
 #include "support/random.hpp"
 
@@ -47,6 +50,28 @@ void BM_Conv7x7_Stem(benchmark::State& state) {
   run_conv(state, {1, 3, 224, 224}, {64, 3, 7, 7}, F::Conv2dOptions().padding(3).stride(2));
 }
 
+// Arg 0: threads; arg 1: 1 = fused activation, 0 = a second pass.
+void run_conv_act(benchmark::State& state, const cvattn::Shape& in_shape,
+                  const cvattn::Shape& w_shape, const F::Conv2dOptions& options) {
+  cvattn::set_num_threads(static_cast<int>(state.range(0)));
+  const bool fused = state.range(1) != 0;
+  const Tensor x = cvattn::test::random_tensor(in_shape, 1);
+  const F::Conv2dWeight w(cvattn::test::random_tensor(w_shape, 2), options);
+  const Tensor b = cvattn::test::random_tensor({w_shape[0]}, 3);
+  for (auto _ : state) {
+    Tensor y = fused ? F::conv2d(x, w, b, cvattn::ActLayer::hard_swish) : F::conv2d(x, w, b);
+    if (!fused) F::activation_(y, cvattn::ActLayer::hard_swish);
+    benchmark::DoNotOptimize(y.data());
+  }
+}
+
+void BM_Conv1x1ExpandAct(benchmark::State& state) {
+  run_conv_act(state, {8, 24, 28, 28}, {96, 24, 1, 1}, F::Conv2dOptions());
+}
+void BM_ConvDepthwise5x5Act(benchmark::State& state) {
+  run_conv_act(state, {8, 96, 28, 28}, {96, 1, 5, 5}, F::Conv2dOptions().padding(2).groups(96));
+}
+
 }  // namespace
 
 BENCHMARK(BM_Conv3x3_64)->Apply(cvattn::bench::one_and_all_threads);
@@ -54,3 +79,5 @@ BENCHMARK(BM_Conv1x1_64)->Apply(cvattn::bench::one_and_all_threads);
 BENCHMARK(BM_ConvDepthwise3x3_64)->Apply(cvattn::bench::one_and_all_threads);
 BENCHMARK(BM_Conv3x3_64_Stride2)->Apply(cvattn::bench::one_and_all_threads);
 BENCHMARK(BM_Conv7x7_Stem)->Apply(cvattn::bench::one_and_all_threads);
+BENCHMARK(BM_Conv1x1ExpandAct)->ArgsProduct({{1}, {1, 0}})->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_ConvDepthwise5x5Act)->ArgsProduct({{1}, {1, 0}})->Unit(benchmark::kMillisecond);
