@@ -46,24 +46,27 @@ HWY_INLINE void ZeroSpan(float* HWY_RESTRICT p, std::int64_t n) {
   for (std::int64_t i = L; i < n; i += L) hn::StoreU(hn::Zero(d), d, p + i);
 }
 
-// dst[0, n) = src[0, n) by vectors, the last one overlapping (4-lane ones below a vector).
+// dst[0, n) = src[0, n) by vectors of tag D (n >= its lanes), the last one overlapping.
+template <class D>
+HWY_INLINE void CopyRowBy(D d, const float* HWY_RESTRICT src, float* HWY_RESTRICT dst,
+                          std::int64_t n) {
+  const auto L = static_cast<std::int64_t>(hn::Lanes(d));
+  for (std::int64_t i = 0; i + L < n; i += L) hn::StoreU(hn::LoadU(d, src + i), d, dst + i);
+  hn::StoreU(hn::LoadU(d, src + n - L), d, dst + n - L);
+}
+
+// dst[0, n) = src[0, n): full vectors, 4-lane ones in rows narrower than a vector (which on
+// 16-lane targets still hold up to 15 floats), single floats below 4.
 HWY_INLINE void CopyRow(const float* HWY_RESTRICT src, float* HWY_RESTRICT dst, std::int64_t n) {
   const DwTag d;
-  const auto L = static_cast<std::int64_t>(hn::Lanes(d));
-  if (n >= L) {
-    for (std::int64_t i = 0; i + L < n; i += L) hn::StoreU(hn::LoadU(d, src + i), d, dst + i);
-    hn::StoreU(hn::LoadU(d, src + n - L), d, dst + n - L);
-    return;
-  }
   const hn::CappedTag<float, 4> d4;
-  const auto L4 = static_cast<std::int64_t>(hn::Lanes(d4));
-  if (n >= L4) {
-    const auto head = hn::LoadU(d4, src), tail = hn::LoadU(d4, src + n - L4);
-    hn::StoreU(head, d4, dst);
-    hn::StoreU(tail, d4, dst + n - L4);
-    return;
+  if (n >= static_cast<std::int64_t>(hn::Lanes(d))) {
+    CopyRowBy(d, src, dst, n);
+  } else if (n >= static_cast<std::int64_t>(hn::Lanes(d4))) {
+    CopyRowBy(d4, src, dst, n);
+  } else {
+    for (std::int64_t i = 0; i < n; ++i) dst[i] = src[i];
   }
-  for (std::int64_t i = 0; i < n; ++i) dst[i] = src[i];
 }
 
 // Zeroes every float of the phases that no input pixel lands in (whole rows above and below the
