@@ -3,15 +3,19 @@
 // - copy bandwidth: memcpy and a non-temporal (streaming) copy of a 64 MiB buffer, far larger
 //   than any cache, counted as bytes read + bytes written (the same definition as the op
 //   benches' "GB/s" counter); Arg = threads, each copying its own share.
-// - single-core SGEMM: Eigen's float matrix product, C += A * B, on square matrices; Arg = n.
-//   Eigen is the GEMM every cvattn kernel calls, so this is the FLOP/s ceiling of conv2d, SK and
-//   deform_conv2d on one core.
+// - single-core SGEMM: Eigen's float matrix product, C += A * B, on square matrices, at the ISA
+//   this program is compiled for (SSE2 in a portable build); and the library's own product
+//   (F::linear, OpenBLAS when built with it, which picks its kernels for the CPU at run time):
+//   the FLOP/s ceiling of conv2d, SK and deform_conv2d on one core. Arg = n.
 // - single-core FMA peak: independent fused multiply-adds on registers only (no memory), the
-//   arithmetic ceiling no kernel can pass; GEMM-bound ops are judged against it in
+//   arithmetic ceiling no kernel can pass, once per vector width the CPU runs (chosen at run
+//   time, so a portable build measures it too); GEMM-bound ops are judged against it in
 //   docs/performance.md (e.g. why mha cannot reach 2x PyTorch on a core where PyTorch's own
 //   projection GEMMs already run near it).
 #include <benchmark/benchmark.h>
+#if defined(__x86_64__)
 #include <immintrin.h>
+#endif
 
 #include <Eigen/Core>
 #include <cstring>
@@ -19,6 +23,8 @@
 
 #include "bench_counters.hpp"
 #include "cvattn/core/parallel.hpp"
+#include "cvattn/core/tensor.hpp"
+#include "cvattn/functional/linear.hpp"
 
 namespace {
 
@@ -88,53 +94,92 @@ void BM_SgemmEigen(benchmark::State& state) {
   cvattn::bench::set_flops(state, 2.0 * nd * nd * nd);
 }
 
-// 12 independent accumulators: enough to cover the FMA latency (4-5 cycles) on two pipes.
-void BM_FmaPeak(benchmark::State& state) {
-  constexpr int kAcc = 12;
-  constexpr long kSteps = 1 << 20;
-#if defined(__AVX__) && defined(__FMA__)
-  using V = __m256;
-  constexpr int kLanes = 8;
-  const auto fma = [](V a, V b, V c) { return _mm256_fmadd_ps(a, b, c); };
-  const V mul = _mm256_set1_ps(0.999999f), add = _mm256_set1_ps(1e-6f);
-  V acc[kAcc];
-  for (int i = 0; i < kAcc; ++i) acc[i] = _mm256_set1_ps(static_cast<float>(i));
-#else
-  using V = float;
-  constexpr int kLanes = 1;
-  const auto fma = [](V a, V b, V c) { return a * b + c; };
-  const V mul = 0.999999f, add = 1e-6f;
-  V acc[kAcc];
-  for (int i = 0; i < kAcc; ++i) acc[i] = static_cast<float>(i);
-#endif
-  for (auto _ : state) {
-    for (long s = 0; s < kSteps; ++s) {
-      for (auto& a : acc) a = fma(a, mul, add);
-    }
-    for (auto& a : acc) benchmark::DoNotOptimize(a);
+void BM_SgemmLibrary(benchmark::State& state) {
+  cvattn::set_num_threads(1);
+  const std::int64_t n = state.range(0);
+  cvattn::Tensor a = cvattn::Tensor::empty({n, n}), b = cvattn::Tensor::empty({n, n});
+  for (std::int64_t i = 0; i < n * n; ++i) {
+    a.data()[i] = static_cast<float>(i % 7) * 0.25f - 0.75f;
+    b.data()[i] = static_cast<float>(i % 5) * 0.25f - 0.5f;
   }
+  for (auto _ : state) {
+    cvattn::Tensor c = cvattn::functional::linear(a, b);  // a * b^T
+    benchmark::DoNotOptimize(c.data());
+  }
+  const double nd = static_cast<double>(n);
+  cvattn::bench::set_flops(state, 2.0 * nd * nd * nd);
+}
+
+// 12 independent accumulators: enough to cover the FMA latency (4-5 cycles) on two pipes. Each
+// width has its own function so that the compiler emits that width's instructions only there;
+// they return a sum of the accumulators so that nothing is optimised away.
+constexpr int kAcc = 12;
+
+#define CVATTN_FMA_CHAINS(V, SET, FMA, LANES)                         \
+  const V mul = SET(0.999999f), add = SET(1e-6f);                     \
+  V acc[kAcc];                                                        \
+  for (int i = 0; i < kAcc; ++i) acc[i] = SET(static_cast<float>(i)); \
+  for (long s = 0; s < steps; ++s) {                                  \
+    for (auto& a : acc) a = FMA(a, mul, add);                         \
+  }                                                                   \
+  float sum = 0.0f;                                                   \
+  for (auto& a : acc) {                                               \
+    float lanes[LANES];                                               \
+    std::memcpy(lanes, &a, sizeof(lanes));                            \
+    for (float l : lanes) sum += l;                                   \
+  }                                                                   \
+  return sum;
+
+#if defined(__x86_64__)
+__attribute__((target("avx2,fma"))) float fma_peak_avx2(long steps) {
+  CVATTN_FMA_CHAINS(__m256, _mm256_set1_ps, _mm256_fmadd_ps, 8)
+}
+
+__attribute__((target("avx512f"))) float fma_peak_avx512(long steps) {
+  CVATTN_FMA_CHAINS(__m512, _mm512_set1_ps, _mm512_fmadd_ps, 16)
+}
+#endif
+
+inline float scalar_set(float v) { return v; }
+inline float scalar_fma(float a, float b, float c) { return a * b + c; }
+float fma_peak_scalar(long steps) { CVATTN_FMA_CHAINS(float, scalar_set, scalar_fma, 1) }
+#undef CVATTN_FMA_CHAINS
+
+template <int kLanes>
+void BM_FmaPeak(benchmark::State& state, float (*chains)(long)) {
+  constexpr long kSteps = 1 << 20;
+  for (auto _ : state) benchmark::DoNotOptimize(chains(kSteps));
   cvattn::bench::set_flops(state, 2.0 * kLanes * kAcc * static_cast<double>(kSteps));
+}
+
+// One BM_FmaPeak row per vector width this CPU runs: /avx512 (16 lanes), /avx2 (8), /scalar.
+const bool fma_rows = [] {
+  const auto add = [](const char* name, void (*fn)(benchmark::State&, float (*)(long)),
+                      float (*chains)(long)) {
+    benchmark::RegisterBenchmark(name, fn, chains)->UseRealTime()->Unit(benchmark::kMillisecond);
+  };
+#if defined(__x86_64__)
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx512f")) add("BM_FmaPeak/avx512", BM_FmaPeak<16>, fma_peak_avx512);
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
+    add("BM_FmaPeak/avx2", BM_FmaPeak<8>, fma_peak_avx2);
+  }
+#endif
+  add("BM_FmaPeak/scalar", BM_FmaPeak<1>, fma_peak_scalar);
+  return true;
+}();
+
+// Arg = threads for the copies, n for the products.
+void thread_args(benchmark::internal::Benchmark* b) {
+  b->ArgName("threads")->Arg(1)->Arg(cvattn::bench::all_threads());
+}
+void size_args(benchmark::internal::Benchmark* b) {
+  b->ArgName("n")->Arg(256)->Arg(512)->Arg(1024);
 }
 
 }  // namespace
 
-BENCHMARK(BM_FmaPeak)->UseRealTime()->Unit(benchmark::kMillisecond);
-BENCHMARK(BM_CopyMemcpy)
-    ->ArgName("threads")
-    ->Arg(1)
-    ->Arg(cvattn::bench::all_threads())
-    ->UseRealTime()
-    ->Unit(benchmark::kMillisecond);
-BENCHMARK(BM_CopyStreaming)
-    ->ArgName("threads")
-    ->Arg(1)
-    ->Arg(cvattn::bench::all_threads())
-    ->UseRealTime()
-    ->Unit(benchmark::kMillisecond);
-BENCHMARK(BM_SgemmEigen)
-    ->ArgName("n")
-    ->Arg(256)
-    ->Arg(512)
-    ->Arg(1024)
-    ->UseRealTime()
-    ->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_CopyMemcpy)->Apply(thread_args)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_CopyStreaming)->Apply(thread_args)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_SgemmEigen)->Apply(size_args)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_SgemmLibrary)->Apply(size_args)->UseRealTime()->Unit(benchmark::kMillisecond);

@@ -11,6 +11,8 @@ shared machine does not decide them; the table reports every sample taken.
   cmake --preset ci && cmake --build --preset ci
   cmake -S . -B build/native --preset ci -DCVATTN_NATIVE=ON && cmake --build build/native
   python3 bench/compare_builds.py --a build/native --b build/ci   # A = native, B = portable
+  python3 bench/compare_builds.py --a build/ci --a-env CVATTN_SIMD=avx2 --a-name avx2 \
+      --b build/ci --b-name avx3                                 # two targets of one tree
 
 Needs only the Python standard library (no torch). One thread per row unless the row's name
 says otherwise (the bench programs pin their own thread counts).
@@ -35,16 +37,18 @@ def bench_programs(tree):
             and os.path.isfile(os.path.join(d, n))}
 
 
-def run(tree, program, args, row_filter):
-    """{row name: [cpu ms of each repetition]} of one run of one program."""
+def run(tree, program, args, row_filter, env):
+    """{row name: [cpu ms of each repetition]} of one run of one program, with env added."""
     cmd = [os.path.join(tree, "bench", program), "--benchmark_format=json",
            f"--benchmark_repetitions={args.reps}", f"--benchmark_min_time={args.min_time}",
            f"--benchmark_filter={row_filter}"]
-    proc = subprocess.run(cmd, capture_output=True, text=True)
+    proc = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, **env})
     if proc.returncode != 0:
         raise SystemExit(f"compare_builds: error: {' '.join(cmd)} exited with {proc.returncode}:\n"
                          f"{proc.stderr[-2000:]}")
     rows = {}
+    if not proc.stdout.strip():  # the filter matched no row of this program
+        return rows
     for b in json.loads(proc.stdout)["benchmarks"]:
         if b.get("run_type") != "iteration" or b.get("error_occurred"):
             continue
@@ -54,9 +58,10 @@ def run(tree, program, args, row_filter):
 
 def rounds(program, row_filter, n, start, args, samples):
     for r in range(start, start + n):
-        order = (("a", args.a), ("b", args.b)) if r % 2 == 0 else (("b", args.b), ("a", args.a))
-        for side, tree in order:
-            for name, times in run(tree, program, args, row_filter).items():
+        order = ("a", "b") if r % 2 == 0 else ("b", "a")
+        for side in order:
+            tree, env = (args.a, args.a_env) if side == "a" else (args.b, args.b_env)
+            for name, times in run(tree, program, args, row_filter, env).items():
                 samples.setdefault(name, {"a": [], "b": []})[side].extend(times)
 
 
@@ -70,6 +75,10 @@ def main():
     p.add_argument("--b", required=True, help="build tree under test (e.g. build/ci)")
     p.add_argument("--a-name", default="native")
     p.add_argument("--b-name", default="portable")
+    p.add_argument("--a-env", action="append", default=[], metavar="VAR=VALUE",
+                   help="environment for A's runs (repeatable), e.g. CVATTN_SIMD=avx2 to compare "
+                        "two SIMD targets of one tree")
+    p.add_argument("--b-env", action="append", default=[], metavar="VAR=VALUE")
     p.add_argument("--programs", default="", help="comma-separated bench programs (default: all in both)")
     p.add_argument("--skip", default="bench_limits",
                    help="programs left out (default bench_limits: it measures the machine and Eigen's "
@@ -82,6 +91,11 @@ def main():
     p.add_argument("--bound", type=float, default=0.05, help="allowed slowdown of B (0.05 = 5 %%)")
     p.add_argument("--json", help="write every sample here")
     args = p.parse_args()
+    for side in ("a_env", "b_env"):
+        pairs = getattr(args, side)
+        if any("=" not in x for x in pairs):
+            raise SystemExit(f"compare_builds: error: --{side.replace('_', '-')} takes VAR=VALUE")
+        setattr(args, side, dict(x.split("=", 1) for x in pairs))
 
     both = bench_programs(args.a) & bench_programs(args.b)
     programs = sorted(x for x in args.programs.split(",") if x) or sorted(both)

@@ -347,7 +347,8 @@ def machine():
 
 def measure_limits(binary, spec):
     """One core's copy bandwidth (GB/s, bytes read + written, the faster of memcpy and streaming
-    stores over 64 MiB) and Eigen SGEMM rate (GFLOP/s, 1024^3):
+    stores over 64 MiB) and SGEMM rate (GFLOP/s, 1024^3, the faster of Eigen at the bench's
+    compile-time ISA and the library's own product, OpenBLAS where built with it):
     given as "GBPS,GFLOPS", or measured by bench_limits beside the cvattn binary (the best of 3
     repetitions, on CPU time so that a busy machine does not lower them). None when unknown."""
     if spec == "none":
@@ -359,7 +360,7 @@ def measure_limits(binary, spec):
                        "bench_limits")
     if not os.path.exists(exe):
         return None
-    res = subprocess.run([exe, "--benchmark_filter=BM_Copy.*/threads:1|BM_SgemmEigen/n:1024",
+    res = subprocess.run([exe, "--benchmark_filter=BM_Copy.*/threads:1|BM_Sgemm.*/n:1024",
                           "--benchmark_repetitions=3", "--benchmark_format=json"],
                          capture_output=True, text=True, check=False)
     if res.returncode != 0:
@@ -512,9 +513,10 @@ def main():
           "speed-up = median of the per-round ratios." %
           ("minimum" if args.stat == "min" else "median", args.repeat, args.rounds))
     if limits:
-        print("Limits of one core (bench_limits): copy %.1f GB/s (read + write), Eigen SGEMM "
-              "%.1f GFLOP/s; \"of limit\" = the op's unavoidable work at that rate / cvattn's "
-              "time (direct-convolution FLOPs, so Winograd can pass 100%%)." % limits)
+        print("Limits of one core (bench_limits): copy %.1f GB/s (read + write), SGEMM "
+              "%.1f GFLOP/s (the faster of Eigen and the library's GEMM); \"of limit\" = the "
+              "op's unavoidable work at that rate / cvattn's time (direct-convolution FLOPs, so "
+              "Winograd can pass 100%%)." % limits)
     print()
     head = "| op | shape | PyTorch ms | cvattn ms | speed-up | cvattn of limit |"
     line = "|---|---|---|---|---|---|"
