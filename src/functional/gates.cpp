@@ -10,6 +10,7 @@
 #include "cvattn/functional/activation.hpp"
 #include "cvattn/functional/pooling.hpp"
 #include "functional/detail/channel_kernels.hpp"
+#include "functional/detail/elementwise_kernels.hpp"
 
 namespace cvattn::functional {
 namespace {
@@ -244,7 +245,10 @@ Tensor upsample_nearest(const Tensor& x, Pair2 size) {
     const float* in = xp + p * s.h * s.w;
     float* out = yp + p * out_hw;
     if (s.h == 1 && s.w == 1) {  // a channel gate broadcast to the image
-      std::fill(out, out + out_hw, in[0]);
+      // By the dispatched kernel (x * 1 keeps every value, -0 included): a store-bound fill, which
+      // std::fill does with 16-byte stores in a portable build.
+      const float one = 1.0f;
+      cvattn::detail::binary_row(cvattn::detail::BinaryOp::mul, in, 0, &one, 0, out, out_hw);
       return;
     }
     std::int64_t previous = -1;

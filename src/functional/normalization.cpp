@@ -6,8 +6,9 @@
 
 #include "core/parallel_for.hpp"
 #include "cvattn/core/error.hpp"
+#include "functional/detail/channel_kernels.hpp"
 #include "functional/detail/grain.hpp"
-#include "functional/detail/moments.hpp"
+#include "functional/detail/norm_kernels.hpp"
 #include "functional/detail/tasks.hpp"
 
 namespace cvattn::functional {
@@ -22,60 +23,6 @@ void check_affine(const Tensor& t, const Shape& shape, const char* name, const c
   if (!t.defined()) return;
   CVATTN_CHECK(t.shape() == shape, ShapeError, where, ": tensor '", name, "' expected shape ",
                to_string(shape), ", got ", to_string(t.shape()));
-}
-
-// out = (in - mean) * rstd * w + b over n elements; w / b null mean 1 / 0.
-void normalize_row(const float* __restrict in, float* __restrict out, std::int64_t n,
-                   detail::Moments m, const float* __restrict w, const float* __restrict b) {
-  const float scale = m.rstd;
-  const float shift = -m.mean * m.rstd;
-  if (w != nullptr && b != nullptr) {
-    for (std::int64_t i = 0; i < n; ++i) out[i] = (in[i] * scale + shift) * w[i] + b[i];
-  } else if (w != nullptr) {
-    for (std::int64_t i = 0; i < n; ++i) out[i] = (in[i] * scale + shift) * w[i];
-  } else if (b != nullptr) {
-    for (std::int64_t i = 0; i < n; ++i) out[i] = in[i] * scale + shift + b[i];
-  } else {
-    for (std::int64_t i = 0; i < n; ++i) out[i] = in[i] * scale + shift;
-  }
-}
-
-// Pixels per tile of layer_norm2d: for each tile the channel loop runs outside and the pixel
-// loop inside, so that the strided reduction over C vectorises over contiguous pixels.
-constexpr std::int64_t kTile = 64;
-
-// layer_norm2d of `len` pixels (len <= kTile) at in / out, channels hw apart.
-void channels_first_tile(const float* in, float* out, std::int64_t c, std::int64_t hw,
-                         std::int64_t len, const float* wt, const float* bs, double eps) {
-  const double count = static_cast<double>(c);
-  double sum[kTile] = {};
-  for (std::int64_t ch = 0; ch < c; ++ch) {
-    const float* row = in + ch * hw;
-    for (std::int64_t p = 0; p < len; ++p) sum[p] += static_cast<double>(row[p]);
-  }
-  float mean[kTile];
-  for (std::int64_t p = 0; p < len; ++p) mean[p] = static_cast<float>(sum[p] / count);
-  double ss[kTile] = {};
-  for (std::int64_t ch = 0; ch < c; ++ch) {
-    const float* row = in + ch * hw;
-    for (std::int64_t p = 0; p < len; ++p) {
-      const float dv = row[p] - mean[p];
-      ss[p] += static_cast<double>(dv * dv);
-    }
-  }
-  float scale[kTile], shift[kTile];
-  for (std::int64_t p = 0; p < len; ++p) {
-    const double var = std::max(ss[p] / count, 0.0);  // keeps NaN
-    scale[p] = static_cast<float>(1.0 / std::sqrt(var + eps));
-    shift[p] = -mean[p] * scale[p];
-  }
-  for (std::int64_t ch = 0; ch < c; ++ch) {
-    const float* row = in + ch * hw;
-    float* o = out + ch * hw;
-    const float wv = wt != nullptr ? wt[ch] : 1.0f;
-    const float bv = bs != nullptr ? bs[ch] : 0.0f;
-    for (std::int64_t p = 0; p < len; ++p) o[p] = (row[p] * scale[p] + shift[p]) * wv + bv;
-  }
 }
 
 // Rows per task of layer_norm: enough work per task to amortise the scheduling.
@@ -111,7 +58,7 @@ Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& 
     const std::int64_t end = std::min(rows, (t + 1) * per_task);
     for (std::int64_t r = t * per_task; r < end; ++r) {
       const float* in = src + r * d;
-      normalize_row(in, dst + r * d, d, detail::moments(in, d, eps), w, b);
+      detail::normalize_row(in, dst + r * d, d, detail::moments(in, d, eps), w, b);
     }
   });
   return y;
@@ -129,17 +76,18 @@ Tensor layer_norm2d(const Tensor& x, const Tensor& weight, const Tensor& bias, d
   Tensor y = Tensor::empty(x.shape());
   if (y.numel() == 0) return y;
   const std::int64_t hw = h * w;
-  const std::int64_t tiles = detail::ceil_div(hw, kTile);
+  const std::int64_t tiles = detail::ceil_div(hw, detail::kChannelsFirstTile);
   const float* src = x.data();
   float* dst = y.data();
   const float* wt = weight.defined() ? weight.data() : nullptr;
   const float* bs = bias.defined() ? bias.data() : nullptr;
-  const std::int64_t per_task = detail::items_per_task(3 * kTile * c);
+  const std::int64_t per_task = detail::items_per_task(3 * detail::kChannelsFirstTile * c);
   detail::parallel_ranges(n * tiles, per_task, [&](std::int64_t t0, std::int64_t t1) {
     for (std::int64_t t = t0; t < t1; ++t) {
-      const std::int64_t p0 = (t % tiles) * kTile;
+      const std::int64_t p0 = (t % tiles) * detail::kChannelsFirstTile;
       const std::int64_t offset = (t / tiles) * c * hw + p0;
-      channels_first_tile(src + offset, dst + offset, c, hw, std::min(kTile, hw - p0), wt, bs, eps);
+      detail::layer_norm2d_tile(src + offset, dst + offset, c, hw,
+                                std::min(detail::kChannelsFirstTile, hw - p0), wt, bs, eps);
     }
   });
   return y;
@@ -177,9 +125,8 @@ Tensor group_norm(const Tensor& x, std::int64_t num_groups, const Tensor& weight
         // Per channel: y = x * a + b with a = rstd * w, b = bias - mean * a.
         const float a = m.rstd * (wt != nullptr ? wt[c0 + k] : 1.0f);
         const float b = (bs != nullptr ? bs[c0 + k] : 0.0f) - m.mean * a;
-        const float* __restrict i = in + k * inner;
-        float* __restrict o = dst + t * group_size + k * inner;
-        for (std::int64_t p = 0; p < inner; ++p) o[p] = i[p] * a + b;
+        cvattn::detail::affine_plane(in + k * inner, dst + t * group_size + k * inner, a, b,
+                                     nullptr, inner);
       }
     }
   });

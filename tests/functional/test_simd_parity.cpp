@@ -16,10 +16,12 @@
 #include "functional/detail/channel_kernels.hpp"
 #include "functional/detail/conv_kernels.hpp"
 #include "functional/detail/gemm.hpp"
+#include "functional/detail/norm_kernels.hpp"
 #include "functional/detail/reduce.hpp"
 #include "functional/detail/selective_kernel.hpp"
 #include "functional/reference/channel_kernels.hpp"
 #include "functional/reference/conv_dilated.hpp"
+#include "functional/reference/norm_kernels.hpp"
 #include "functional/reference/reduce.hpp"
 #include "functional/reference/selective_kernel.hpp"
 #include "support/random.hpp"
@@ -393,6 +395,89 @@ TEST(SimdParity, FusedFunctionsAcrossTargets) {
 
 // The GEMM behind conv2d/linear/attention (OpenBLAS when built with it) against the Eigen
 // product, for every transpose combination, strided operands, and beta 0 / 1 / other.
+// layer_norm / group_norm rows: moments within a few float roundings of the blocked lane sum
+// (the order is the same; only a fused or separate multiply-add differs), the normalised row
+// within a rounding of each product; NaN anywhere gives NaN.
+TEST(SimdParity, NormRows) {
+  const std::int64_t sizes[] = {1, 3, 7, 8, 15, 16, 17, 31, 33, 96, 384, 1023, 1025, 2049, 6273};
+  for_each_simd_target([&] {
+    for (const std::int64_t n : sizes) {
+      SCOPED_TRACE("n = " + std::to_string(n));
+      // An offset of 3 so that the two-pass variance matters.
+      const auto x = random_vector(n + 1, static_cast<std::uint64_t>(n) + 11, 1.0f, 5.0f);
+      const auto w = random_vector(n + 1, static_cast<std::uint64_t>(n) + 12, -2.0f, 2.0f);
+      const auto b = random_vector(n + 1, static_cast<std::uint64_t>(n) + 13, -1.0f, 1.0f);
+      const functional::detail::Moments got = functional::detail::moments(x.data() + 1, n, 1e-5);
+      const functional::detail::Moments want = reference::moments(x.data() + 1, n, 1e-5);
+      EXPECT_NEAR(got.mean, want.mean, 1e-6 * std::fabs(want.mean));
+      EXPECT_NEAR(got.rstd, want.rstd, 1e-5 * std::fabs(want.rstd));
+      for (int mode = 0; mode < 4; ++mode) {
+        const float* wp = (mode & 1) ? w.data() + 1 : nullptr;
+        const float* bp = (mode & 2) ? b.data() + 1 : nullptr;
+        std::vector<float> out(static_cast<std::size_t>(n + 1)), ref = out;
+        functional::detail::normalize_row(x.data() + 1, out.data() + 1, n, want, wp, bp);
+        reference::normalize_row(x.data() + 1, ref.data() + 1, n, want, wp, bp);
+        for (std::int64_t i = 1; i <= n; ++i) {
+          const auto u = static_cast<std::size_t>(i);
+          const double z = std::fabs(static_cast<double>(x[u]) * want.rstd) +
+                           std::fabs(static_cast<double>(want.mean) * want.rstd);
+          const double bound = 3e-7 * (z * (wp ? std::fabs(w[u]) : 1.0) + (bp ? 1.0 : 0.0));
+          EXPECT_NEAR(out[u], ref[u], bound) << "mode " << mode << " at " << i;
+        }
+      }
+    }
+    std::vector<float> x(40, 1.0f);
+    x[37] = std::numeric_limits<float>::quiet_NaN();
+    EXPECT_TRUE(std::isnan(functional::detail::moments(x.data(), 40, 1e-5).rstd));
+  });
+}
+
+// layer_norm2d tiles: the same sums in the same order (double accumulation over channels), so
+// only fused or separate multiply-adds in the last step differ.
+TEST(SimdParity, LayerNorm2dTiles) {
+  struct Case {
+    std::int64_t c, hw, len;
+  };
+  const Case cases[] = {{1, 5, 5},      {3, 7, 7},    {16, 64, 64}, {33, 100, 36},
+                        {96, 3136, 64}, {17, 49, 17}, {768, 49, 49}};
+  for_each_simd_target([&] {
+    for (const Case& k : cases) {
+      SCOPED_TRACE(testing::Message() << "c " << k.c << " hw " << k.hw << " len " << k.len);
+      const auto x =
+          random_vector(k.c * k.hw + 1, static_cast<std::uint64_t>(k.c + k.hw), -2.0f, 4.0f);
+      const auto w = random_vector(k.c, 3, -2.0f, 2.0f), b = random_vector(k.c, 4, -1.0f, 1.0f);
+      for (const bool affine : {false, true}) {
+        std::vector<float> got(x.size()), want(x.size());
+        const float* wp = affine ? w.data() : nullptr;
+        const float* bp = affine ? b.data() : nullptr;
+        functional::detail::layer_norm2d_tile(x.data() + 1, got.data() + 1, k.c, k.hw, k.len, wp,
+                                              bp, 1e-6);
+        reference::layer_norm2d_tile(x.data() + 1, want.data() + 1, k.c, k.hw, k.len, wp, bp, 1e-6);
+        for (std::int64_t p = 0; p < k.len; ++p) {
+          // A rounding of each product of x * rstd - mean * rstd (which cancel when the
+          // variance is ~0: c == 1), then of the affine step.
+          double sum = 0.0, ss = 0.0;
+          for (std::int64_t ch = 0; ch < k.c; ++ch)
+            sum += x[static_cast<std::size_t>(1 + ch * k.hw + p)];
+          const double mean = sum / static_cast<double>(k.c);
+          for (std::int64_t ch = 0; ch < k.c; ++ch) {
+            const double dv = x[static_cast<std::size_t>(1 + ch * k.hw + p)] - mean;
+            ss += dv * dv;
+          }
+          const double rstd = 1.0 / std::sqrt(ss / static_cast<double>(k.c) + 1e-6);
+          for (std::int64_t ch = 0; ch < k.c; ++ch) {
+            const auto u = static_cast<std::size_t>(1 + ch * k.hw + p);
+            const double z = (std::fabs(x[u]) + std::fabs(mean)) * rstd;
+            const double wv = affine ? std::fabs(w[static_cast<std::size_t>(ch)]) : 1.0;
+            EXPECT_NEAR(got[u], want[u], 3e-7 * (z * wv + 1.0) + 1e-6 * std::fabs(want[u]))
+                << ch << ", " << p;
+          }
+        }
+      }
+    }
+  });
+}
+
 TEST(GemmParity, AllTransposesAndStrides) {
   struct Case {
     std::int64_t m, n, k;

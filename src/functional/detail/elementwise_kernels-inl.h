@@ -34,7 +34,7 @@ HWY_INLINE V VectorOp(V a, V b) {
   return hn::Div(a, b);
 }
 
-// The row with a and b both strided 1 (kA, kB) or one of them a broadcast scalar, read once
+// The row with a and b each strided 1 (kA, kB) or a broadcast scalar, read once
 // before the loop (out may alias the operands, so the compiler would reload it after every
 // store); two vectors a step, the tail in scalar code (the same IEEE operation, so the same
 // result).
@@ -63,8 +63,8 @@ void BinaryRowOp(const float* a, std::int64_t sa, const float* b, std::int64_t s
     BinaryLoop<kOp, true, false>(a, b, out, n);
   } else if (sb == 1) {
     BinaryLoop<kOp, false, true>(a, b, out, n);
-  } else {
-    std::fill(out, out + n, ScalarOp<kOp>(a[0], b[0]));
+  } else {  // a fill, by this target's stores (std::fill would be the baseline's)
+    BinaryLoop<kOp, false, false>(a, b, out, n);
   }
 }
 
