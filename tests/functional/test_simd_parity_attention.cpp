@@ -336,6 +336,11 @@ TEST(SimdParityAttention, Sdpa) {
       }
     }
   }
+  // Value widths on each side of a half, one and two vectors of every target (the P·V tile
+  // narrows to the panel's columns).
+  for (const std::int64_t ev : {1, 2, 3, 4, 5, 8, 9, 12, 16, 17, 24, 32, 33, 48}) {
+    cases.push_back({2, 7, 21, 8, ev, 0, false, 0, 1});
+  }
   test::Random rng(41);
   for (int i = 0; i < 16; ++i) {
     const std::int64_t group = 1 + static_cast<std::int64_t>(rng.next() % 3);

@@ -163,39 +163,43 @@ HWY_INLINE void TileQK(DT dt, const float* HWY_RESTRICT a, std::int64_t lda,
   }
 }
 
-// out[r][0..cols) = scale[r] * sum_{k<K} p[r][k] * vp[k][0..P) for r < R.
-template <int R>
-HWY_INLINE void TilePV(const float* HWY_RESTRICT p, std::int64_t ldp, const float* HWY_RESTRICT vp,
-                       std::int64_t K, float* HWY_RESTRICT out, std::int64_t ldo, std::int64_t cols,
-                       const float* scale) {
-  const D d;
-  using V = hn::VFromD<D>;
-  const std::int64_t N = Lanes(), P = Panel();
-  V acc[R][2];
+// out[r][0..cols) = scale[r] * sum_{k<K} p[r][k] * vp[k][0..W) for r < R, W = NV vectors of tag
+// DT (full or half width) from the start of each P-float panel row: value panels narrower than
+// P (a head dim of 8 on a 16-lane target) then multiply no zero columns.
+template <int R, int NV, class DT>
+HWY_INLINE void TilePV(DT dt, const float* HWY_RESTRICT p, std::int64_t ldp,
+                       const float* HWY_RESTRICT vp, std::int64_t K, float* HWY_RESTRICT out,
+                       std::int64_t ldo, std::int64_t cols, const float* scale) {
+  using V = hn::VFromD<DT>;
+  const std::int64_t L = static_cast<std::int64_t>(hn::Lanes(dt)), P = Panel();
+  V acc[R][NV];
   CVATTN_SDPA_UNROLL
-  for (int r = 0; r < R; ++r) acc[r][0] = acc[r][1] = hn::Zero(d);
+  for (int r = 0; r < R; ++r) {
+    CVATTN_SDPA_UNROLL
+    for (int u = 0; u < NV; ++u) acc[r][u] = hn::Zero(dt);
+  }
   for (std::int64_t k = 0; k < K; ++k) {
-    const V b0 = hn::LoadU(d, vp + k * P);
-    const V b1 = hn::LoadU(d, vp + k * P + N);
+    V b[NV];
+    CVATTN_SDPA_UNROLL
+    for (int u = 0; u < NV; ++u) b[u] = hn::LoadU(dt, vp + k * P + L * u);
     CVATTN_SDPA_UNROLL
     for (int r = 0; r < R; ++r) {
-      const V x = hn::Set(d, p[r * ldp + k]);
-      acc[r][0] = hn::MulAdd(x, b0, acc[r][0]);
-      acc[r][1] = hn::MulAdd(x, b1, acc[r][1]);
+      const V x = hn::Set(dt, p[r * ldp + k]);
+      CVATTN_SDPA_UNROLL
+      for (int u = 0; u < NV; ++u) acc[r][u] = hn::MulAdd(x, b[u], acc[r][u]);
     }
   }
   CVATTN_SDPA_UNROLL
   for (int r = 0; r < R; ++r) {
-    const V s = hn::Set(d, scale[r]);
-    const V o0 = hn::Mul(acc[r][0], s), o1 = hn::Mul(acc[r][1], s);
+    const V s = hn::Set(dt, scale[r]);
     float* dst = out + r * ldo;
-    if (cols == P) {
-      hn::StoreU(o0, d, dst);
-      hn::StoreU(o1, d, dst + N);
+    if (cols == NV * L) {
+      CVATTN_SDPA_UNROLL
+      for (int u = 0; u < NV; ++u) hn::StoreU(hn::Mul(acc[r][u], s), dt, dst + L * u);
     } else {
-      HWY_ALIGN float tmp[2 * hn::MaxLanes(d)];
-      hn::Store(o0, d, tmp);
-      hn::Store(o1, d, tmp + N);
+      HWY_ALIGN float tmp[NV * hn::MaxLanes(dt)];
+      CVATTN_SDPA_UNROLL
+      for (int u = 0; u < NV; ++u) hn::Store(hn::Mul(acc[r][u], s), dt, tmp + L * u);
       std::memcpy(dst, tmp, static_cast<std::size_t>(cols) * sizeof(float));
     }
   }
@@ -223,9 +227,19 @@ HWY_NOINLINE void QkStrip(const SdpaPlan& p, const float* qrow, const float* kp,
 template <int R>
 HWY_NOINLINE void PvStrip(const SdpaPlan& p, const float* probs, std::int64_t ldp, const float* vp,
                           std::int64_t kmax, float* out, const float* inv) {
+  const D d;
+  const DH dh;
   const std::int64_t P = Panel();
   for (std::int64_t c0 = 0; c0 < p.Ev; c0 += P) {
-    TilePV<R>(probs, ldp, vp + c0 * p.S, kmax, out + c0, p.out_rs, std::min(P, p.Ev - c0), inv);
+    const std::int64_t cols = std::min(P, p.Ev - c0);
+    const float* panel = vp + c0 * p.S;
+    if (cols > Lanes()) {
+      TilePV<R, 2>(d, probs, ldp, panel, kmax, out + c0, p.out_rs, cols, inv);
+    } else if (cols > NarrowPanel() || NarrowPanel() == Lanes()) {  // no half vectors < 4 lanes
+      TilePV<R, 1>(d, probs, ldp, panel, kmax, out + c0, p.out_rs, cols, inv);
+    } else {
+      TilePV<R, 1>(dh, probs, ldp, panel, kmax, out + c0, p.out_rs, cols, inv);
+    }
   }
 }
 
