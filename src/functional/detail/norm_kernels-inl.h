@@ -19,36 +19,76 @@ HWY_BEFORE_NAMESPACE();
 namespace cvattn::functional::detail::HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
-// The 16 float lanes of norm_kernels.hpp as 16 / L vectors of L lanes (L <= 16 on every x86 and
-// NEON target), so each lane sums the same elements in the same order as the definition.
+// The 16 float lanes of norm_kernels.hpp as NV = 16 / L vectors of L lanes (L is a power of two
+// from 4 to 16 on every SIMD target: Highway's SVE tags use a power-of-two length), so each lane
+// sums the same elements in the same order as the definition. Named accumulators, not an
+// array: SVE vectors are sizeless.
 using MomentTag = hn::CappedTag<float, static_cast<std::size_t>(kMomentLanes)>;
+
+// The blocks' sums of f(x[i]) for i < end, i from *i0 in steps of 16, added to *total in double.
+template <int NV, class F>
+HWY_INLINE void LaneBlocks(const float* HWY_RESTRICT x, std::int64_t n, std::int64_t* i0,
+                           double* total, const F& f) {
+  const MomentTag d;
+  constexpr std::int64_t kMax = kMomentLanes;
+  const auto L = static_cast<std::int64_t>(hn::Lanes(d));
+  std::int64_t i = *i0;
+  while (n - i >= kMax) {
+    const std::int64_t end = i + std::min(kMomentBlock, (n - i) / kMax * kMax);
+    auto a0 = hn::Zero(d), a1 = a0, a2 = a0, a3 = a0;
+    for (; i < end; i += kMax) {
+      a0 = hn::Add(a0, f(hn::LoadU(d, x + i)));
+      if constexpr (NV > 1) a1 = hn::Add(a1, f(hn::LoadU(d, x + i + L)));
+      if constexpr (NV > 2) {
+        a2 = hn::Add(a2, f(hn::LoadU(d, x + i + 2 * L)));
+        a3 = hn::Add(a3, f(hn::LoadU(d, x + i + 3 * L)));
+      }
+    }
+    HWY_ALIGN float lanes[kMax];  // lanes 0..15 in order
+    hn::Store(a0, d, lanes);
+    if constexpr (NV > 1) hn::Store(a1, d, lanes + L);
+    if constexpr (NV > 2) {
+      hn::Store(a2, d, lanes + 2 * L);
+      hn::Store(a3, d, lanes + 3 * L);
+    }
+    double block = 0.0;
+    for (std::int64_t l = 0; l < kMax; ++l) block += static_cast<double>(lanes[l]);
+    *total += block;
+  }
+  *i0 = i;
+}
 
 // sum over i < n of f(x[i]) by the blocked lane scheme; f maps a vector to a vector.
 template <class F>
 HWY_INLINE double LaneSum(const float* HWY_RESTRICT x, std::int64_t n, const F& f) {
-  const MomentTag d;
-  constexpr std::int64_t kMax = kMomentLanes;
-  const auto L = static_cast<std::int64_t>(hn::Lanes(d));
-  const std::int64_t vecs = kMax / L;  // 1, 2, 4 or 16
   double total = 0.0;
   std::int64_t i = 0;
+#if HWY_TARGET == HWY_SCALAR
+  // One lane: the 16 lanes as floats, exactly the definition.
+  constexpr std::int64_t kMax = kMomentLanes;
+  const hn::CappedTag<float, 1> d1s;
   while (n - i >= kMax) {
     const std::int64_t end = i + std::min(kMomentBlock, (n - i) / kMax * kMax);
-    hn::Vec<MomentTag> acc[kMax];
-    for (std::int64_t v = 0; v < vecs; ++v) acc[v] = hn::Zero(d);
+    float lanes[kMax] = {};
     for (; i < end; i += kMax) {
-      for (std::int64_t v = 0; v < vecs; ++v) {
-        acc[v] = hn::Add(acc[v], f(hn::LoadU(d, x + i + v * L)));
+      for (std::int64_t l = 0; l < kMax; ++l) {
+        lanes[l] += hn::GetLane(f(hn::Set(d1s, x[i + l])));
       }
     }
-    double block = 0.0;  // lanes 0..15 in order
-    for (std::int64_t v = 0; v < vecs; ++v) {
-      HWY_ALIGN float lanes[kMax];
-      hn::Store(acc[v], d, lanes);
-      for (std::int64_t l = 0; l < L; ++l) block += static_cast<double>(lanes[l]);
-    }
+    double block = 0.0;
+    for (std::int64_t l = 0; l < kMax; ++l) block += static_cast<double>(lanes[l]);
     total += block;
   }
+#else
+  const auto L = static_cast<std::int64_t>(hn::Lanes(MomentTag()));
+  if (L >= kMomentLanes) {
+    LaneBlocks<1>(x, n, &i, &total, f);
+  } else if (2 * L >= kMomentLanes) {
+    LaneBlocks<2>(x, n, &i, &total, f);
+  } else {
+    LaneBlocks<4>(x, n, &i, &total, f);
+  }
+#endif
   const hn::CappedTag<float, 1> d1;
   for (; i < n; ++i) total += static_cast<double>(hn::GetLane(f(hn::Set(d1, x[i]))));
   return total;
