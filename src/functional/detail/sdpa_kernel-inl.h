@@ -233,9 +233,10 @@ HWY_NOINLINE void PvStrip(const SdpaPlan& p, const float* probs, std::int64_t ld
   for (std::int64_t c0 = 0; c0 < p.Ev; c0 += P) {
     const std::int64_t cols = std::min(P, p.Ev - c0);
     const float* panel = vp + c0 * p.S;
-    if (cols > Lanes()) {
+    const std::int64_t w = PanelWidth(p.Ev, c0);  // the same cut as the key panels
+    if (w == P) {
       TilePV<R, 2>(d, probs, ldp, panel, kmax, out + c0, p.out_rs, cols, inv);
-    } else if (cols > NarrowPanel() || NarrowPanel() == Lanes()) {  // no half vectors < 4 lanes
+    } else if (w == Lanes()) {
       TilePV<R, 1>(d, probs, ldp, panel, kmax, out + c0, p.out_rs, cols, inv);
     } else {
       TilePV<R, 1>(dh, probs, ldp, panel, kmax, out + c0, p.out_rs, cols, inv);
