@@ -5,6 +5,8 @@
 // into the conv (conv2d with act) and as a second pass (conv2d, then activation_).
 #include <benchmark/benchmark.h>
 
+#include <cmath>
+
 #include "bench_counters.hpp"
 #include "cvattn/core/parallel.hpp"
 #include "cvattn/functional/activation.hpp"
@@ -20,7 +22,10 @@ void run_conv(benchmark::State& state, const cvattn::Shape& in_shape, const cvat
               const F::Conv2dOptions& options) {
   cvattn::set_num_threads(static_cast<int>(state.range(0)));
   const Tensor x = cvattn::test::random_tensor(in_shape, 1);
-  const Tensor w = cvattn::test::random_tensor(w_shape, 2);
+  // Weights at PyTorch's default scale, uniform within 1 / sqrt(fan_in), as trained ones are
+  // (unit-range weights would push 3x3 convs off Winograd F(4x4, 3x3): docs/functional.md).
+  const float bound = 1.0f / std::sqrt(static_cast<float>(w_shape[1] * w_shape[2] * w_shape[3]));
+  const Tensor w = cvattn::test::random_tensor(w_shape, 2, -bound, bound);
   const Tensor b = cvattn::test::random_tensor({w_shape[0]}, 3);
   cvattn::Shape out;
   for (auto _ : state) {

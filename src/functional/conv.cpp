@@ -236,7 +236,8 @@ bool winograd_kernel(const Geometry& g) {
 namespace detail {
 
 void conv2d_into(const Tensor& input, const Tensor& weight, const Tensor& bias,
-                 const Conv2dOptions& options, float* out, const float* winograd, ActLayer act) {
+                 const Conv2dOptions& options, float* out, const detail::WinogradWeights& winograd,
+                 ActLayer act) {
   check_defined(input, "input", "conv2d");
   const Geometry g = validate(input, weight, bias, options);
   if (g.n * g.cout * g.ho * g.wo == 0) return;
@@ -265,9 +266,9 @@ void conv2d_into(const Tensor& input, const Tensor& weight, const Tensor& bias,
 
 namespace {
 
-// conv2d with the kernel's prepared Winograd transform u, or nullptr.
+// conv2d with the kernel's prepared Winograd transforms u, if any.
 Tensor conv2d_with(const Tensor& input, const Tensor& weight, const Tensor& bias,
-                   const Conv2dOptions& options, const float* u, ActLayer act) {
+                   const Conv2dOptions& options, const detail::WinogradWeights& u, ActLayer act) {
   check_defined(input, "input", "conv2d");
   if (input.rank() == 3) {  // unbatched, as PyTorch allows
     const Tensor out = conv2d_with(input.reshape({1, input.dim(0), input.dim(1), input.dim(2)}),
@@ -284,7 +285,7 @@ Tensor conv2d_with(const Tensor& input, const Tensor& weight, const Tensor& bias
 
 Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias,
               const Conv2dOptions& options) {
-  return conv2d_with(input, weight, bias, options, nullptr, ActLayer::identity);
+  return conv2d_with(input, weight, bias, options, {}, ActLayer::identity);
 }
 
 Conv2dWeight::Conv2dWeight(const Tensor& weight, const Conv2dOptions& options)
@@ -307,14 +308,19 @@ Conv2dWeight::Conv2dWeight(const Tensor& weight, const Conv2dOptions& options)
   if (winograd_kernel(g)) {
     winograd_ = Tensor::empty({16, g.cout, g.cin_g});
     detail::winograd_weights(g, weight.data(), winograd_.data());
+    winograd43_ = Tensor::empty({36, g.cout, g.cin_g});
+    detail::winograd43_weights(g, weight.data(), winograd43_.data());
+    winograd_scale_ = detail::winograd_weight_scale(g, weight.data());
   }
 }
 
 Tensor conv2d(const Tensor& input, const Conv2dWeight& weight, const Tensor& bias, ActLayer act) {
   check_defined(weight.weight(), "weight", "conv2d");
-  const Tensor& u = weight.winograd();
-  return conv2d_with(input, weight.weight(), bias, weight.options(),
-                     u.defined() ? u.data() : nullptr, act);
+  detail::WinogradWeights u;
+  if (weight.winograd().defined()) {
+    u = {weight.winograd().data(), weight.winograd43().data(), weight.winograd_scale()};
+  }
+  return conv2d_with(input, weight.weight(), bias, weight.options(), u, act);
 }
 
 }  // namespace cvattn::functional

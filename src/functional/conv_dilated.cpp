@@ -80,8 +80,7 @@ void conv_polyphase(const ConvGeometry& g, const Tensor& input, const Tensor& we
                                      "conv2d (dilated, polyphase output)");
   // act is elementwise, so applying it to the sub-images' outputs before interleaving them
   // gives the same values.
-  conv2d_into(xs, weight, bias, Conv2dOptions().padding(1).groups(g.groups), ys.data(), nullptr,
-              act);
+  conv2d_into(xs, weight, bias, Conv2dOptions().padding(1).groups(g.groups), ys.data(), {}, act);
   const float* ysd = ys.data();
   cvattn::detail::parallel_for(g.n * cout, [&](std::int64_t t) {
     const std::int64_t o = t % cout;

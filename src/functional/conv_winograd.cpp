@@ -1,12 +1,14 @@
-// conv2d for 3x3 kernels with stride 1 and dilation 1 by Winograd F(2x2, 3x3) (Lavin & Gray,
-// 2015): each 2x2 output tile costs 16 multiplies per (input, output) channel pair instead of
-// 36, so the GEMM work drops 2.25x. F(2x2, 3x3) only adds and halves, so its float32 error
-// stays at the level of the direct sum (F(4x4, 3x3) would exceed the 1e-4 bar on large
-// activations).
+// conv2d for 3x3 kernels with stride 1 and dilation 1 by Winograd (Lavin & Gray, 2015):
+// F(4x4, 3x3) costs 36 multiplies per 4x4 output tile and (input, output) channel pair instead of
+// 144, F(2x2, 3x3) 16 instead of 36. F(2x2, 3x3) only adds and halves, so its float32 error stays
+// at the level of the direct sum; F(4x4, 3x3) is taken when a bound on its error stays well
+// inside the 1e-4 bar (kWinograd43Bound in conv_kernels.hpp; docs/functional.md).
 //
-// Layout: the transformed weights U[16][Cout][Cin_g], and per task (image, group, run of tile
-// rows) the transformed input V[16][Cin_g][T] and the products M[16][Cout_g][T] for T tiles,
-// so each of the 16 tile positions is one GEMM M[xi] = U[xi] * V[xi].
+// Layout: the transformed weights U[P][Cout][Cin_g] (P = 16 or 36 tile positions), and per
+// task (image, group, run of tile rows) the transformed input V[P][Cin_g][T] and the products
+// M[P][Cout_g][T] for T tiles, so each tile position is one GEMM M[xi] = U[xi] * V[xi].
+#include <cmath>
+#include <limits>
 #include <optional>
 #include <vector>
 
@@ -15,6 +17,7 @@
 #include "functional/detail/conv_kernels.hpp"
 #include "functional/detail/gemm.hpp"
 #include "functional/detail/window.hpp"
+#include "functional/detail/winograd_kernels.hpp"
 
 namespace cvattn::functional::detail {
 namespace {
@@ -224,70 +227,278 @@ void transform_output(const ConvGeometry& g, const float* bias, std::int64_t ty0
   }
 }
 
-}  // namespace
+// ---- F(4x4, 3x3) -------------------------------------------------------------------------
 
-void conv_winograd_3x3(const ConvGeometry& g, const float* in, const float* wt, const float* bias,
-                       float* out, const float* prepared, ActLayer act) {
-  const std::int64_t th = ceil_div(g.ho, 2);
-  const std::int64_t tw = ceil_div(g.wo, 2);
-  const std::int64_t rows_cap = std::max<std::int64_t>(1, kChunkTiles / tw);
-  // Tile rows are cut into `chunks` runs per (image, group) whose lengths differ by at most one.
-  // With several threads: at least kTasksPerThread tasks each, and a task count that is a
-  // multiple of the thread count, since the threads take equal shares of the tasks (7 tasks on 2
-  // threads would cap the speed-up at 1.75x).
-  const std::int64_t jobs = g.n * g.groups;
-  const std::int64_t threads = cvattn::detail::max_threads();
-  std::int64_t chunks = ceil_div(th, rows_cap);
-  if (threads > 1) {
-    chunks = std::min(th, std::max(chunks, ceil_div(detail::kTasksPerThread * threads, jobs)));
-    while (chunks < th && (jobs * chunks) % threads != 0) ++chunks;
+constexpr std::int64_t kPositions43 = 36;  // a transformed tile is 6x6
+// Tiles per task: at most 128 (measured best on [1,64,56,56]: 64 was 8% slower, a whole image
+// 15%), fewer when V and M of one task (36 x (Cin_g + Cout_g) x T floats) would pass 2.5 MB.
+constexpr std::int64_t kChunkTiles43 = 128;
+constexpr std::int64_t kChunkFloats43 = 640 * 1024;
+std::int64_t chunk_tiles43(const ConvGeometry& g) {
+  const std::int64_t fit = kChunkFloats43 / (kPositions43 * (g.cin_g + g.cout_g));
+  return std::clamp<std::int64_t>(fit, 16, kChunkTiles43);
+}
+
+struct Scratch43 {
+  float* v;  // [36][cin_g * tiles + slack]
+  float* m;  // [36][cout_g * tiles + slack]
+  std::int64_t v_plane, m_plane;
+  float* rows;  // the task's 4 T + 2 zero-padded input rows, winograd43_row_floats(tw) each
+  float* t;     // 6 rows transformed along y, the same size
+};
+
+// V for every tile of tile rows [ty0, ty1) and every channel of one group. Each channel's input
+// rows are copied once into zero-padded rows (zeroed once per task: the padding and the rows
+// outside the image are the same for every channel).
+void transform_input43(const ConvGeometry& g, const float* planes, std::int64_t ty0,
+                       std::int64_t ty1, std::int64_t tw, std::int64_t tiles, const Scratch43& s) {
+  const std::int64_t len = winograd43_row_floats(tw);
+  const std::int64_t count = 4 * (ty1 - ty0) + 2;
+  const std::int64_t y0 = 4 * ty0 - g.ph;  // input row of padded row 0
+  const ValidRange valid = valid_range(g.h, count, 1, y0);
+  const std::int64_t cols = std::max<std::int64_t>(0, std::min(len, g.pw + g.w) - g.pw);
+  std::fill(s.rows, s.rows + count * len, 0.0f);
+  for (std::int64_t c = 0; c < g.cin_g; ++c) {
+    const float* plane = planes + c * g.h * g.w;
+    for (std::int64_t r = valid.lo; r < valid.hi; ++r) {
+      const float* src = plane + (y0 + r) * g.w;
+      std::copy(src, src + cols, s.rows + r * len + g.pw);
+    }
+    for (std::int64_t ty = ty0; ty < ty1; ++ty) {
+      const float* rows[6];
+      for (int r = 0; r < 6; ++r) rows[r] = s.rows + (4 * (ty - ty0) + r) * len;
+      winograd43_input(rows, tw, s.t, s.v + c * tiles + (ty - ty0) * tw, s.v_plane);
+    }
   }
-  const std::int64_t rows = ceil_div(th, chunks);  // the longest run
-  const std::int64_t tasks = jobs * chunks;
-  const std::int64_t slots = std::min<std::int64_t>(cvattn::detail::max_threads(), tasks);
-  const std::int64_t tiles_cap = rows * tw;
+}
+
+// Y = A^T M A + bias for every tile, written into the output planes of one group, dropping the
+// rows and columns past the output size.
+void transform_output43(const ConvGeometry& g, const float* bias, std::int64_t ty0,
+                        std::int64_t ty1, std::int64_t tw, std::int64_t tiles, const Scratch43& s,
+                        float* planes) {
+  for (std::int64_t oc = 0; oc < g.cout_g; ++oc) {
+    const float b = bias ? bias[oc] : 0.0f;
+    float* plane = planes + oc * g.ho * g.wo;
+    for (std::int64_t ty = ty0; ty < ty1; ++ty) {
+      winograd43_output(s.m + oc * tiles + (ty - ty0) * tw, s.m_plane, tw, b, plane + 4 * ty * g.wo,
+                        g.wo, std::min<std::int64_t>(4, g.ho - 4 * ty), g.wo);
+    }
+  }
+}
+
+// Runs of tile rows for the tasks: `chunks` runs per (image, group) whose lengths differ by at
+// most one. With several threads: at least kTasksPerThread tasks each, and a task count that
+// is a multiple of the thread count, since the threads take equal shares of the tasks (7 tasks
+// on 2 threads would cap the speed-up at 1.75x).
+struct TilePlan {
+  std::int64_t th, tw, chunks, rows, tasks, slots;
+  TilePlan(const ConvGeometry& g, std::int64_t tile, std::int64_t chunk_tiles) {
+    th = ceil_div(g.ho, tile);
+    tw = ceil_div(g.wo, tile);
+    const std::int64_t rows_cap = std::max<std::int64_t>(1, chunk_tiles / tw);
+    const std::int64_t jobs = g.n * g.groups;
+    const std::int64_t threads = cvattn::detail::max_threads();
+    chunks = ceil_div(th, rows_cap);
+    if (threads > 1) {
+      chunks = std::min(th, std::max(chunks, ceil_div(detail::kTasksPerThread * threads, jobs)));
+      while (chunks < th && (jobs * chunks) % threads != 0) ++chunks;
+    }
+    rows = ceil_div(th, chunks);  // the longest run
+    tasks = jobs * chunks;
+    slots = std::min<std::int64_t>(threads, tasks);
+  }
+  // Runs body(Task, scratch) for every task, each thread on its slot of `slot_size` floats.
+  // The scratch is allocated (and checked against the size cap) before any parallel region,
+  // and kept for the next call (page faults on fresh scratch cost more than 5% of the conv and
+  // do not scale).
+  struct Task {
+    std::int64_t ni, gi, ty0, ty1, tiles;
+  };
+  template <class Body>
+  void run(const ConvGeometry& g, std::int64_t slot_size, Body&& body) const {
+    const cvattn::detail::Workspace workspace({slots, slot_size}, "conv2d (Winograd scratch)");
+    float* ws = workspace.data();
+    for_each_task(tasks, slots, [&](std::int64_t t, std::int64_t slot) {
+      const std::int64_t chunk = t % chunks;
+      const std::int64_t ng = t / chunks;
+      Task k{ng / g.groups, ng % g.groups, th * chunk / chunks, th * (chunk + 1) / chunks, 0};
+      k.tiles = (k.ty1 - k.ty0) * tw;
+      body(k, ws + slot * slot_size);
+    });
+  }
+};
+
+// M[xi] = U[xi] V[xi] for the `positions` tile positions of one task (V and M planes v_plane
+// and m_plane floats apart), beta 0 (no zeroing pass).
+void tile_products(const ConvGeometry& g, std::int64_t positions, const float* u, std::int64_t gi,
+                   const float* v, std::int64_t v_plane, float* m, std::int64_t m_plane,
+                   std::int64_t tiles) {
+  for (std::int64_t xi = 0; xi < positions; ++xi) {
+    cvattn::detail::sgemm(cvattn::detail::Trans::no, cvattn::detail::Trans::no, g.cout_g, tiles,
+                          g.cin_g, 1.0f, u + (xi * g.cout + gi * g.cout_g) * g.cin_g, g.cin_g,
+                          v + xi * v_plane, tiles, 0.0f, m + xi * m_plane, tiles);
+  }
+}
+
+// The fused activation on a task's output rows [y0, y1) of each channel, still cached.
+void act_rows(const ConvGeometry& g, ActLayer act, float* o, std::int64_t y0, std::int64_t y1) {
+  if (act == ActLayer::identity) return;
+  for (std::int64_t c = 0; c < g.cout_g; ++c) {
+    act_block(act, o + c * g.ho * g.wo + y0 * g.wo, 1, (y1 - y0) * g.wo, 0);
+  }
+}
+
+void conv_winograd_2x2(const ConvGeometry& g, const float* in, const float* bias, float* out,
+                       const float* u, ActLayer act) {
+  const TilePlan plan(g, 2, kChunkTiles);
+  const std::int64_t tw = plan.tw;
+  const std::int64_t tiles_cap = plan.rows * tw;
   const std::int64_t v_size = kPositions * g.cin_g * tiles_cap;
   const std::int64_t m_size = kPositions * g.cout_g * tiles_cap;
   const std::int64_t slot_size = detail::slot_stride(v_size + m_size + 16 * (tw + 1) + 4 * tw);
-  // Allocated (and checked against the size cap) before any parallel region, and kept for the
-  // next call (page faults on fresh scratch cost more than 5% of the conv and do not scale).
-  // The kernel's transform: prepared once (Conv2dWeight), or computed for this call.
-  std::optional<cvattn::detail::Workspace> own_u;
-  if (!prepared) {
-    own_u.emplace(Shape{kPositions, g.cout, g.cin_g}, "conv2d (Winograd weights)");
-    winograd_weights(g, wt, own_u->data());
-  }
-  const float* u_data = prepared ? prepared : own_u->data();
-  const cvattn::detail::Workspace workspace({slots, slot_size}, "conv2d (Winograd scratch)");
-  float* ws = workspace.data();
-  for_each_task(tasks, slots, [&](std::int64_t t, std::int64_t slot) {
-    const std::int64_t chunk = t % chunks;
-    const std::int64_t ng = t / chunks;
-    const std::int64_t gi = ng % g.groups;
-    const std::int64_t ni = ng / g.groups;
-    const std::int64_t ty0 = th * chunk / chunks;
-    const std::int64_t ty1 = th * (chunk + 1) / chunks;
-    const std::int64_t tiles = (ty1 - ty0) * tw;
-    float* base = ws + slot * slot_size;
+  plan.run(g, slot_size, [&](const TilePlan::Task& k, float* base) {
     const Scratch s{base, base + v_size, base + v_size + m_size,
                     base + v_size + m_size + 16 * (tw + 1)};
-    transform_input(g, in + (ni * g.cin + gi * g.cin_g) * g.h * g.w, ty0, ty1, tw, tiles, s);
-    for (std::int64_t xi = 0; xi < kPositions; ++xi) {
-      // M = U V with beta 0: no zeroing pass over M first.
-      cvattn::detail::sgemm(cvattn::detail::Trans::no, cvattn::detail::Trans::no, g.cout_g, tiles,
-                            g.cin_g, 1.0f, u_data + (xi * g.cout + gi * g.cout_g) * g.cin_g,
-                            g.cin_g, s.v + xi * g.cin_g * tiles, tiles, 0.0f,
-                            s.m + xi * g.cout_g * tiles, tiles);
+    transform_input(g, in + (k.ni * g.cin + k.gi * g.cin_g) * g.h * g.w, k.ty0, k.ty1, tw, k.tiles,
+                    s);
+    tile_products(g, kPositions, u, k.gi, s.v, g.cin_g * k.tiles, s.m, g.cout_g * k.tiles, k.tiles);
+    float* o = out + (k.ni * g.cout + k.gi * g.cout_g) * g.ho * g.wo;
+    transform_output(g, bias ? bias + k.gi * g.cout_g : nullptr, k.ty0, k.ty1, tw, k.tiles, s, o);
+    act_rows(g, act, o, 2 * k.ty0, std::min(g.ho, 2 * k.ty1));
+  });
+}
+
+void conv_winograd_4x4(const ConvGeometry& g, const float* in, const float* bias, float* out,
+                       const float* u, ActLayer act) {
+  const TilePlan plan(g, 4, chunk_tiles43(g));
+  const std::int64_t tw = plan.tw;
+  const std::int64_t tiles_cap = plan.rows * tw;
+  const std::int64_t len = winograd43_row_floats(tw);
+  // Each position's plane of V and M has a vector of slack: the transforms move whole vectors.
+  const std::int64_t v_size = kPositions43 * (g.cin_g * tiles_cap + kWinogradLanes);
+  const std::int64_t m_size = kPositions43 * (g.cout_g * tiles_cap + kWinogradLanes);
+  const std::int64_t rows_size = (4 * plan.rows + 2) * len;
+  const std::int64_t slot_size = detail::slot_stride(v_size + m_size + rows_size + 6 * len);
+  plan.run(g, slot_size, [&](const TilePlan::Task& k, float* base) {
+    float* rows = base + v_size + m_size;
+    const Scratch43 s{base,
+                      base + v_size,
+                      g.cin_g * k.tiles + kWinogradLanes,
+                      g.cout_g * k.tiles + kWinogradLanes,
+                      rows,
+                      rows + rows_size};
+    // The slack after each plane of M is read past the last tile row: zero, not stale bits.
+    for (std::int64_t xi = 0; xi < kPositions43; ++xi) {
+      std::fill_n(s.m + xi * s.m_plane + g.cout_g * k.tiles, kWinogradLanes, 0.0f);
     }
-    float* o = out + (ni * g.cout + gi * g.cout_g) * g.ho * g.wo;
-    transform_output(g, bias ? bias + gi * g.cout_g : nullptr, ty0, ty1, tw, tiles, s, o);
-    if (act != ActLayer::identity) {  // this task's output rows of each channel, still cached
-      const std::int64_t y0 = 2 * ty0, y1 = std::min(g.ho, 2 * ty1);
-      for (std::int64_t c = 0; c < g.cout_g; ++c) {
-        act_block(act, o + c * g.ho * g.wo + y0 * g.wo, 1, (y1 - y0) * g.wo, 0);
+    transform_input43(g, in + (k.ni * g.cin + k.gi * g.cin_g) * g.h * g.w, k.ty0, k.ty1, tw,
+                      k.tiles, s);
+    tile_products(g, kPositions43, u, k.gi, s.v, s.v_plane, s.m, s.m_plane, k.tiles);
+    float* o = out + (k.ni * g.cout + k.gi * g.cout_g) * g.ho * g.wo;
+    transform_output43(g, bias ? bias + k.gi * g.cout_g : nullptr, k.ty0, k.ty1, tw, k.tiles, s, o);
+    act_rows(g, act, o, 4 * k.ty0, std::min(g.ho, 4 * k.ty1));
+  });
+}
+
+}  // namespace
+
+void winograd43_weights(const ConvGeometry& g, const float* wt, float* u) {
+  // G for the points 0, 1, -1, 1/2, -2, infinity (winograd_kernels.hpp).
+  static constexpr float kG[6][3] = {{1.0f, 0.0f, 0.0f},
+                                     {1.0f / 3, 1.0f / 3, 1.0f / 3},
+                                     {-1.0f / 3, 1.0f / 3, -1.0f / 3},
+                                     {-16.0f / 15, -8.0f / 15, -4.0f / 15},
+                                     {1.0f / 15, -2.0f / 15, 4.0f / 15},
+                                     {0.0f, 0.0f, 1.0f}};
+  // Blocks of channels, tap-major on the stack so that every step is a loop over channels, and
+  // stored plane by plane (36 scattered stores per kernel thrash L1 sets).
+  constexpr std::int64_t kBlock = 32;
+  const std::int64_t plane = g.cout * g.cin_g;
+  cvattn::detail::parallel_for(g.cout, [&](std::int64_t o) {
+    float taps[9][kBlock];
+    float gk[6][3][kBlock];  // G k
+    float block[kPositions43][kBlock];
+    for (std::int64_t c0 = 0; c0 < g.cin_g; c0 += kBlock) {
+      const std::int64_t count = std::min(kBlock, g.cin_g - c0);
+      const float* k = wt + (o * g.cin_g + c0) * 9;
+      for (std::int64_t c = 0; c < count; ++c) {
+        for (int a = 0; a < 9; ++a) taps[a][c] = k[c * 9 + a];
+      }
+      for (int i = 0; i < 6; ++i) {
+        for (int j = 0; j < 3; ++j) {
+          for (std::int64_t c = 0; c < count; ++c) {
+            gk[i][j][c] =
+                kG[i][0] * taps[j][c] + kG[i][1] * taps[3 + j][c] + kG[i][2] * taps[6 + j][c];
+          }
+        }
+      }
+      for (int i = 0; i < 6; ++i) {
+        for (int j = 0; j < 6; ++j) {
+          for (std::int64_t c = 0; c < count; ++c) {
+            block[i * 6 + j][c] =
+                gk[i][0][c] * kG[j][0] + gk[i][1][c] * kG[j][1] + gk[i][2][c] * kG[j][2];
+          }
+        }
+      }
+      for (std::int64_t xi = 0; xi < kPositions43; ++xi) {
+        std::copy(block[xi], block[xi] + count, u + xi * plane + o * g.cin_g + c0);
       }
     }
   });
+}
+
+float winograd_weight_scale(const ConvGeometry& g, const float* wt) {
+  // A bound, not a result: float sums in 8 lanes are precise enough.
+  constexpr int kLanes = 8;
+  const std::int64_t n = g.cin_g * 9;
+  float worst = 0.0f;
+  for (std::int64_t o = 0; o < g.cout; ++o) {
+    const float* w = wt + o * n;
+    float lanes[kLanes] = {};
+    std::int64_t i = 0;
+    for (; i + kLanes <= n; i += kLanes) {
+      for (int l = 0; l < kLanes; ++l) lanes[l] += w[i + l] * w[i + l];
+    }
+    float sq = 0.0f;
+    for (; i < n; ++i) sq += w[i] * w[i];
+    for (int l = 0; l < kLanes; ++l) sq += lanes[l];
+    worst = std::isnan(sq) ? std::numeric_limits<float>::infinity() : std::max(worst, sq);
+  }
+  const float scale = std::sqrt(worst) * std::sqrt(static_cast<float>(g.cin_g));
+  return std::isfinite(scale) ? scale : std::numeric_limits<float>::infinity();
+}
+
+bool winograd43_pays(const ConvGeometry& g) {
+  // 36 products per 4x4 tile against 16 per 2x2 tile; the larger tiles waste the rows and
+  // columns past an output size that is not a multiple of 4, and their transforms cost more
+  // per product, so they must save a quarter of the products.
+  const std::int64_t t4 = ceil_div(g.ho, 4) * ceil_div(g.wo, 4);
+  const std::int64_t t2 = ceil_div(g.ho, 2) * ceil_div(g.wo, 2);
+  return 4 * kPositions43 * t4 <= 3 * kPositions * t2;
+}
+
+void conv_winograd_3x3(const ConvGeometry& g, const float* in, const float* wt, const float* bias,
+                       float* out, const WinogradWeights& prepared, ActLayer act) {
+  if (winograd43_pays(g)) {
+    const float scale = prepared.u43 ? prepared.scale : winograd_weight_scale(g, wt);
+    const float bound = winograd_max_abs(in, g.n * g.cin * g.h * g.w) * scale;
+    if (bound <= kWinograd43Bound) {
+      std::optional<cvattn::detail::Workspace> own;
+      if (!prepared.u43) {
+        own.emplace(Shape{kPositions43, g.cout, g.cin_g}, "conv2d (Winograd weights)");
+        winograd43_weights(g, wt, own->data());
+      }
+      conv_winograd_4x4(g, in, bias, out, prepared.u43 ? prepared.u43 : own->data(), act);
+      return;
+    }
+  }
+  std::optional<cvattn::detail::Workspace> own;
+  if (!prepared.u22) {
+    own.emplace(Shape{kPositions, g.cout, g.cin_g}, "conv2d (Winograd weights)");
+    winograd_weights(g, wt, own->data());
+  }
+  conv_winograd_2x2(g, in, bias, out, prepared.u22 ? prepared.u22 : own->data(), act);
 }
 
 }  // namespace cvattn::functional::detail

@@ -1,9 +1,13 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "cvattn/core/error.hpp"
 #include "cvattn/functional/activation.hpp"
 #include "cvattn/functional/conv.hpp"
+#include "functional/detail/conv_kernels.hpp"
+#include "functional/detail/winograd_kernels.hpp"
 #include "support/fixtures.hpp"
 #include "support/naive_conv.hpp"
 #include "support/random.hpp"
@@ -94,6 +98,43 @@ TEST(Conv2d, MatchesDirectEvaluationOnLargerShapes) {
                                .dilation(c.dilation)
                                .groups(c.groups);
       EXPECT_TENSOR_NEAR(F::conv2d(x, w, b, options), expected, kTol) << "threads " << threads;
+    }
+  }
+}
+
+// Winograd F(4x4, 3x3) is taken while max |x| * winograd_weight_scale <= kWinograd43Bound: at
+// 0.97 of the bound it must still meet the 1e-4 bar against the direct sum in double (and
+// past it, on F(2x2, 3x3)); shapes with several chunks, groups, padding 0 and 2, N > 1, wide
+// channels, and 1-3 threads.
+TEST(Conv2d, Winograd4x4StaysAccurateUpToItsBound) {
+  const std::vector<RandomCase> cases = {
+      {{1, 64, 29, 35}, {48, 64, 3, 3}, 1, 1, 1, 1, true},
+      {{2, 16, 23, 18}, {24, 8, 3, 3}, 1, 1, 1, 2, true},
+      {{1, 256, 20, 20}, {16, 256, 3, 3}, 1, 0, 1, 1, false},
+      {{1, 32, 17, 42}, {8, 32, 3, 3}, 1, 2, 1, 1, true},
+  };
+  std::uint64_t seed = 300;
+  for (const auto& c : cases) {
+    for (const float share : {0.97f, 1.5f}) {
+      SCOPED_TRACE(to_string(c.input) + " * " + to_string(c.weight) + " at " +
+                   std::to_string(share) + " of the bound");
+      const std::int64_t fan_in = c.weight[1] * 9;
+      const float k = 1.0f / std::sqrt(static_cast<float>(fan_in));
+      const Tensor w = test::random_tensor(c.weight, seed++, -k, k);
+      Tensor x = test::random_tensor(c.input, seed++);
+      F::detail::ConvGeometry g{};
+      g.cout = c.weight[0], g.cin_g = c.weight[1];
+      const float scale = F::detail::winograd_weight_scale(g, w.data());
+      const float top = F::detail::winograd_max_abs(x.data(), x.numel());
+      const float factor = share * F::detail::kWinograd43Bound / (scale * top);
+      for (std::int64_t i = 0; i < x.numel(); ++i) x[i] *= factor;
+      const Tensor b = c.bias ? test::random_tensor({c.weight[0]}, seed++) : Tensor();
+      const Tensor expected = naive_conv2d(x, w, b, c.stride, c.padding, c.dilation, c.groups);
+      const auto options = F::Conv2dOptions().padding(c.padding).groups(c.groups);
+      for (int threads : {1, 2, 3}) {
+        ThreadScope scope(threads);
+        EXPECT_TENSOR_NEAR(F::conv2d(x, w, b, options), expected, kTol) << "threads " << threads;
+      }
     }
   }
 }
@@ -256,6 +297,8 @@ TEST(Conv2d, PreparedWeightMatchesPyTorchAndTheUnpreparedCall) {
   const F::Conv2dWeight weight(w, options);
   ASSERT_TRUE(weight.winograd().defined());
   EXPECT_EQ(weight.winograd().shape(), (cvattn::Shape{16, 24, 16}));
+  EXPECT_EQ(weight.winograd43().shape(), (cvattn::Shape{36, 24, 16}));
+  EXPECT_GT(weight.winograd_scale(), 0.0f);
   for (int threads : {1, 2}) {
     ThreadScope scope(threads);
     EXPECT_TENSOR_NEAR(F::conv2d(x, weight, b), F::conv2d(x, w, b, options), kExact);

@@ -19,11 +19,13 @@
 #include "functional/detail/norm_kernels.hpp"
 #include "functional/detail/reduce.hpp"
 #include "functional/detail/selective_kernel.hpp"
+#include "functional/detail/winograd_kernels.hpp"
 #include "functional/reference/channel_kernels.hpp"
 #include "functional/reference/conv_dilated.hpp"
 #include "functional/reference/norm_kernels.hpp"
 #include "functional/reference/reduce.hpp"
 #include "functional/reference/selective_kernel.hpp"
+#include "functional/reference/winograd_kernels.hpp"
 #include "support/random.hpp"
 #include "support/simd_targets.hpp"
 
@@ -395,6 +397,71 @@ TEST(SimdParity, FusedFunctionsAcrossTargets) {
 
 // The GEMM behind conv2d/linear/attention (OpenBLAS when built with it) against the Eigen
 // product, for every transpose combination, strided operands, and beta 0 / 1 / other.
+// Winograd F(4x4, 3x3) transforms: the same sums in the same grouping (only fused or separate
+// multiply-adds differ; entries reach ~56 in V and ~150 in Y for values in [-1, 1]), over tile
+// counts around every vector width, with the promised slack and nothing written past it.
+TEST(SimdParity, Winograd43Transforms) {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const std::int64_t widths[] = {1, 2, 3, 4, 5, 7, 8, 9, 14, 15, 16, 17, 31, 33, 40};
+  for_each_simd_target([&] {
+    for (const std::int64_t tw : widths) {
+      SCOPED_TRACE("tw = " + std::to_string(tw));
+      const std::int64_t len = functional::detail::winograd43_row_floats(tw);
+      const auto in = random_vector(6 * len, static_cast<std::uint64_t>(tw) + 40, -1.0f, 1.0f);
+      const float* rows[6];
+      for (int r = 0; r < 6; ++r) rows[r] = in.data() + r * len;
+      const std::int64_t step = tw + 32;
+      std::vector<float> t(static_cast<std::size_t>(6 * len));
+      std::vector<float> v(static_cast<std::size_t>(36 * step), nan), want = v;
+      functional::detail::winograd43_input(rows, tw, t.data(), v.data(), step);
+      reference::winograd43_input(rows, tw, want.data(), step);
+      for (std::int64_t xi = 0; xi < 36; ++xi) {
+        for (std::int64_t tx = 0; tx < tw; ++tx) {
+          const auto at = static_cast<std::size_t>(xi * step + tx);
+          EXPECT_NEAR(v[at], want[at], 2e-5) << "xi " << xi << " tile " << tx;
+        }
+        for (std::int64_t tx = tw + functional::detail::kWinogradLanes - 1; tx < step; ++tx) {
+          EXPECT_TRUE(std::isnan(v[static_cast<std::size_t>(xi * step + tx)]))
+              << "written past the slack: xi " << xi << " at " << tx;
+        }
+      }
+      const std::int64_t mstep = tw + 16;
+      const auto m =
+          random_vector(36 * mstep + 16, static_cast<std::uint64_t>(tw) + 41, -1.0f, 1.0f);
+      for (const std::int64_t cut : {0, 1, 3}) {
+        for (const std::int64_t rows_out : {4, 3, 1}) {
+          const std::int64_t wo = std::max<std::int64_t>(1, 4 * tw - cut);
+          const std::int64_t ld = wo + 8;
+          std::vector<float> out(static_cast<std::size_t>(5 * ld), nan), ref = out;
+          functional::detail::winograd43_output(m.data(), mstep, tw, 0.25f, out.data(), ld,
+                                                rows_out, wo);
+          reference::winograd43_output(m.data(), mstep, tw, 0.25f, ref.data(), ld, rows_out, wo);
+          for (std::int64_t i = 0; i < 5 * ld; ++i) {
+            const auto u = static_cast<std::size_t>(i);
+            if (std::isnan(ref[u])) {
+              EXPECT_TRUE(std::isnan(out[u])) << "written outside the tiles at " << i;
+            } else {
+              EXPECT_NEAR(out[u], ref[u], 2e-4)
+                  << "wo " << wo << " rows " << rows_out << " at " << i;
+            }
+          }
+        }
+      }
+    }
+    for (const std::int64_t n : {1, 5, 16, 33, 100, 1001}) {
+      auto x = random_vector(n, static_cast<std::uint64_t>(n) + 42, -3.0f, 2.0f);
+      EXPECT_EQ(functional::detail::winograd_max_abs(x.data(), n),
+                reference::winograd_max_abs(x.data(), n));
+      for (const float bad : {nan, std::numeric_limits<float>::infinity()}) {
+        auto y = x;
+        y[static_cast<std::size_t>(n / 2)] = bad;
+        EXPECT_EQ(functional::detail::winograd_max_abs(y.data(), n),
+                  std::numeric_limits<float>::infinity());
+      }
+    }
+  });
+}
+
 // layer_norm / group_norm rows: moments within a few float roundings of the blocked lane sum
 // (the order is the same; only a fused or separate multiply-add differs), the normalised row
 // within a rounding of each product; NaN anywhere gives NaN.

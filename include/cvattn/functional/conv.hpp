@@ -43,11 +43,17 @@ class CVATTN_EXPORT Conv2dWeight {
   // [16, Cout, Cin/groups], F(2x2, 3x3)'s G k G^T per tile position; undefined when the
   // kernel cannot take the Winograd path.
   [[nodiscard]] const Tensor& winograd() const noexcept { return winograd_; }
+  // [36, Cout, Cin/groups], the same for F(4x4, 3x3), and the weights' part of the bound that
+  // decides between the two (docs/functional.md); defined with winograd().
+  [[nodiscard]] const Tensor& winograd43() const noexcept { return winograd43_; }
+  [[nodiscard]] float winograd_scale() const noexcept { return winograd_scale_; }
 
  private:
   Tensor weight_;
   Conv2dOptions options_;
   Tensor winograd_;
+  Tensor winograd43_;
+  float winograd_scale_ = 0.0f;
 };
 
 // conv2d(input, weight.weight(), bias, weight.options()), with the prepared transform used when

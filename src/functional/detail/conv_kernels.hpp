@@ -20,6 +20,13 @@ struct ConvGeometry {
   [[nodiscard]] std::int64_t positions() const { return ho * wo; }
 };
 
+// A kernel's Winograd transforms when prepared (Conv2dWeight), else null: computed per call.
+struct WinogradWeights {
+  const float* u22 = nullptr;  // winograd_weights
+  const float* u43 = nullptr;  // winograd43_weights
+  float scale = 0.0f;          // winograd_weight_scale, read with u43
+};
+
 // Items per chunk when `count` independent jobs of `items` items each are cut into chunks of at
 // most `cap` items: smaller (down to `min_chunk`) when that is needed to give every thread
 // kTasksPerThread tasks, and a multiple of `align` unless it covers everything.
@@ -53,23 +60,36 @@ void gemm_accumulate(const float* a, std::int64_t rows, std::int64_t k, const fl
 
 // conv2d(input, weight, bias, options) (rank-4 input) written to `out`, which holds the
 // [N, Cout, Ho, Wo] floats conv2d would return: lets a module put a conv's result in scratch.
-// winograd: the prepared transform of `weight` (Conv2dWeight::winograd()) or nullptr.
+// winograd: the prepared transforms of `weight` (Conv2dWeight), or none.
 // act: applied to each block of output right after the block is written (conv2d's fused
 // epilogue), so the values equal activation_ over the whole output afterwards.
 void conv2d_into(const Tensor& input, const Tensor& weight, const Tensor& bias,
-                 const Conv2dOptions& options, float* out, const float* winograd = nullptr,
+                 const Conv2dOptions& options, float* out, const WinogradWeights& winograd = {},
                  ActLayer act = ActLayer::identity);
 
 // The epilogue: act in place on rows [0, rows) x columns [0, cols) of a block with row stride
 // ld (nothing for identity).
 void act_block(ActLayer act, float* out, std::int64_t rows, std::int64_t cols, std::int64_t ld);
 
-// 3x3, stride 1, dilation 1 by Winograd F(2x2, 3x3) (conv_winograd.cpp); `u` is the kernel's
-// transform when prepared (winograd_weights), else nullptr and it is computed for this call.
+// 3x3, stride 1, dilation 1 by Winograd (conv_winograd.cpp): F(4x4, 3x3) when
+// winograd43_pays(g) and max |input| * winograd_weight_scale <= kWinograd43Bound, else
+// F(2x2, 3x3).
 void conv_winograd_3x3(const ConvGeometry& g, const float* in, const float* wt, const float* bias,
-                       float* out, const float* u = nullptr, ActLayer act = ActLayer::identity);
-// The transform U[16][Cout][Cin_g] of the 3x3 kernels wt (only g.cout and g.cin_g are read).
+                       float* out, const WinogradWeights& prepared = {},
+                       ActLayer act = ActLayer::identity);
+// The transform U[16][Cout][Cin_g] of the 3x3 kernels wt for F(2x2, 3x3), and U[36][Cout][Cin_g]
+// for F(4x4, 3x3) (only g.cout and g.cin_g are read).
 void winograd_weights(const ConvGeometry& g, const float* wt, float* u);
+void winograd43_weights(const ConvGeometry& g, const float* wt, float* u);
+// max over output channels o of |w_o|_2 * sqrt(Cin_g) (infinity when not finite). F(4x4, 3x3)'s
+// largest error over an output measured 2.5e-7 * max |x| * this on random data, against the
+// direct sum in double (F(2x2, 3x3): 10x less).
+[[nodiscard]] float winograd_weight_scale(const ConvGeometry& g, const float* wt);
+// Whether the output size leaves F(4x4, 3x3) at most 3/4 of F(2x2, 3x3)'s products.
+[[nodiscard]] bool winograd43_pays(const ConvGeometry& g);
+// F(4x4, 3x3) is used up to this bound on max |x| * winograd_weight_scale: an expected largest
+// error of 2.5e-5, a quarter of the 1e-4 bar.
+inline constexpr float kWinograd43Bound = 100.0f;
 
 // conv2d's Winograd thresholds: at least this many input and output channels per group and
 // 2x2 output tiles.

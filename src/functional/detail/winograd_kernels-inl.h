@@ -1,0 +1,171 @@
+// Per-target bodies of functional/detail/winograd_kernels.hpp, compiled once for every Highway
+// target by winograd_kernels.cpp (Highway's toggle instead of an include guard).
+#if defined(CVATTN_FUNCTIONAL_DETAIL_WINOGRAD_KERNELS_INL_H_) == defined(HWY_TARGET_TOGGLE)
+#ifdef CVATTN_FUNCTIONAL_DETAIL_WINOGRAD_KERNELS_INL_H_
+#undef CVATTN_FUNCTIONAL_DETAIL_WINOGRAD_KERNELS_INL_H_
+#else
+#define CVATTN_FUNCTIONAL_DETAIL_WINOGRAD_KERNELS_INL_H_
+#endif
+
+#include <hwy/highway.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+
+#include "functional/detail/winograd_kernels.hpp"
+
+HWY_BEFORE_NAMESPACE();
+namespace cvattn::functional::detail::HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+using WinogradTag = hn::CappedTag<float, static_cast<std::size_t>(kWinogradLanes)>;
+
+// B^T of F(4x4, 3x3) on six values (one column or row of a 6x6 input tile):
+//   [1, -3/2, -2, 3/2, 1, 0], [0, -1, 1/2, 5/2, 1, 0], [0, 1, -5/2, 1/2, 1, 0],
+//   [0, -2, -1, 2, 1, 0], [0, 1/2, -1, -1/2, 1, 0], [0, 1, -3/2, -2, 3/2, 1].
+// The reference twin groups the sums the same way.
+template <class D, class V>
+HWY_INLINE void InputRows(D d, V d0, V d1, V d2, V d3, V d4, V d5, V& t0, V& t1, V& t2, V& t3,
+                          V& t4, V& t5) {
+  const V half = hn::Set(d, 0.5f), one_half = hn::Set(d, 1.5f), two = hn::Set(d, 2.0f),
+          five_halves = hn::Set(d, 2.5f);
+  const V d4_d2 = hn::Sub(d4, d2);
+  t0 = hn::MulAdd(one_half, hn::Sub(d3, d1), hn::NegMulAdd(two, d2, hn::Add(d0, d4)));
+  t1 = hn::MulAdd(five_halves, d3, hn::MulAdd(half, d2, hn::Sub(d4, d1)));
+  t2 = hn::MulAdd(half, d3, hn::NegMulAdd(five_halves, d2, hn::Add(d4, d1)));
+  t3 = hn::MulAdd(two, hn::Sub(d3, d1), d4_d2);
+  t4 = hn::MulAdd(half, hn::Sub(d1, d3), d4_d2);
+  t5 = hn::MulAdd(one_half, d4_d2, hn::NegMulAdd(two, d3, hn::Add(d5, d1)));
+}
+
+// A^T of F(4x4, 3x3) on six values: [1, 1, 1, 1, 1, 0], [0, 1, -1, 1/2, -2, 0],
+// [0, 1, 1, 1/4, 4, 0], [0, 1, -1, 1/8, -8, 1].
+template <class D, class V>
+HWY_INLINE void OutputRows(D d, V m0, V m1, V m2, V m3, V m4, V m5, V& y0, V& y1, V& y2, V& y3) {
+  const V p = hn::Add(m1, m2), q = hn::Sub(m1, m2);
+  y0 = hn::Add(hn::Add(m0, p), hn::Add(m3, m4));
+  y1 = hn::MulAdd(hn::Set(d, 0.5f), m3, hn::NegMulAdd(hn::Set(d, 2.0f), m4, q));
+  y2 = hn::MulAdd(hn::Set(d, 0.25f), m3, hn::MulAdd(hn::Set(d, 4.0f), m4, p));
+  y3 = hn::MulAdd(hn::Set(d, 0.125f), m3, hn::NegMulAdd(hn::Set(d, 8.0f), m4, hn::Add(q, m5)));
+}
+
+void Winograd43Input(const float* const* rows, std::int64_t tw, float* HWY_RESTRICT t,
+                     float* HWY_RESTRICT v, std::int64_t step) {
+  const WinogradTag d;
+  using V = hn::Vec<WinogradTag>;
+  const auto L = static_cast<std::int64_t>(hn::Lanes(d));
+  const std::int64_t len = winograd43_row_floats(tw);
+  const std::int64_t blocks = (tw + L - 1) / L;
+  // Along y over whole rows (contiguous): every column the interleaved loads below read, up to
+  // 4 blocks L + 3 (whole vectors: L divides 4 or 4 divides L).
+  const std::int64_t cols = 4 * blocks * L + std::max<std::int64_t>(L, 4);
+  float* HWY_RESTRICT tr[6];
+  for (int i = 0; i < 6; ++i) tr[i] = t + i * len;
+  for (std::int64_t k = 0; k < cols; k += L) {
+    V t0, t1, t2, t3, t4, t5;
+    InputRows(d, hn::LoadU(d, rows[0] + k), hn::LoadU(d, rows[1] + k), hn::LoadU(d, rows[2] + k),
+              hn::LoadU(d, rows[3] + k), hn::LoadU(d, rows[4] + k), hn::LoadU(d, rows[5] + k), t0,
+              t1, t2, t3, t4, t5);
+    hn::StoreU(t0, d, tr[0] + k);
+    hn::StoreU(t1, d, tr[1] + k);
+    hn::StoreU(t2, d, tr[2] + k);
+    hn::StoreU(t3, d, tr[3] + k);
+    hn::StoreU(t4, d, tr[4] + k);
+    hn::StoreU(t5, d, tr[5] + k);
+  }
+  // Along x, L tiles at a time: columns 4 tx + j, j < 4 from one interleaved load, j = 4, 5 as
+  // columns 0, 1 of the next tiles. The last vector may run past tw (see the header).
+  for (int i = 0; i < 6; ++i) {
+    float* HWY_RESTRICT out = v + 6 * i * step;
+    for (std::int64_t tx = 0; tx < tw; tx += L) {
+      V c0, c1, c2, c3, c4, c5, unused0, unused1;
+      hn::LoadInterleaved4(d, tr[i] + 4 * tx, c0, c1, c2, c3);
+      hn::LoadInterleaved4(d, tr[i] + 4 * tx + 4, c4, c5, unused0, unused1);
+      V o0, o1, o2, o3, o4, o5;
+      InputRows(d, c0, c1, c2, c3, c4, c5, o0, o1, o2, o3, o4, o5);
+      hn::StoreU(o0, d, out + tx);
+      hn::StoreU(o1, d, out + step + tx);
+      hn::StoreU(o2, d, out + 2 * step + tx);
+      hn::StoreU(o3, d, out + 3 * step + tx);
+      hn::StoreU(o4, d, out + 4 * step + tx);
+      hn::StoreU(o5, d, out + 5 * step + tx);
+    }
+  }
+}
+
+void Winograd43Output(const float* HWY_RESTRICT m, std::int64_t step, std::int64_t tw, float bias,
+                      float* HWY_RESTRICT out, std::int64_t ld, std::int64_t rows,
+                      std::int64_t wo) {
+  const WinogradTag d;
+  using V = hn::Vec<WinogradTag>;
+  const auto L = static_cast<std::int64_t>(hn::Lanes(d));
+  const V b = hn::Set(d, bias);
+  HWY_ALIGN float s[24 * kWinogradLanes];   // A^T M: row k, column j at (6 k + j) L
+  HWY_ALIGN float row[4 * kWinogradLanes];  // a row of the tiles that end past wo
+  for (std::int64_t tx = 0; tx < tw; tx += L) {
+    const float* src = m + tx;
+    for (std::int64_t j = 0; j < 6; ++j) {  // along y, column j of the tiles
+      V y0, y1, y2, y3;
+      OutputRows(d, hn::LoadU(d, src + j * step), hn::LoadU(d, src + (6 + j) * step),
+                 hn::LoadU(d, src + (12 + j) * step), hn::LoadU(d, src + (18 + j) * step),
+                 hn::LoadU(d, src + (24 + j) * step), hn::LoadU(d, src + (30 + j) * step), y0, y1,
+                 y2, y3);
+      hn::Store(y0, d, s + j * L);
+      hn::Store(y1, d, s + (6 + j) * L);
+      hn::Store(y2, d, s + (12 + j) * L);
+      hn::Store(y3, d, s + (18 + j) * L);
+    }
+    const std::int64_t valid = wo - 4 * tx;    // output columns of these tiles
+    for (std::int64_t k = 0; k < rows; ++k) {  // along x, output row k of the tiles
+      const float* r = s + 6 * k * L;
+      V y0, y1, y2, y3;
+      OutputRows(d, hn::Load(d, r), hn::Load(d, r + L), hn::Load(d, r + 2 * L),
+                 hn::Load(d, r + 3 * L), hn::Load(d, r + 4 * L), hn::Load(d, r + 5 * L), y0, y1, y2,
+                 y3);
+      float* dst = out + k * ld + 4 * tx;
+      if (valid >= 4 * L) {
+        hn::StoreInterleaved4(hn::Add(y0, b), hn::Add(y1, b), hn::Add(y2, b), hn::Add(y3, b), d,
+                              dst);
+        continue;
+      }
+      // Only `valid` columns: the rest belong to the next row, maybe another task's.
+      hn::StoreInterleaved4(hn::Add(y0, b), hn::Add(y1, b), hn::Add(y2, b), hn::Add(y3, b), d, row);
+      for (std::int64_t q = 0; q < valid; q += L) {
+        const V part = hn::Load(d, row + q);
+        if (valid - q >= L) {
+          hn::StoreU(part, d, dst + q);
+        } else {
+          hn::BlendedStore(part, hn::FirstN(d, static_cast<std::size_t>(valid - q)), d, dst + q);
+        }
+      }
+    }
+  }
+}
+
+float WinogradMaxAbs(const float* HWY_RESTRICT x, std::int64_t n) {
+  const WinogradTag d;
+  using V = hn::Vec<WinogradTag>;
+  const auto L = static_cast<std::int64_t>(hn::Lanes(d));
+  const V inf = hn::Set(d, std::numeric_limits<float>::infinity());
+  // Non-finite values count as infinity, whatever the target's Max does with NaN.
+  const auto magnitude = [&](V v) { return hn::IfThenElse(hn::IsFinite(v), hn::Abs(v), inf); };
+  V m0 = hn::Zero(d), m1 = m0;
+  std::int64_t i = 0;
+  for (; i + 2 * L <= n; i += 2 * L) {
+    m0 = hn::Max(m0, magnitude(hn::LoadU(d, x + i)));
+    m1 = hn::Max(m1, magnitude(hn::LoadU(d, x + i + L)));
+  }
+  float result = hn::GetLane(hn::MaxOfLanes(d, hn::Max(m0, m1)));
+  for (; i < n; ++i) {
+    const float a = std::isfinite(x[i]) ? std::fabs(x[i]) : std::numeric_limits<float>::infinity();
+    result = std::max(result, a);
+  }
+  return result;
+}
+
+}  // namespace cvattn::functional::detail::HWY_NAMESPACE
+HWY_AFTER_NAMESPACE();
+
+#endif

@@ -1,0 +1,34 @@
+// Runtime dispatch of the Winograd F(4x4, 3x3) transforms (winograd_kernels.hpp); bodies in
+// winograd_kernels-inl.h.
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "functional/detail/winograd_kernels-inl.h"
+#include <hwy/foreach_target.h>  // IWYU pragma: keep
+#include <hwy/highway.h>
+
+#include "functional/detail/winograd_kernels-inl.h"
+
+#if HWY_ONCE
+#include "core/dispatch.hpp"
+
+namespace cvattn::functional::detail {
+
+HWY_EXPORT(Winograd43Input);
+HWY_EXPORT(Winograd43Output);
+HWY_EXPORT(WinogradMaxAbs);
+
+void winograd43_input(const float* const* rows, std::int64_t tw, float* t, float* v,
+                      std::int64_t step) {
+  CVATTN_DISPATCH(Winograd43Input)(rows, tw, t, v, step);
+}
+
+void winograd43_output(const float* m, std::int64_t step, std::int64_t tw, float bias, float* out,
+                       std::int64_t ld, std::int64_t rows, std::int64_t wo) {
+  CVATTN_DISPATCH(Winograd43Output)(m, step, tw, bias, out, ld, rows, wo);
+}
+
+float winograd_max_abs(const float* x, std::int64_t n) {
+  return CVATTN_DISPATCH(WinogradMaxAbs)(x, n);
+}
+
+}  // namespace cvattn::functional::detail
+#endif
