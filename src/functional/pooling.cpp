@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "cvattn/core/error.hpp"
+#include "functional/detail/pool_kernels.hpp"
 #include "functional/detail/reduce.hpp"
 #include "functional/detail/tasks.hpp"
 #include "functional/detail/window.hpp"
@@ -93,33 +94,13 @@ Tensor run_max_pool(const Tensor& input, const Window& win) {
   const float* in = input.data();
   float* dst = out.data();
   float* scratch_data = scratch.data();
-  constexpr float kLowest = -std::numeric_limits<float>::infinity();
+  const detail::MaxPoolPlane g{p.h,           p.w,           win.ho,         win.wo,
+                               win.kernel.h,  win.kernel.w,  win.stride.h,   win.stride.w,
+                               win.padding.h, win.padding.w, win.dilation.h, win.dilation.w,
+                               win.buffer};
   detail::for_each_task(planes, slots, [&](std::int64_t plane, std::int64_t slot) {
-    // row[pw + x] = max over the window's valid rows of input column x; -inf elsewhere.
-    float* row = scratch_data + slot * stride;
-    float* cols = row + win.padding.w;
-    const float* src = in + plane * p.h * p.w;
-    float* o = dst + plane * win.ho * win.wo;
-    for (std::int64_t oy = 0; oy < win.ho; ++oy) {
-      std::fill(row, row + win.buffer, kLowest);
-      for (std::int64_t u = 0; u < win.kernel.h; ++u) {
-        const std::int64_t iy = oy * win.stride.h - win.padding.h + u * win.dilation.h;
-        if (!(iy >= 0 && iy < p.h)) continue;
-        const float* s = src + iy * p.w;
-        for (std::int64_t x = 0; x < p.w; ++x) cols[x] = max_nan(cols[x], s[x]);
-      }
-      float* orow = o + oy * win.wo;
-      std::fill(orow, orow + win.wo, kLowest);
-      for (std::int64_t v = 0; v < win.kernel.w; ++v) {
-        const float* r = row + v * win.dilation.w;
-        if (win.stride.w == 1) {
-          for (std::int64_t ox = 0; ox < win.wo; ++ox) orow[ox] = max_nan(orow[ox], r[ox]);
-        } else {
-          const std::int64_t sw = win.stride.w;
-          for (std::int64_t ox = 0; ox < win.wo; ++ox) orow[ox] = max_nan(orow[ox], r[ox * sw]);
-        }
-      }
-    }
+    detail::max_pool_plane(in + plane * p.h * p.w, g, scratch_data + slot * stride,
+                           dst + plane * win.ho * win.wo);
   });
   return out;
 }
@@ -220,18 +201,6 @@ std::vector<detail::ValidRange> adaptive_ranges(std::int64_t in, std::int64_t ou
   return r;
 }
 
-// acc[i] = acc[i] + x[i] (or max_nan) for i < n: the elementwise form GCC vectorises.
-template <bool kMax>
-void fold(float* __restrict acc, const float* __restrict x, std::int64_t n) {
-  for (std::int64_t i = 0; i < n; ++i) {
-    if constexpr (kMax) {
-      acc[i] = max_nan(acc[i], x[i]);
-    } else {
-      acc[i] += x[i];
-    }
-  }
-}
-
 // Mean (or NaN-propagating maximum, torch.amax) of n >= 1 contiguous floats: the plane
 // reductions every global pool and channel gate shares (functional/detail/reduce.hpp).
 template <bool kMax>
@@ -280,10 +249,7 @@ Tensor adaptive_pool(const Tensor& input, Pair2 output_size, const char* where) 
     for (std::int64_t oy = 0; oy < ho; ++oy) {
       const auto r = rows[static_cast<std::size_t>(oy)];
       std::copy(src + r.lo * p.w, src + (r.lo + 1) * p.w, acc);
-      for (std::int64_t iy = r.lo + 1; iy < r.hi; ++iy) {
-        const float* s = src + iy * p.w;
-        fold<kMax>(acc, s, p.w);
-      }
+      detail::fold_rows(kMax, src, p.w, r.lo + 1, r.hi, acc);
       for (std::int64_t ox = 0; ox < wo; ++ox) {
         const auto c = cols[static_cast<std::size_t>(ox)];
         if constexpr (kMax) {

@@ -17,12 +17,14 @@
 #include "functional/detail/conv_kernels.hpp"
 #include "functional/detail/gemm.hpp"
 #include "functional/detail/norm_kernels.hpp"
+#include "functional/detail/pool_kernels.hpp"
 #include "functional/detail/reduce.hpp"
 #include "functional/detail/selective_kernel.hpp"
 #include "functional/detail/winograd_kernels.hpp"
 #include "functional/reference/channel_kernels.hpp"
 #include "functional/reference/conv_dilated.hpp"
 #include "functional/reference/norm_kernels.hpp"
+#include "functional/reference/pool_kernels.hpp"
 #include "functional/reference/reduce.hpp"
 #include "functional/reference/selective_kernel.hpp"
 #include "functional/reference/winograd_kernels.hpp"
@@ -457,6 +459,66 @@ TEST(SimdParity, Winograd43Transforms) {
         y[static_cast<std::size_t>(n / 2)] = bad;
         EXPECT_EQ(functional::detail::winograd_max_abs(y.data(), n),
                   std::numeric_limits<float>::infinity());
+      }
+    }
+  });
+}
+
+// max_pool2d planes and the adaptive pools' row folds: maxima are exact, so the values must be
+// equal (NaN where the reference has NaN); sums are added in the same order per element.
+TEST(SimdParity, PoolPlanes) {
+  struct Case {
+    std::int64_t h, w, kh, kw, sh, sw, ph, pw, dh, dw;
+    bool ceil;
+  };
+  const Case cases[] = {
+      {56, 56, 3, 3, 2, 2, 1, 1, 1, 1, false}, {7, 9, 2, 2, 2, 2, 0, 0, 1, 1, false},
+      {13, 37, 3, 3, 1, 1, 1, 1, 1, 1, false}, {11, 35, 3, 3, 2, 2, 1, 1, 1, 1, true},
+      {9, 70, 4, 5, 3, 3, 2, 2, 1, 1, true},   {12, 33, 3, 3, 2, 2, 1, 1, 2, 2, false},
+      {5, 17, 1, 1, 1, 1, 0, 0, 1, 1, false},  {6, 64, 2, 3, 1, 2, 1, 1, 1, 3, true},
+  };
+  const auto pooled = [](std::int64_t in, std::int64_t k, std::int64_t s, std::int64_t p,
+                         std::int64_t d, bool ceil) {
+    const std::int64_t num = in + 2 * p - d * (k - 1) - 1 + (ceil ? s - 1 : 0);
+    std::int64_t out = num / s + 1;
+    if (ceil && (out - 1) * s >= in + p) --out;
+    return out;
+  };
+  for_each_simd_target([&] {
+    std::uint64_t seed = 60;
+    for (const Case& k : cases) {
+      SCOPED_TRACE(testing::Message() << k.h << "x" << k.w << " kernel " << k.kh << "x" << k.kw
+                                      << " stride " << k.sh << "x" << k.sw);
+      functional::detail::MaxPoolPlane g{};
+      g.h = k.h, g.w = k.w, g.kh = k.kh, g.kw = k.kw, g.sh = k.sh, g.sw = k.sw;
+      g.ph = k.ph, g.pw = k.pw, g.dh = k.dh, g.dw = k.dw;
+      g.ho = pooled(k.h, k.kh, k.sh, k.ph, k.dh, k.ceil);
+      g.wo = pooled(k.w, k.kw, k.sw, k.pw, k.dw, k.ceil);
+      g.buffer = std::max(k.w + 2 * k.pw, (g.wo - 1) * k.sw + (k.kw - 1) * k.dw + 1);
+      auto x = random_vector(k.h * k.w, seed++, -3.0f, 3.0f);
+      x[static_cast<std::size_t>(k.w + 1)] = std::numeric_limits<float>::quiet_NaN();
+      std::vector<float> row(static_cast<std::size_t>(g.buffer));
+      std::vector<float> out(static_cast<std::size_t>(g.ho * g.wo)), want = out;
+      functional::detail::max_pool_plane(x.data(), g, row.data(), out.data());
+      reference::max_pool_plane(x.data(), g, want.data());
+      for (std::size_t i = 0; i < out.size(); ++i) {
+        if (std::isnan(want[i])) {
+          EXPECT_TRUE(std::isnan(out[i])) << "at " << i;
+        } else {
+          EXPECT_EQ(out[i], want[i]) << "at " << i;
+        }
+      }
+      for (const bool max : {true, false}) {
+        std::vector<float> acc(static_cast<std::size_t>(k.w), 0.5f), ref = acc;
+        functional::detail::fold_rows(max, x.data(), k.w, 1, k.h, acc.data());
+        reference::fold_rows(max, x.data(), k.w, 1, k.h, ref.data());
+        for (std::size_t i = 0; i < acc.size(); ++i) {
+          if (std::isnan(ref[i])) {
+            EXPECT_TRUE(std::isnan(acc[i])) << "at " << i;
+          } else {
+            EXPECT_EQ(acc[i], ref[i]) << (max ? "max" : "sum") << " at " << i;
+          }
+        }
       }
     }
   });

@@ -1,0 +1,104 @@
+// Per-target bodies of functional/detail/pool_kernels.hpp, compiled once for every Highway
+// target by pool_kernels.cpp (Highway's toggle instead of an include guard).
+#if defined(CVATTN_FUNCTIONAL_DETAIL_POOL_KERNELS_INL_H_) == defined(HWY_TARGET_TOGGLE)
+#ifdef CVATTN_FUNCTIONAL_DETAIL_POOL_KERNELS_INL_H_
+#undef CVATTN_FUNCTIONAL_DETAIL_POOL_KERNELS_INL_H_
+#else
+#define CVATTN_FUNCTIONAL_DETAIL_POOL_KERNELS_INL_H_
+#endif
+
+#include <hwy/highway.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+
+#include "functional/detail/pool_kernels.hpp"
+
+HWY_BEFORE_NAMESPACE();
+namespace cvattn::functional::detail::HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+// b where b > a or b is NaN, else a (PyTorch's update rule, NaN wins).
+inline float MaxNanScalar(float a, float b) { return ((b > a) | (b != b)) ? b : a; }
+
+template <class D, class V>
+HWY_INLINE V MaxNan(D /*d*/, V a, V b) {
+  return hn::IfThenElse(hn::Or(hn::Gt(b, a), hn::IsNaN(b)), b, a);
+}
+
+// acc[i] = max_nan(acc[i], x[i]) or acc[i] + x[i] for i < n.
+template <bool kMax>
+HWY_INLINE void Fold(float* HWY_RESTRICT acc, const float* HWY_RESTRICT x, std::int64_t n) {
+  const hn::ScalableTag<float> d;
+  const auto L = static_cast<std::int64_t>(hn::Lanes(d));
+  std::int64_t i = 0;
+  for (; i + L <= n; i += L) {
+    const auto a = hn::LoadU(d, acc + i), b = hn::LoadU(d, x + i);
+    hn::StoreU(kMax ? MaxNan(d, a, b) : hn::Add(a, b), d, acc + i);
+  }
+  for (; i < n; ++i) acc[i] = kMax ? MaxNanScalar(acc[i], x[i]) : acc[i] + x[i];
+}
+
+// out[ox] = max_nan(out[ox], r[ox * s]) for ox < n, s >= 1.
+HWY_INLINE void MaxStrided(float* HWY_RESTRICT out, const float* HWY_RESTRICT r, std::int64_t n,
+                           std::int64_t s) {
+  const hn::ScalableTag<float> d;
+  const auto L = static_cast<std::int64_t>(hn::Lanes(d));
+  std::int64_t ox = 0;
+  if (s == 1) {
+    Fold<true>(out, r, n);
+    return;
+  }
+  if (s == 2) {  // even columns of an interleaved pair load (reads r up to 2 (ox + L) - 1)
+    for (; ox + L <= n; ox += L) {
+      hn::Vec<decltype(d)> even, odd;
+      hn::LoadInterleaved2(d, r + 2 * ox, even, odd);
+      hn::StoreU(MaxNan(d, hn::LoadU(d, out + ox), even), d, out + ox);
+    }
+  }
+  for (; ox < n; ++ox) out[ox] = MaxNanScalar(out[ox], r[ox * s]);
+}
+
+void MaxPoolPlaneImpl(const float* HWY_RESTRICT src, const MaxPoolPlane& g, float* HWY_RESTRICT row,
+                      float* HWY_RESTRICT out) {
+  constexpr float kLowest = -std::numeric_limits<float>::infinity();
+  float* cols = row + g.pw;  // row[pw + x]: the max over the window's rows of input column x
+  for (std::int64_t oy = 0; oy < g.ho; ++oy) {
+    std::fill(row, row + g.buffer, kLowest);
+    for (std::int64_t u = 0; u < g.kh; ++u) {
+      const std::int64_t iy = oy * g.sh - g.ph + u * g.dh;
+      if (iy >= 0 && iy < g.h) Fold<true>(cols, src + iy * g.w, g.w);
+    }
+    float* orow = out + oy * g.wo;
+    std::fill(orow, orow + g.wo, kLowest);
+    // The stride-2 pair loads read 2 L floats from r + 2 ox: columns whose load would leave the
+    // buffer go scalar.
+    for (std::int64_t v = 0; v < g.kw; ++v) {
+      const float* r = row + v * g.dw;
+      const std::int64_t room = g.buffer - v * g.dw;  // floats readable from r
+      std::int64_t safe = g.wo;
+      if (g.sw == 2) safe = std::min(g.wo, room / 2);
+      MaxStrided(orow, r, safe, g.sw);
+      for (std::int64_t ox = safe; ox < g.wo; ++ox) {
+        orow[ox] = MaxNanScalar(orow[ox], r[ox * g.sw]);
+      }
+    }
+  }
+}
+
+void FoldRows(bool max, const float* HWY_RESTRICT src, std::int64_t n, std::int64_t lo,
+              std::int64_t hi, float* HWY_RESTRICT acc) {
+  for (std::int64_t r = lo; r < hi; ++r) {
+    if (max) {
+      Fold<true>(acc, src + r * n, n);
+    } else {
+      Fold<false>(acc, src + r * n, n);
+    }
+  }
+}
+
+}  // namespace cvattn::functional::detail::HWY_NAMESPACE
+HWY_AFTER_NAMESPACE();
+
+#endif

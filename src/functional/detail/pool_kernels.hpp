@@ -1,0 +1,28 @@
+#pragma once
+// The plane loops of max_pool2d and adaptive pooling (functional/pooling.cpp) as runtime-
+// dispatched Highway kernels (bodies in pool_kernels-inl.h, reference twin in
+// functional/reference/pool_kernels.hpp). The maximum propagates NaN as PyTorch's does
+// (`val > max || isnan(val)`). Private to cvattn.
+#include <cstdint>
+
+namespace cvattn::functional::detail {
+
+// One max_pool2d plane: input h x w, output ho x wo, kernel kh x kw, stride, padding, dilation.
+// `buffer` floats of the row scratch cover the padded row and every window (pooling.cpp's
+// Window::buffer).
+struct MaxPoolPlane {
+  std::int64_t h, w, ho, wo;
+  std::int64_t kh, kw, sh, sw, ph, pw, dh, dw;
+  std::int64_t buffer;
+};
+
+// out[oy, ox] = the NaN-propagating max of the window's input pixels (windows past the input
+// read -inf); row is scratch of `buffer` floats.
+void max_pool_plane(const float* src, const MaxPoolPlane& g, float* row, float* out);
+
+// acc[i] = max_nan(acc[i], x[i]) (kMax) or acc[i] + x[i], for i < n, over rows [lo, hi) of a
+// plane of row length n: x = src + r * n, in row order.
+void fold_rows(bool max, const float* src, std::int64_t n, std::int64_t lo, std::int64_t hi,
+               float* acc);
+
+}  // namespace cvattn::functional::detail

@@ -1,0 +1,44 @@
+#pragma once
+// Reference twin of functional/detail/pool_kernels.hpp: the pooling plane loops one element at a
+// time, the oracle of the parity test run on every SIMD target.
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+
+#include "functional/detail/pool_kernels.hpp"
+
+namespace cvattn::reference {
+
+inline float max_nan(float a, float b) { return ((b > a) | (b != b)) ? b : a; }
+
+inline void max_pool_plane(const float* src, const functional::detail::MaxPoolPlane& g,
+                           float* out) {
+  for (std::int64_t oy = 0; oy < g.ho; ++oy) {
+    for (std::int64_t ox = 0; ox < g.wo; ++ox) {
+      // Rows first, then columns, as the kernel folds them (the order decides which NaN wins
+      // only in its payload, which the test does not compare).
+      float m = -std::numeric_limits<float>::infinity();
+      for (std::int64_t v = 0; v < g.kw; ++v) {
+        float col = -std::numeric_limits<float>::infinity();
+        const std::int64_t ix = ox * g.sw - g.pw + v * g.dw;
+        for (std::int64_t u = 0; u < g.kh; ++u) {
+          const std::int64_t iy = oy * g.sh - g.ph + u * g.dh;
+          if (iy >= 0 && iy < g.h && ix >= 0 && ix < g.w) col = max_nan(col, src[iy * g.w + ix]);
+        }
+        m = max_nan(m, col);
+      }
+      out[oy * g.wo + ox] = m;
+    }
+  }
+}
+
+inline void fold_rows(bool max, const float* src, std::int64_t n, std::int64_t lo, std::int64_t hi,
+                      float* acc) {
+  for (std::int64_t r = lo; r < hi; ++r) {
+    for (std::int64_t i = 0; i < n; ++i) {
+      acc[i] = max ? max_nan(acc[i], src[r * n + i]) : acc[i] + src[r * n + i];
+    }
+  }
+}
+
+}  // namespace cvattn::reference
