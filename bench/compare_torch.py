@@ -25,6 +25,13 @@ shapes, weights as initialisers) also run under ONNX Runtime (onnxruntime-node, 
 bench/ort/run_ort.js; install with `npm install --prefix bench/ort`): its output is checked like
 cvattn's and it is timed in the same rounds (PyTorch, cvattn, ORT); two more columns. Without
 onnxruntime-node the columns are skipped with a note.
+
+With --peers ncnn (or ort,ncnn), rows whose op ncnn has a layer for (conv2d, grid_sample,
+deform_conv2d, and SE composed of Pooling, InnerProduct and BinaryOp) also run under ncnn, built
+from source by bench/ncnn/build.sh: bench/ncnn/ncnn_peer builds the layers with ncnn's layer API
+and times them on the same .npy files (one thread, fp32, packed layout, NCHW in and out). Its
+output is checked like cvattn's, it is timed in the same rounds, and it adds the columns "ncnn ms"
+and "cvattn vs ncnn". Without the harness the columns are skipped with a note.
 """
 import argparse
 import datetime
@@ -50,6 +57,7 @@ from channel import randomize as randomize_channel  # noqa: E402
 from common import save_safetensors  # noqa: E402
 from sk import SelectiveKernel, randomize_batch_norms  # noqa: E402
 
+import ncnn_peer  # noqa: E402
 import ort_peer  # noqa: E402
 
 GEN = torch.Generator().manual_seed(20261129)
@@ -316,6 +324,23 @@ def ort_command(case, ref, folder, row, notes):
     return cmd
 
 
+def ncnn_command(case, ref, folder, row, notes):
+    """Checks ncnn's output for the row against PyTorch's like cvattn's: the ncnn_peer command to
+    time, or None (the reason in the row's ncnn cell, and for a failure in the notes)."""
+    cmd = ncnn_peer.command(case, folder)
+    if cmd is None:
+        row["ncnn_status"] = "n/a"
+        return None
+    ref = ref.detach().numpy()
+    err = ncnn_peer.check(cmd, ref, os.path.join(folder, "ncnn_output.npy"),
+                          1e-4 + 1e-4 * np.abs(ref))
+    if err:
+        row["ncnn_status"] = "WRONG: " + err.replace("|", "/")[:160]
+        notes.append("%s: ncnn %s" % (case.key, err.replace("|", "/")[:160]))
+        return None
+    return cmd
+
+
 def listed_ops(binary):
     try:
         res = subprocess.run([binary, "list"], capture_output=True, text=True, check=True)
@@ -424,7 +449,8 @@ def main():
                              "'GBPS,GFLOPS': one core's copy bandwidth and SGEMM rate")
     parser.add_argument("--peers", default="",
                         help="'ort': also run ONNX Runtime (onnxruntime-node) on the rows that "
-                             "export to ONNX")
+                             "export to ONNX; 'ncnn': also run ncnn (bench/ncnn/build.sh) on the "
+                             "rows it has layers for; both: 'ort,ncnn'")
     parser.add_argument("--keep", metavar="DIR",
                         help="write the inputs to DIR/<row key>/ and keep them (default: a "
                              "temporary folder)")
@@ -436,6 +462,11 @@ def main():
     if use_ort and ort_peer.missing():
         notes.append("ONNX Runtime columns skipped: %s." % ort_peer.missing())
         use_ort = False
+    use_ncnn = "ncnn" in args.peers.split(",")
+    if use_ncnn and ncnn_peer.missing():
+        notes.append("ncnn columns skipped: %s." % ncnn_peer.missing())
+        use_ncnn = False
+    ncnn_info = {}  # row key -> ncnn_peer's elempack and dispatched ISA, for the peer line
     ops = listed_ops(args.cvattn)
     limits = measure_limits(args.cvattn, args.limits)
     rows = []
@@ -446,7 +477,7 @@ def main():
                 continue
             row = {"case": case, "torch": None, "cv": None, "ratio": None, "cvT": None,
                    "scale": None, "status": "", "ort": None, "ort_wall": None, "ort_ratio": None,
-                   "ort_status": ""}
+                   "ort_status": "", "ncnn": None, "ncnn_ratio": None, "ncnn_status": ""}
             rows.append(row)
             if case.op not in ops:
                 row["status"] = "not in this cvattn"
@@ -463,12 +494,14 @@ def main():
             with torch.no_grad():
                 ref = case.fn()
             ort_cmd = ort_command(case, ref, folder, row, notes) if use_ort else None
+            ncnn_cmd = ncnn_command(case, ref, folder, row, notes) if use_ncnn else None
             err = check(cmd, ref, folder)
             if err:
                 row["status"] = "WRONG: " + err.replace("|", "/")[:160]
                 continue
             t_torch, t_cv, ratios, t_cvT, scales = [], [], [], [], []
             t_ort, t_ort_wall, ort_ratios = [], [], []
+            t_ncnn, ncnn_ratios = [], []
             try:
                 for _ in range(args.rounds):
                     a = time_torch(case.fn, args.repeat, args.stat)
@@ -481,6 +514,12 @@ def main():
                         t_ort.append(o)
                         t_ort_wall.append(w)
                         ort_ratios.append(o / c)
+                    if ncnn_cmd:
+                        res = ncnn_peer.run(ncnn_cmd, args.repeat)
+                        n = ncnn_peer.times(res, args.stat)
+                        ncnn_info[case.key] = (res.get("elempack"), res.get("isa"))
+                        t_ncnn.append(n)
+                        ncnn_ratios.append(n / c)
                     if args.threads > 1:
                         ct = time_cvattn(cmd, args.repeat, args.threads, args.stat)
                         t_cvT.append(ct)
@@ -495,6 +534,9 @@ def main():
             if t_ort:
                 row.update(ort=statistics.median(t_ort), ort_wall=statistics.median(t_ort_wall),
                            ort_ratio=statistics.median(ort_ratios))
+            if t_ncnn:
+                row.update(ncnn=statistics.median(t_ncnn),
+                           ncnn_ratio=statistics.median(ncnn_ratios))
             print("# %-16s torch %8.3f ms  cvattn %8.3f ms  %5.2fx" %
                   (case.key, row["torch"], row["cv"], row["ratio"]), file=sys.stderr)
 
@@ -509,6 +551,23 @@ def main():
               "onnxruntime-node (adds the binding's conversion of inputs and outputs); "
               "\"cvattn vs ORT\" = ORT ms / cvattn ms, median of the per-round ratios." %
               ort_peer.version())
+    if use_ncnn:
+        packs = {}
+        for key, (pack, _) in ncnn_info.items():
+            packs.setdefault(pack, []).append(key)
+        isas = sorted({isa for _, isa in ncnn_info.values() if isa})
+        print("Peer: ncnn %s, built from source by bench/ncnn/build.sh (static, CPU only, runtime "
+              "ISA dispatch: %s kernels; only the layers used), run by bench/ncnn/ncnn_peer "
+              "through its layer API (Convolution, GridSample, DeformableConv2D; SE as Pooling, "
+              "InnerProduct + ReLU, InnerProduct + sigmoid, BinaryOp), 1 thread, fp32 (no fp16, "
+              "bf16 or int8), packed layout (elempack %s), pool allocators. NCHW in and out: the "
+              "timed call includes converting the data input to the packed layout and the output "
+              "back (convert_packing), and loops over the images of a batch; offsets, mask and "
+              "grid are passed as PyTorch lays them out. ncnn ms is the harness's own time per "
+              "call; \"cvattn vs ncnn\" = ncnn ms / cvattn ms, median of the per-round ratios." %
+              (ncnn_peer.version(), "/".join(isas) or "unknown",
+               "; ".join("%s: %s" % (p, ", ".join(k)) for p, k in sorted(packs.items()))
+               or "n/a"))
     print("Wall-clock %s of %d calls per side and round, median over %d interleaved rounds; "
           "speed-up = median of the per-round ratios." %
           ("minimum" if args.stat == "min" else "median", args.repeat, args.rounds))
@@ -526,6 +585,9 @@ def main():
     if use_ort:
         head += " ORT ms | ORT via Node ms | cvattn vs ORT |"
         line += "---|---|---|"
+    if use_ncnn:
+        head += " ncnn ms | cvattn vs ncnn |"
+        line += "---|---|"
     print(head)
     print(line)
     good = []
@@ -543,6 +605,10 @@ def main():
             status = row["ort_status"]
             cells += [status or fmt(row["ort"]), status or fmt(row["ort_wall"]),
                       "n/a" if row["ort_ratio"] is None else "%.2fx" % row["ort_ratio"]]
+        if use_ncnn:
+            status = row["ncnn_status"]
+            cells += [status or fmt(row["ncnn"]),
+                      "n/a" if row["ncnn_ratio"] is None else "%.2fx" % row["ncnn_ratio"]]
         print("| " + " | ".join(cells) + " |")
         if row["ratio"] is not None:
             good.append(row)
@@ -557,6 +623,10 @@ def main():
             peer = [r["ort_ratio"] for r in good if r["ort_ratio"]]
             go = math.exp(sum(map(math.log, peer)) / len(peer)) if peer else None
             cells += ["", "", "n/a" if go is None else "**%.2fx** (%d ops)" % (go, len(peer))]
+        if use_ncnn:
+            peer = [r["ncnn_ratio"] for r in good if r["ncnn_ratio"]]
+            gn = math.exp(sum(map(math.log, peer)) / len(peer)) if peer else None
+            cells += ["", "n/a" if gn is None else "**%.2fx** (%d ops)" % (gn, len(peer))]
         print("| " + " | ".join(cells) + " |")
     missing = [r["case"].op for r in rows if r["status"] == "not in this cvattn"]
     if missing:
