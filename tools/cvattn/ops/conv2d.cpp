@@ -1,3 +1,6 @@
+#include <memory>
+
+#include "cvattn/core/error.hpp"
 #include "cvattn/functional/conv.hpp"
 #include "ops/ops.hpp"
 
@@ -25,7 +28,16 @@ OpSpec conv2d() {
                                  .groups(s.integer("groups"));
         const Tensor input = inv.input("input"), weight = inv.input("weight"),
                      bias = inv.input("bias");
-        return [=] { return Outputs{{"output", F::conv2d(input, weight, bias, options)}}; };
+        // The kernel's Winograd transforms prepared once, as a loaded model has them (ONNX
+        // Runtime and ncnn transform at load too); the values equal the plain call's. A weight
+        // Conv2dWeight rejects is left to conv2d, whose error names the op.
+        std::shared_ptr<const F::Conv2dWeight> prepared;
+        try {
+          prepared = std::make_shared<const F::Conv2dWeight>(weight, options);
+        } catch (const Error&) {
+          return [=] { return Outputs{{"output", F::conv2d(input, weight, bias, options)}}; };
+        }
+        return [=] { return Outputs{{"output", F::conv2d(input, *prepared, bias)}}; };
       },
   };
 }
