@@ -39,19 +39,26 @@ void check_per_channel(const Tensor& t, const Tensor::Nchw& s, const char* name,
 // Planes smaller than this per task are grouped so that a task does some real work.
 constexpr std::int64_t kPlaneWork = std::int64_t{1} << 14;
 
-// Runs body(plane) for plane in [0, planes) of hw elements each, in parallel when it pays.
+// body(p0, p1) over runs of planes [p0, p1) of hw elements each, in parallel when there is
+// enough work: one call per run, for kernels that take many planes at once.
 template <class Body>
-void for_planes(std::int64_t planes, std::int64_t hw, Body&& body) {
+void for_plane_runs(std::int64_t planes, std::int64_t hw, Body&& body) {
   const std::int64_t per_task =
       std::max<std::int64_t>(1, kPlaneWork / std::max<std::int64_t>(hw, 1));
   const std::int64_t tasks = (planes + per_task - 1) / per_task;
   if (tasks <= 1) {
-    for (std::int64_t p = 0; p < planes; ++p) body(p);
+    if (planes > 0) body(std::int64_t{0}, planes);
     return;
   }
-  cvattn::detail::parallel_for(tasks, [&](std::int64_t t) {
-    const std::int64_t end = std::min(planes, (t + 1) * per_task);
-    for (std::int64_t p = t * per_task; p < end; ++p) body(p);
+  cvattn::detail::parallel_for(
+      tasks, [&](std::int64_t t) { body(t * per_task, std::min(planes, (t + 1) * per_task)); });
+}
+
+// Runs body(plane) for plane in [0, planes) of hw elements each, in parallel when it pays.
+template <class Body>
+void for_planes(std::int64_t planes, std::int64_t hw, Body&& body) {
+  for_plane_runs(planes, hw, [&](std::int64_t p0, std::int64_t p1) {
+    for (std::int64_t p = p0; p < p1; ++p) body(p);
   });
 }
 
@@ -98,15 +105,12 @@ Tensor scale_channels(const Tensor& x, const Tensor& scale, const Tensor& shift)
   for_planes(s.n * s.c, hw, [&](std::int64_t p) {
     const float* in = xp + p * hw;
     float* out = yp + p * hw;
-    if (g != nullptr && a != nullptr) {
-      const float gp = g[p], ap = a[p];
-      for (std::int64_t i = 0; i < hw; ++i) out[i] = in[i] * gp + ap;
-    } else if (g != nullptr) {
-      const float gp = g[p];
-      for (std::int64_t i = 0; i < hw; ++i) out[i] = in[i] * gp;
+    // By the dispatched plane kernels (x * 1 + a is x + a exactly, fused or not).
+    if (g != nullptr && a == nullptr) {
+      cvattn::detail::scale_plane(in, out, g[p], hw, false);
     } else {
-      const float ap = a != nullptr ? a[p] : 0.0f;
-      for (std::int64_t i = 0; i < hw; ++i) out[i] = in[i] + ap;
+      cvattn::detail::affine_plane(in, out, g != nullptr ? g[p] : 1.0f, a != nullptr ? a[p] : 0.0f,
+                                   nullptr, hw);
     }
   });
   return y;
@@ -241,16 +245,23 @@ Tensor upsample_nearest(const Tensor& x, Pair2 size) {
   const float* xp = x.data();
   float* yp = y.data();
   const std::int64_t out_hw = size.h * size.w;
+  if (s.h == 1 && s.w == 1) {  // a channel gate broadcast to the image
+    // By the dispatched kernel (x * 1 keeps every value, -0 included): a store-bound fill, which
+    // std::fill does with 16-byte stores in a portable build; one dispatch per run of planes
+    // (one per plane cost 8 % at 28x28).
+    const std::int64_t planes = s.n * s.c;
+    std::vector<std::int64_t> value(static_cast<std::size_t>(planes)), none(value.size(), 0);
+    for (std::int64_t p = 0; p < planes; ++p) value[static_cast<std::size_t>(p)] = p;
+    const float one = 1.0f;
+    for_plane_runs(planes, out_hw, [&](std::int64_t p0, std::int64_t p1) {
+      cvattn::detail::binary_rows(cvattn::detail::BinaryOp::mul, xp, value.data() + p0, 0, &one,
+                                  none.data() + p0, 0, yp + p0 * out_hw, out_hw, p1 - p0);
+    });
+    return y;
+  }
   for_planes(s.n * s.c, out_hw, [&](std::int64_t p) {
     const float* in = xp + p * s.h * s.w;
     float* out = yp + p * out_hw;
-    if (s.h == 1 && s.w == 1) {  // a channel gate broadcast to the image
-      // By the dispatched kernel (x * 1 keeps every value, -0 included): a store-bound fill, which
-      // std::fill does with 16-byte stores in a portable build.
-      const float one = 1.0f;
-      cvattn::detail::binary_row(cvattn::detail::BinaryOp::mul, in, 0, &one, 0, out, out_hw);
-      return;
-    }
     std::int64_t previous = -1;
     for (std::int64_t oy = 0; oy < size.h; ++oy) {
       const std::int64_t iy =
