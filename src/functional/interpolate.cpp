@@ -9,6 +9,7 @@
 
 #include "cvattn/core/error.hpp"
 #include "functional/detail/grain.hpp"
+#include "functional/detail/interp_kernels.hpp"
 #include "functional/detail/tasks.hpp"
 
 namespace cvattn::functional {
@@ -217,12 +218,15 @@ Tensor interpolate(const Tensor& input, const InterpolateOptions& options) {
       const float* in = src + p * h * w;
       float* out = dst + p * oh * ow;
       float* tmp = scratch_data + slot * stride;
-      const std::int32_t* __restrict ix = tx.index.data();
-      const float* __restrict wx = tx.weight.data();
       for (Index r = 0; r < h; ++r) {
         if (!used[static_cast<std::size_t>(r)]) continue;
+        // A plain loop: its taps are gathers, and 16-lane gathers measured slower on Zen 4
+        // (3.8-5.0 ms against 2.3-3.2 ms for this loop on the SSE2 baseline, [8,64,56,56] to
+        // 112x112 bilinear), so it is not a dispatched kernel.
         const float* __restrict row = in + r * w;
         float* __restrict t = tmp + r * ow;
+        const std::int32_t* __restrict ix = tx.index.data();
+        const float* __restrict wx = tx.weight.data();
         if (kx == 2) {
           for (Index x = 0; x < ow; ++x) {
             t[x] = wx[2 * x] * row[ix[2 * x]] + wx[2 * x + 1] * row[ix[2 * x + 1]];
@@ -238,19 +242,9 @@ Tensor interpolate(const Tensor& input, const InterpolateOptions& options) {
       }
       for (Index r = 0; r < oh; ++r) {
         const std::int32_t* iy = ty.index.data() + r * ky;
-        const float* wy = ty.weight.data() + r * ky;
-        float* __restrict o = out + r * ow;
-        const float* __restrict t0 = tmp + Index{iy[0]} * ow;
-        const float* __restrict t1 = tmp + Index{iy[1]} * ow;
-        const float w0 = wy[0], w1 = wy[1];
-        if (ky == 2) {
-          for (Index x = 0; x < ow; ++x) o[x] = w0 * t0[x] + w1 * t1[x];
-        } else {
-          const float* __restrict t2 = tmp + Index{iy[2]} * ow;
-          const float* __restrict t3 = tmp + Index{iy[3]} * ow;
-          const float w2 = wy[2], w3 = wy[3];
-          for (Index x = 0; x < ow; ++x) o[x] = w0 * t0[x] + w1 * t1[x] + w2 * t2[x] + w3 * t3[x];
-        }
+        const float* rows[4];
+        for (int j = 0; j < ky; ++j) rows[j] = tmp + Index{iy[j]} * ow;
+        detail::interp_blend(rows, ty.weight.data() + r * ky, ky, ow, out + r * ow);
       }
     }
   });

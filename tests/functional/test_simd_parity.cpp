@@ -16,6 +16,7 @@
 #include "functional/detail/channel_kernels.hpp"
 #include "functional/detail/conv_kernels.hpp"
 #include "functional/detail/gemm.hpp"
+#include "functional/detail/interp_kernels.hpp"
 #include "functional/detail/norm_kernels.hpp"
 #include "functional/detail/pool_kernels.hpp"
 #include "functional/detail/reduce.hpp"
@@ -23,6 +24,7 @@
 #include "functional/detail/winograd_kernels.hpp"
 #include "functional/reference/channel_kernels.hpp"
 #include "functional/reference/conv_dilated.hpp"
+#include "functional/reference/interp_kernels.hpp"
 #include "functional/reference/norm_kernels.hpp"
 #include "functional/reference/pool_kernels.hpp"
 #include "functional/reference/reduce.hpp"
@@ -518,6 +520,32 @@ TEST(SimdParity, PoolPlanes) {
           } else {
             EXPECT_EQ(acc[i], ref[i]) << (max ? "max" : "sum") << " at " << i;
           }
+        }
+      }
+    }
+  });
+}
+
+// interpolate's blend along H: the same sums in the same order (a target with FMA may fuse a
+// multiply into the add after it: GCC contracts C++ by default), so within a rounding of the
+// summed magnitudes, for 2 and 4 rows and widths around the vector sizes.
+TEST(SimdParity, InterpolateBlend) {
+  for_each_simd_target([&] {
+    for (const int k : {2, 4}) {
+      for (const std::int64_t ow : {1, 3, 8, 15, 16, 17, 33, 112, 225}) {
+        SCOPED_TRACE(testing::Message() << k << " rows, width " << ow);
+        const auto rows = random_vector(4 * ow, static_cast<std::uint64_t>(ow) + 82, -2.0f, 2.0f);
+        const float* r[4] = {rows.data(), rows.data() + ow, rows.data() + 2 * ow,
+                             rows.data() + 3 * ow};
+        const float wy[4] = {0.3f, -0.2f, 0.7f, 0.2f};
+        std::vector<float> o(static_cast<std::size_t>(ow)), ref = o;
+        functional::detail::interp_blend(r, wy, k, ow, o.data());
+        reference::interp_blend(r, wy, k, ow, ref.data());
+        for (std::int64_t x = 0; x < ow; ++x) {
+          double mag = 0.0;
+          for (int j = 0; j < k; ++j) mag += std::fabs(wy[j] * r[j][x]);
+          const auto u = static_cast<std::size_t>(x);
+          EXPECT_NEAR(o[u], ref[u], 4e-7 * mag) << "column " << x;
         }
       }
     }
