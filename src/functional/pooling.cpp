@@ -94,10 +94,10 @@ Tensor run_max_pool(const Tensor& input, const Window& win) {
   const float* in = input.data();
   float* dst = out.data();
   float* scratch_data = scratch.data();
-  const detail::MaxPoolPlane g{p.h,           p.w,           win.ho,         win.wo,
-                               win.kernel.h,  win.kernel.w,  win.stride.h,   win.stride.w,
-                               win.padding.h, win.padding.w, win.dilation.h, win.dilation.w,
-                               win.buffer};
+  const detail::PoolPlane g{p.h,           p.w,           win.ho,         win.wo,
+                            win.kernel.h,  win.kernel.w,  win.stride.h,   win.stride.w,
+                            win.padding.h, win.padding.w, win.dilation.h, win.dilation.w,
+                            win.buffer};
   detail::for_each_task(planes, slots, [&](std::int64_t plane, std::int64_t slot) {
     detail::max_pool_plane(in + plane * p.h * p.w, g, scratch_data + slot * stride,
                            dst + plane * win.ho * win.wo);
@@ -155,37 +155,23 @@ Tensor avg_pool2d(const Tensor& input, const AvgPool2dOptions& options) {
   const float* in = input.data();
   float* dst = out.data();
   float* scratch_data = scratch.data();
+  const detail::PoolPlane g{p.h,
+                            p.w,
+                            win.ho,
+                            win.wo,
+                            win.kernel.h,
+                            win.kernel.w,
+                            win.stride.h,
+                            win.stride.w,
+                            win.padding.h,
+                            win.padding.w,
+                            1,
+                            1,
+                            win.buffer};
+  const float div = divisor ? static_cast<float>(*divisor) : 0.0f;
   detail::for_each_task(planes, slots, [&](std::int64_t plane, std::int64_t slot) {
-    float* row = scratch_data + slot * stride;
-    float* div = row + win.buffer;
-    float* cols = row + win.padding.w;
-    const float* src = in + plane * p.h * p.w;
-    float* o = dst + plane * win.ho * win.wo;
-    for (std::int64_t oy = 0; oy < win.ho; ++oy) {
-      std::fill(row, row + win.buffer, 0.0f);
-      for (std::int64_t u = 0; u < win.kernel.h; ++u) {
-        const std::int64_t iy = oy * win.stride.h - win.padding.h + u;
-        if (!(iy >= 0 && iy < p.h)) continue;
-        const float* s = src + iy * p.w;
-        for (std::int64_t x = 0; x < p.w; ++x) cols[x] += s[x];
-      }
-      const float rc = row_count[static_cast<std::size_t>(oy)];
-      for (std::int64_t ox = 0; ox < win.wo; ++ox) {
-        // Windows that hold no input pixel give 0 in PyTorch; rc * cc is then 0 too, so use 1
-        // (their sum is 0).
-        const float d =
-            divisor ? static_cast<float>(*divisor) : rc * col_count[static_cast<std::size_t>(ox)];
-        div[ox] = d == 0.0f ? 1.0f : d;
-      }
-      float* orow = o + oy * win.wo;
-      std::fill(orow, orow + win.wo, 0.0f);
-      const std::int64_t sw = win.stride.w;
-      for (std::int64_t v = 0; v < win.kernel.w; ++v) {
-        const float* r = row + v;
-        for (std::int64_t ox = 0; ox < win.wo; ++ox) orow[ox] += r[ox * sw];
-      }
-      for (std::int64_t ox = 0; ox < win.wo; ++ox) orow[ox] /= div[ox];
-    }
+    detail::avg_pool_plane(in + plane * p.h * p.w, g, row_count.data(), col_count.data(), div,
+                           scratch_data + slot * stride, dst + plane * win.ho * win.wo);
   });
   return out;
 }

@@ -466,8 +466,9 @@ TEST(SimdParity, Winograd43Transforms) {
   });
 }
 
-// max_pool2d planes and the adaptive pools' row folds: maxima are exact, so the values must be
-// equal (NaN where the reference has NaN); sums are added in the same order per element.
+// max_pool2d / avg_pool2d planes and the adaptive pools' row folds: maxima are exact and sums are
+// added in the same order per element, so the values must be equal (NaN where the reference has
+// NaN).
 TEST(SimdParity, PoolPlanes) {
   struct Case {
     std::int64_t h, w, kh, kw, sh, sw, ph, pw, dh, dw;
@@ -491,7 +492,7 @@ TEST(SimdParity, PoolPlanes) {
     for (const Case& k : cases) {
       SCOPED_TRACE(testing::Message() << k.h << "x" << k.w << " kernel " << k.kh << "x" << k.kw
                                       << " stride " << k.sh << "x" << k.sw);
-      functional::detail::MaxPoolPlane g{};
+      functional::detail::PoolPlane g{};
       g.h = k.h, g.w = k.w, g.kh = k.kh, g.kw = k.kw, g.sh = k.sh, g.sw = k.sw;
       g.ph = k.ph, g.pw = k.pw, g.dh = k.dh, g.dw = k.dw;
       g.ho = pooled(k.h, k.kh, k.sh, k.ph, k.dh, k.ceil);
@@ -508,6 +509,32 @@ TEST(SimdParity, PoolPlanes) {
           EXPECT_TRUE(std::isnan(out[i])) << "at " << i;
         } else {
           EXPECT_EQ(out[i], want[i]) << "at " << i;
+        }
+      }
+      if (k.dh == 1 && k.dw == 1) {  // avg_pool2d: the same sums in the same order, divided
+        std::vector<float> rc(static_cast<std::size_t>(g.ho)), cc(static_cast<std::size_t>(g.wo));
+        for (std::int64_t oy = 0; oy < g.ho; ++oy) {
+          const std::int64_t lo = std::max<std::int64_t>(0, oy * k.sh - k.ph);
+          const std::int64_t hi = std::min(k.h, oy * k.sh - k.ph + k.kh);
+          rc[static_cast<std::size_t>(oy)] = static_cast<float>(std::max<std::int64_t>(0, hi - lo));
+        }
+        for (std::int64_t ox = 0; ox < g.wo; ++ox) {
+          const std::int64_t lo = std::max<std::int64_t>(0, ox * k.sw - k.pw);
+          const std::int64_t hi = std::min(k.w, ox * k.sw - k.pw + k.kw);
+          cc[static_cast<std::size_t>(ox)] = static_cast<float>(std::max<std::int64_t>(0, hi - lo));
+        }
+        for (const float divisor : {0.0f, 3.0f}) {
+          std::vector<float> scratch(static_cast<std::size_t>(g.buffer + g.wo));
+          functional::detail::avg_pool_plane(x.data(), g, rc.data(), cc.data(), divisor,
+                                             scratch.data(), out.data());
+          reference::avg_pool_plane(x.data(), g, rc.data(), cc.data(), divisor, want.data());
+          for (std::size_t i = 0; i < out.size(); ++i) {
+            if (std::isnan(want[i])) {
+              EXPECT_TRUE(std::isnan(out[i])) << "avg at " << i;
+            } else {
+              EXPECT_EQ(out[i], want[i]) << "avg, divisor " << divisor << ", at " << i;
+            }
+          }
         }
       }
       for (const bool max : {true, false}) {

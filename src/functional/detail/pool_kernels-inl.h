@@ -40,50 +40,78 @@ HWY_INLINE void Fold(float* HWY_RESTRICT acc, const float* HWY_RESTRICT x, std::
   for (; i < n; ++i) acc[i] = kMax ? MaxNanScalar(acc[i], x[i]) : acc[i] + x[i];
 }
 
-// out[ox] = max_nan(out[ox], r[ox * s]) for ox < n, s >= 1.
-HWY_INLINE void MaxStrided(float* HWY_RESTRICT out, const float* HWY_RESTRICT r, std::int64_t n,
-                           std::int64_t s) {
+// out[ox] = max_nan(out[ox], r[ox * s]) (kMax) or out[ox] + r[ox * s] for ox < n, s >= 1.
+template <bool kMax>
+HWY_INLINE void FoldStrided(float* HWY_RESTRICT out, const float* HWY_RESTRICT r, std::int64_t n,
+                            std::int64_t s) {
   const hn::ScalableTag<float> d;
   const auto L = static_cast<std::int64_t>(hn::Lanes(d));
   std::int64_t ox = 0;
   if (s == 1) {
-    Fold<true>(out, r, n);
+    Fold<kMax>(out, r, n);
     return;
   }
   if (s == 2) {  // even columns of an interleaved pair load (reads r up to 2 (ox + L) - 1)
     for (; ox + L <= n; ox += L) {
       hn::Vec<decltype(d)> even, odd;
       hn::LoadInterleaved2(d, r + 2 * ox, even, odd);
-      hn::StoreU(MaxNan(d, hn::LoadU(d, out + ox), even), d, out + ox);
+      const auto a = hn::LoadU(d, out + ox);
+      hn::StoreU(kMax ? MaxNan(d, a, even) : hn::Add(a, even), d, out + ox);
     }
   }
-  for (; ox < n; ++ox) out[ox] = MaxNanScalar(out[ox], r[ox * s]);
+  for (; ox < n; ++ox) out[ox] = kMax ? MaxNanScalar(out[ox], r[ox * s]) : out[ox] + r[ox * s];
 }
 
-void MaxPoolPlaneImpl(const float* HWY_RESTRICT src, const MaxPoolPlane& g, float* HWY_RESTRICT row,
+// One output row: the window rows of oy folded into row (from `init`), then the window columns
+// folded into orow (from `init`); the stride-2 pair loads read 2 L floats from r + 2 ox, so
+// columns whose load would leave the buffer go scalar.
+template <bool kMax>
+HWY_INLINE void PoolRow(const float* HWY_RESTRICT src, const PoolPlane& g, std::int64_t oy,
+                        float init, float* HWY_RESTRICT row, float* HWY_RESTRICT orow) {
+  float* cols = row + g.pw;  // row[pw + x]: the fold over the window's rows of input column x
+  std::fill(row, row + g.buffer, init);
+  for (std::int64_t u = 0; u < g.kh; ++u) {
+    const std::int64_t iy = oy * g.sh - g.ph + u * g.dh;
+    if (iy >= 0 && iy < g.h) Fold<kMax>(cols, src + iy * g.w, g.w);
+  }
+  std::fill(orow, orow + g.wo, init);
+  for (std::int64_t v = 0; v < g.kw; ++v) {
+    const float* r = row + v * g.dw;
+    const std::int64_t room = g.buffer - v * g.dw;  // floats readable from r
+    const std::int64_t safe = g.sw == 2 ? std::min(g.wo, room / 2) : g.wo;
+    FoldStrided<kMax>(orow, r, safe, g.sw);
+    for (std::int64_t ox = safe; ox < g.wo; ++ox) {
+      orow[ox] = kMax ? MaxNanScalar(orow[ox], r[ox * g.sw]) : orow[ox] + r[ox * g.sw];
+    }
+  }
+}
+
+void MaxPoolPlaneImpl(const float* HWY_RESTRICT src, const PoolPlane& g, float* HWY_RESTRICT row,
                       float* HWY_RESTRICT out) {
-  constexpr float kLowest = -std::numeric_limits<float>::infinity();
-  float* cols = row + g.pw;  // row[pw + x]: the max over the window's rows of input column x
   for (std::int64_t oy = 0; oy < g.ho; ++oy) {
-    std::fill(row, row + g.buffer, kLowest);
-    for (std::int64_t u = 0; u < g.kh; ++u) {
-      const std::int64_t iy = oy * g.sh - g.ph + u * g.dh;
-      if (iy >= 0 && iy < g.h) Fold<true>(cols, src + iy * g.w, g.w);
-    }
+    PoolRow<true>(src, g, oy, -std::numeric_limits<float>::infinity(), row, out + oy * g.wo);
+  }
+}
+
+void AvgPoolPlaneImpl(const float* HWY_RESTRICT src, const PoolPlane& g,
+                      const float* HWY_RESTRICT row_count, const float* HWY_RESTRICT col_count,
+                      float divisor, float* HWY_RESTRICT row, float* HWY_RESTRICT out) {
+  const hn::ScalableTag<float> d;
+  const auto L = static_cast<std::int64_t>(hn::Lanes(d));
+  float* div = row + g.buffer;
+  for (std::int64_t oy = 0; oy < g.ho; ++oy) {
     float* orow = out + oy * g.wo;
-    std::fill(orow, orow + g.wo, kLowest);
-    // The stride-2 pair loads read 2 L floats from r + 2 ox: columns whose load would leave the
-    // buffer go scalar.
-    for (std::int64_t v = 0; v < g.kw; ++v) {
-      const float* r = row + v * g.dw;
-      const std::int64_t room = g.buffer - v * g.dw;  // floats readable from r
-      std::int64_t safe = g.wo;
-      if (g.sw == 2) safe = std::min(g.wo, room / 2);
-      MaxStrided(orow, r, safe, g.sw);
-      for (std::int64_t ox = safe; ox < g.wo; ++ox) {
-        orow[ox] = MaxNanScalar(orow[ox], r[ox * g.sw]);
-      }
+    PoolRow<false>(src, g, oy, 0.0f, row, orow);
+    const float rc = row_count[oy];
+    for (std::int64_t ox = 0; ox < g.wo; ++ox) {
+      const float v = divisor != 0.0f ? divisor : rc * col_count[ox];
+      div[ox] = v == 0.0f ? 1.0f : v;
     }
+    std::int64_t ox = 0;
+    for (; ox + L <= g.wo; ox += L) {
+      hn::StoreU(hn::Div(hn::LoadU(d, orow + ox), hn::LoadU(d, div + ox)), d, orow + ox);
+    }
+    for (; ox < g.wo; ++ox) orow[ox] /= div[ox];
   }
 }
 

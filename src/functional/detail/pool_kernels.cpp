@@ -12,10 +12,16 @@
 namespace cvattn::functional::detail {
 
 HWY_EXPORT(MaxPoolPlaneImpl);
+HWY_EXPORT(AvgPoolPlaneImpl);
 HWY_EXPORT(FoldRows);
 
-void max_pool_plane(const float* src, const MaxPoolPlane& g, float* row, float* out) {
+void max_pool_plane(const float* src, const PoolPlane& g, float* row, float* out) {
   CVATTN_DISPATCH(MaxPoolPlaneImpl)(src, g, row, out);
+}
+
+void avg_pool_plane(const float* src, const PoolPlane& g, const float* row_count,
+                    const float* col_count, float divisor, float* row, float* out) {
+  CVATTN_DISPATCH(AvgPoolPlaneImpl)(src, g, row_count, col_count, divisor, row, out);
 }
 
 void fold_rows(bool max, const float* src, std::int64_t n, std::int64_t lo, std::int64_t hi,

@@ -1,16 +1,17 @@
 #pragma once
-// The plane loops of max_pool2d and adaptive pooling (functional/pooling.cpp) as runtime-
-// dispatched Highway kernels (bodies in pool_kernels-inl.h, reference twin in
+// The plane loops of max_pool2d, avg_pool2d and adaptive pooling (functional/pooling.cpp) as
+// runtime- dispatched Highway kernels (bodies in pool_kernels-inl.h, reference twin in
 // functional/reference/pool_kernels.hpp). The maximum propagates NaN as PyTorch's does
 // (`val > max || isnan(val)`). Private to cvattn.
 #include <cstdint>
 
 namespace cvattn::functional::detail {
 
-// One max_pool2d plane: input h x w, output ho x wo, kernel kh x kw, stride, padding, dilation.
+// One max_pool2d / avg_pool2d plane: input h x w, output ho x wo, kernel kh x kw, stride,
+// padding, dilation (1 for avg_pool2d).
 // `buffer` floats of the row scratch cover the padded row and every window (pooling.cpp's
 // Window::buffer).
-struct MaxPoolPlane {
+struct PoolPlane {
   std::int64_t h, w, ho, wo;
   std::int64_t kh, kw, sh, sw, ph, pw, dh, dw;
   std::int64_t buffer;
@@ -18,7 +19,14 @@ struct MaxPoolPlane {
 
 // out[oy, ox] = the NaN-propagating max of the window's input pixels (windows past the input
 // read -inf); row is scratch of `buffer` floats.
-void max_pool_plane(const float* src, const MaxPoolPlane& g, float* row, float* out);
+void max_pool_plane(const float* src, const PoolPlane& g, float* row, float* out);
+
+// out[oy, ox] = the window's sum (rows added first, in order, then the window's columns in
+// order) / divisor, divisor = `divisor` when it is not 0, else row_count[oy] * col_count[ox]
+// (1 where that is 0: a window holding no input pixel sums to 0). row is scratch of `buffer` +
+// wo floats.
+void avg_pool_plane(const float* src, const PoolPlane& g, const float* row_count,
+                    const float* col_count, float divisor, float* row, float* out);
 
 // acc[i] = max_nan(acc[i], x[i]) (kMax) or acc[i] + x[i], for i < n, over rows [lo, hi) of a
 // plane of row length n: x = src + r * n, in row order.

@@ -11,8 +11,7 @@ namespace cvattn::reference {
 
 inline float max_nan(float a, float b) { return ((b > a) | (b != b)) ? b : a; }
 
-inline void max_pool_plane(const float* src, const functional::detail::MaxPoolPlane& g,
-                           float* out) {
+inline void max_pool_plane(const float* src, const functional::detail::PoolPlane& g, float* out) {
   for (std::int64_t oy = 0; oy < g.ho; ++oy) {
     for (std::int64_t ox = 0; ox < g.wo; ++ox) {
       // Rows first, then columns, as the kernel folds them (the order decides which NaN wins
@@ -28,6 +27,28 @@ inline void max_pool_plane(const float* src, const functional::detail::MaxPoolPl
         m = max_nan(m, col);
       }
       out[oy * g.wo + ox] = m;
+    }
+  }
+}
+
+// The sums in the kernel's order (rows into column sums, then the window's columns), divided.
+inline void avg_pool_plane(const float* src, const functional::detail::PoolPlane& g,
+                           const float* row_count, const float* col_count, float divisor,
+                           float* out) {
+  for (std::int64_t oy = 0; oy < g.ho; ++oy) {
+    for (std::int64_t ox = 0; ox < g.wo; ++ox) {
+      float sum = 0.0f;
+      for (std::int64_t v = 0; v < g.kw; ++v) {
+        const std::int64_t ix = ox * g.sw - g.pw + v;
+        float col = 0.0f;
+        for (std::int64_t u = 0; u < g.kh; ++u) {
+          const std::int64_t iy = oy * g.sh - g.ph + u;
+          if (iy >= 0 && iy < g.h && ix >= 0 && ix < g.w) col += src[iy * g.w + ix];
+        }
+        sum += col;
+      }
+      const float d = divisor != 0.0f ? divisor : row_count[oy] * col_count[ox];
+      out[oy * g.wo + ox] = sum / (d == 0.0f ? 1.0f : d);
     }
   }
 }
