@@ -18,6 +18,8 @@ import subprocess
 import numpy as np
 import torch.nn as nn
 
+import ort_peer  # the shared output comparison
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 BINARY = os.environ.get("NCNN_PEER") or os.path.join(HERE, "ncnn", "build", "ncnn_peer")
 
@@ -110,11 +112,4 @@ def check(cmd, ref, out, tol):
         run(cmd, 1, out)
     except RuntimeError as e:
         return "error: " + str(e)
-    got = np.load(out)
-    if got.shape != ref.shape:
-        return "shape %s, PyTorch %s" % (list(got.shape), list(ref.shape))
-    excess = np.abs(got - ref) - tol
-    if not np.all(excess <= 0):
-        i = np.unravel_index(np.argmax(excess), ref.shape)
-        return "differs at %s: %g vs %g" % (list(i), got[i], ref[i])
-    return None
+    return ort_peer.compare(out, ref, tol)

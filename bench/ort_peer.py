@@ -88,6 +88,12 @@ def check(cmd, ref, out, tol):
         run(cmd, 1, out)
     except RuntimeError as e:
         return "error: " + str(e)
+    return compare(out, ref, tol)
+
+
+def compare(out, ref, tol):
+    """None when the .npy file out matches ref within tol (a number, or an array like ref), else
+    what is wrong (also bench/ncnn_peer.py's check)."""
     got = np.load(out)
     if got.shape != ref.shape:
         return "shape %s, PyTorch %s" % (list(got.shape), list(ref.shape))
