@@ -100,24 +100,11 @@ ChannelGated squeeze_excitation(const Tensor& x, const SqueezeExcitationWeights&
   const float* w1 = weights.fc1_weight.data();
   const float* w2 = weights.fc2_weight.data();
 
-  auto pool = [&](std::int64_t n, std::int64_t c0, std::int64_t c1) {
-    for (std::int64_t c = c0; c < c1; ++c) {
-      const float* plane = xp + (n * channels + c) * hw;
-      if (add_maxpool) {
-        const cd::PlaneStats st = cd::plane_mean_max(plane, hw);
-        pp[n * channels + c] = 0.5f * st.mean + 0.5f * st.max;
-      } else {
-        pp[n * channels + c] = cd::plane_mean(plane, hw);
-      }
-    }
-  };
   auto excite = [&](std::int64_t n) {
-    const float* v = pp + n * channels;
     float* z = hp + n * rd;
+    cd::dot_rows(w1, rd, channels, pp + n * channels, b1, z);
     for (std::int64_t r = 0; r < rd; ++r) {
-      double acc = cd::dot(w1 + r * channels, v, channels);
-      if (b1 != nullptr) acc += b1[r];
-      float zr = static_cast<float>(acc);
+      float zr = z[r];
       if (!bn.empty()) {
         const cd::BnAffine& f = bn[static_cast<std::size_t>(r)];
         zr = zr * f.alpha + f.beta;
@@ -125,14 +112,10 @@ ChannelGated squeeze_excitation(const Tensor& x, const SqueezeExcitationWeights&
       z[r] = relu(zr);
     }
     float* g = gp + n * channels;
-    for (std::int64_t c = 0; c < channels; ++c) {
-      double acc = cd::dot(w2 + c * rd, z, rd);
-      if (b2 != nullptr) acc += b2[c];
-      g[c] = static_cast<float>(acc);
-    }
+    cd::dot_rows(w2, channels, rd, z, b2, g);
     cd::apply_gate(gate_layer, g, channels);
   };
-  cd::pool_excite_scale(xp, yp, gp, s.n, channels, hw, pool, excite);
+  cd::pool_excite_scale(xp, yp, gp, pp, s.n, channels, hw, add_maxpool, excite);
   return {y, gate};
 }
 
@@ -171,11 +154,6 @@ ChannelGated efficient_channel_attention(const Tensor& x, const EcaWeights& weig
   const float* b1 = use_mlp ? weights.conv_bias.data() : nullptr;
   const float b2 = use_mlp ? weights.conv2_bias[0] : 0.0f;
 
-  auto pool = [&](std::int64_t n, std::int64_t c0, std::int64_t c1) {
-    for (std::int64_t c = c0; c < c1; ++c) {
-      pp[n * channels + c] = cd::plane_mean(xp + (n * channels + c) * hw, hw);
-    }
-  };
   auto excite = [&](std::int64_t n) {
     const float* v = pp + n * channels;
     float* g = gp + n * channels;
@@ -202,7 +180,7 @@ ChannelGated efficient_channel_attention(const Tensor& x, const EcaWeights& weig
     }
     cd::apply_gate(gate_layer, g, channels);
   };
-  cd::pool_excite_scale(xp, yp, gp, s.n, channels, hw, pool, excite);
+  cd::pool_excite_scale(xp, yp, gp, pp, s.n, channels, hw, false, excite);
   return {y, gate};
 }
 
@@ -230,6 +208,7 @@ CbamGated cbam(const Tensor& x, const CbamWeights& weights, GateLayer gate_layer
   Tensor avg = Tensor::empty({s.n, channels});
   Tensor mx = Tensor::empty({s.n, channels});
   Tensor hidden = Tensor::empty({s.n, rd});
+  Tensor branch = Tensor::empty({s.n, channels});  // fc2 of the max-pooled branch
   // Per sample: [mean_c, max_c] of the channel-refined tensor, the spatial conv's input.
   Tensor reduced = Tensor::empty({s.n, 2, hw});
   const std::int64_t padded_size = 2 * (s.h + k - 1) * (s.w + k - 1);
@@ -242,6 +221,7 @@ CbamGated cbam(const Tensor& x, const CbamWeights& weights, GateLayer gate_layer
   float* avg_p = avg.data();
   float* max_p = mx.data();
   float* hid_p = hidden.data();
+  float* branch_p = branch.data();
   float* red_p = reduced.data();
   float* pad_p = padded.data();
   const float* w1 = weights.fc1_weight.data();
@@ -257,24 +237,19 @@ CbamGated cbam(const Tensor& x, const CbamWeights& weights, GateLayer gate_layer
     }
   };
   // fc2(ReLU(fc1(v))) for one pooled vector, added into g.
-  auto mlp = [&](const float* v, float* h, float* g, bool first) {
-    for (std::int64_t r = 0; r < rd; ++r) {
-      double acc = cd::dot(w1 + r * channels, v, channels);
-      if (b1 != nullptr) acc += b1[r];
-      h[r] = relu(static_cast<float>(acc));
-    }
-    for (std::int64_t c = 0; c < channels; ++c) {
-      double acc = cd::dot(w2 + c * rd, h, rd);
-      if (b2 != nullptr) acc += b2[c];
-      // Each branch is rounded to float before the sum, as fc2(avg) + fc2(max) in PyTorch.
-      g[c] = first ? static_cast<float>(acc) : g[c] + static_cast<float>(acc);
-    }
+  auto mlp = [&](const float* v, float* h, float* g) {
+    cd::dot_rows(w1, rd, channels, v, b1, h);
+    for (std::int64_t r = 0; r < rd; ++r) h[r] = relu(h[r]);
+    cd::dot_rows(w2, channels, rd, h, b2, g);
   };
   auto channel_excite = [&](std::int64_t n) {
     float* h = hid_p + n * rd;
     float* g = cg + n * channels;
-    mlp(avg_p + n * channels, h, g, true);
-    mlp(max_p + n * channels, h, g, false);
+    float* from_max = branch_p + n * channels;
+    mlp(avg_p + n * channels, h, g);
+    mlp(max_p + n * channels, h, from_max);
+    // Each branch is rounded to float before the sum, as fc2(avg) + fc2(max) in PyTorch.
+    for (std::int64_t c = 0; c < channels; ++c) g[c] += from_max[c];
     cd::apply_gate(gate_layer, g, channels);
   };
   // [mean_c, max_c] of x * g over pixels [p0, p1); x * g itself is not stored.

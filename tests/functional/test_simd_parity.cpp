@@ -147,6 +147,77 @@ TEST(SimdParity, ScalePlanes) {
   });
 }
 
+TEST(SimdParity, PoolAndScaleManyPlanes) {
+  // The SE/ECA sweep: planes of odd sizes (and a 784-float one, SE's 28x28), channels not a
+  // multiple of 16, with and without pooling the next sample and add_maxpool.
+  test::Random rng(41);
+  for_each_simd_target([&] {
+    for (int trial = 0; trial < 12; ++trial) {
+      const std::int64_t hw = trial == 0 ? 784 : random_size(rng, 1, 300);
+      const std::int64_t count = random_size(rng, 1, 37);
+      const bool add_max = trial % 2 == 1, stream = trial % 3 == 2;
+      SCOPED_TRACE("hw = " + std::to_string(hw) + ", planes = " + std::to_string(count) +
+                   (add_max ? ", add_max" : "") + (stream ? ", streaming" : ""));
+      const std::int64_t n = count * hw;
+      const auto x = random_vector(n + 1, rng.next(), -3.0f, 3.0f);
+      const auto next = random_vector(n + 1, rng.next(), -3.0f, 3.0f);
+      const auto g = random_vector(count, rng.next(), 0.0f, 1.0f);
+      std::vector<float> pooled(static_cast<std::size_t>(count)), want_pooled = pooled;
+      detail::pool_planes(x.data() + 1, count, hw, add_max, pooled.data());
+      reference::pool_planes(x.data() + 1, count, hw, add_max, want_pooled.data());
+      for (std::int64_t c = 0; c < count; ++c) {
+        const auto i = static_cast<std::size_t>(c);
+        EXPECT_NEAR(pooled[i], want_pooled[i], 1e-6 + 1e-6 * std::fabs(want_pooled[i])) << c;
+      }
+      std::vector<float> y(static_cast<std::size_t>(n + 1)), want_y = y;
+      std::vector<float> next_pooled(static_cast<std::size_t>(count), -1.0f);
+      for (const bool with_next : {false, true}) {
+        detail::scale_planes(x.data() + 1, y.data() + 1, g.data(), count, hw, stream,
+                             with_next ? next.data() + 1 : nullptr, add_max,
+                             with_next ? next_pooled.data() : nullptr);
+        if (stream) detail::store_fence();
+        for (std::int64_t c = 0; c < count; ++c) {
+          reference::scale_plane(x.data() + 1 + c * hw, want_y.data() + 1 + c * hw,
+                                 g[static_cast<std::size_t>(c)], hw);
+        }
+        EXPECT_EQ(y, want_y);
+      }
+      reference::pool_planes(next.data() + 1, count, hw, add_max, want_pooled.data());
+      for (std::int64_t c = 0; c < count; ++c) {
+        const auto i = static_cast<std::size_t>(c);
+        EXPECT_NEAR(next_pooled[i], want_pooled[i], 1e-6 + 1e-6 * std::fabs(want_pooled[i])) << c;
+      }
+    }
+  });
+}
+
+TEST(SimdParity, DotRows) {
+  // The gate MLPs' shapes (256 -> 16 -> 256 in SE) and odd ones around the vector groups.
+  test::Random rng(43);
+  const std::int64_t shapes[][2] = {{16, 256}, {256, 16}, {1, 1},   {3, 7},
+                                    {5, 33},   {9, 65},   {2, 127}, {4, 500}};
+  for_each_simd_target([&] {
+    for (const auto& shape : shapes) {
+      const std::int64_t rows = shape[0], cols = shape[1];
+      SCOPED_TRACE(std::to_string(rows) + " x " + std::to_string(cols));
+      const auto w = random_vector(rows * cols + 1, rng.next(), -1.0f, 1.0f);
+      const auto v = random_vector(cols + 1, rng.next(), -2.0f, 2.0f);
+      const auto b = random_vector(rows, rng.next(), -0.5f, 0.5f);
+      for (const bool bias : {false, true}) {
+        std::vector<float> got(static_cast<std::size_t>(rows)), want = got;
+        detail::dot_rows(w.data() + 1, rows, cols, v.data() + 1, bias ? b.data() : nullptr,
+                         got.data());
+        reference::dot_rows(w.data() + 1, rows, cols, v.data() + 1, bias ? b.data() : nullptr,
+                            want.data());
+        // Both sum in double: only the order differs, far below float rounding.
+        for (std::size_t r = 0; r < got.size(); ++r) {
+          EXPECT_NEAR(got[r], want[r], 1e-6f * (1.0f + std::fabs(want[r]))) << r;
+        }
+      }
+    }
+  });
+}
+
 TEST(SimdParity, AffinePlanes) {
   const std::int64_t sizes[] = {1, 3, 7, 8, 15, 17, 31, 33, 63, 65, 784, 1001, 3137};
   for_each_simd_target([&] {

@@ -12,6 +12,8 @@
 #include <cmath>
 #include <cstdint>
 
+#include "functional/detail/reduce-inl.h"
+
 HWY_BEFORE_NAMESPACE();
 namespace cvattn::detail::HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
@@ -53,6 +55,62 @@ inline void ScalePlane(const float* x, float* y, float g, std::int64_t n, bool s
 inline void ScalePlane2(const float* x, float* y, float g, const float* s, std::int64_t n,
                         bool stream) {
   ScaleBody<true>(x, y, g, s, n, stream);
+}
+
+// The SE/ECA squeeze of one plane: its mean, or (add_max, timm's add_maxpool) 0.5 * mean +
+// 0.5 * max.
+inline float PoolPlane(const float* HWY_RESTRICT p, std::int64_t hw, bool add_max) {
+  if (!add_max) return ReducePlane<false>(p, hw).mean;
+  const PlaneStats st = ReducePlane<true>(p, hw);
+  return 0.5f * st.mean + 0.5f * st.max;
+}
+
+inline void PoolPlanes(const float* HWY_RESTRICT x, std::int64_t count, std::int64_t hw,
+                       bool add_max, float* HWY_RESTRICT out) {
+  for (std::int64_t c = 0; c < count; ++c) out[c] = PoolPlane(x + c * hw, hw, add_max);
+}
+
+// Planes [0, count) of y = x * g[c]; with next, plane c of next is pooled right after plane c
+// of x is scaled, so that one sweep both reads and writes (as a memcpy does).
+inline void ScalePlanes(const float* HWY_RESTRICT x, float* HWY_RESTRICT y,
+                        const float* HWY_RESTRICT g, std::int64_t count, std::int64_t hw,
+                        bool stream, const float* HWY_RESTRICT next, bool add_max,
+                        float* HWY_RESTRICT next_out) {
+  for (std::int64_t c = 0; c < count; ++c) {
+    ScaleBody<false>(x + c * hw, y + c * hw, g[c], nullptr, hw, stream);
+    if (next != nullptr) next_out[c] = PoolPlane(next + c * hw, hw, add_max);
+  }
+}
+
+// out[r] = float(sum_c w[r, c] * v[c] + bias[r]), summed in double: the floats promoted, four
+// vector accumulators (the rows are short, so the adds' latency bounds them), then the lanes and
+// the tail.
+inline void DotRows(const float* HWY_RESTRICT w, std::int64_t rows, std::int64_t cols,
+                    const float* HWY_RESTRICT v, const float* HWY_RESTRICT bias,
+                    float* HWY_RESTRICT out) {
+  const hn::ScalableTag<double> dd;
+  const hn::Rebind<float, decltype(dd)> df;
+  const auto lanes = static_cast<std::int64_t>(hn::Lanes(dd));
+  for (std::int64_t r = 0; r < rows; ++r) {
+    const float* HWY_RESTRICT wr = w + r * cols;
+    auto a0 = hn::Zero(dd), a1 = a0, a2 = a0, a3 = a0;
+    auto term = [&](std::int64_t c) {
+      return hn::Mul(hn::PromoteTo(dd, hn::LoadU(df, wr + c)),
+                     hn::PromoteTo(dd, hn::LoadU(df, v + c)));
+    };
+    std::int64_t c = 0;
+    for (; c + 4 * lanes <= cols; c += 4 * lanes) {
+      a0 = hn::Add(a0, term(c));
+      a1 = hn::Add(a1, term(c + lanes));
+      a2 = hn::Add(a2, term(c + 2 * lanes));
+      a3 = hn::Add(a3, term(c + 3 * lanes));
+    }
+    for (; c + lanes <= cols; c += lanes) a0 = hn::Add(a0, term(c));
+    double acc = hn::GetLane(hn::SumOfLanes(dd, hn::Add(hn::Add(a0, a1), hn::Add(a2, a3))));
+    for (; c < cols; ++c) acc += static_cast<double>(wr[c]) * v[c];
+    if (bias != nullptr) acc += bias[r];
+    out[r] = static_cast<float>(acc);
+  }
 }
 
 inline void AffinePlane(const float* HWY_RESTRICT x, float* HWY_RESTRICT y, float a, float b,

@@ -54,6 +54,9 @@ HWY_EXPORT(ScalePlane);
 HWY_EXPORT(ScalePlane2);
 HWY_EXPORT(ChannelMeanMaxScaled);
 HWY_EXPORT(AffinePlane);
+HWY_EXPORT(PoolPlanes);
+HWY_EXPORT(ScalePlanes);
+HWY_EXPORT(DotRows);
 HWY_EXPORT(SpatialConv);
 
 void affine_plane(const float* x, float* y, float a, float b, const float* r, std::int64_t n) {
@@ -66,6 +69,20 @@ void scale_plane(const float* x, float* y, float g, std::int64_t n, bool stream)
 
 void scale_plane2(const float* x, float* y, float g, const float* s, std::int64_t n, bool stream) {
   CVATTN_DISPATCH(ScalePlane2)(x, y, g, s, n, stream);
+}
+
+void pool_planes(const float* x, std::int64_t count, std::int64_t hw, bool add_max, float* out) {
+  CVATTN_DISPATCH(PoolPlanes)(x, count, hw, add_max, out);
+}
+
+void scale_planes(const float* x, float* y, const float* g, std::int64_t count, std::int64_t hw,
+                  bool stream, const float* next, bool add_max, float* next_pooled) {
+  CVATTN_DISPATCH(ScalePlanes)(x, y, g, count, hw, stream, next, add_max, next_pooled);
+}
+
+void dot_rows(const float* w, std::int64_t rows, std::int64_t cols, const float* v,
+              const float* bias, float* out) {
+  CVATTN_DISPATCH(DotRows)(w, rows, cols, v, bias, out);
 }
 
 void store_fence() { hwy::FlushStream(); }
@@ -91,20 +108,6 @@ void apply_gate(GateLayer gate, float* u, std::int64_t n) {
       u[i] = std::min(std::max(u[i] + 3.0f, 0.0f), 6.0f) / 6.0f;
     }
   }
-}
-
-double dot(const float* a, const float* b, std::int64_t n) {
-  // Four independent chains: the MLPs are short, so latency, not throughput, bounds them.
-  double s0 = 0.0, s1 = 0.0, s2 = 0.0, s3 = 0.0;
-  std::int64_t i = 0;
-  for (; i + 4 <= n; i += 4) {
-    s0 += static_cast<double>(a[i]) * b[i];
-    s1 += static_cast<double>(a[i + 1]) * b[i + 1];
-    s2 += static_cast<double>(a[i + 2]) * b[i + 2];
-    s3 += static_cast<double>(a[i + 3]) * b[i + 3];
-  }
-  for (; i < n; ++i) s0 += static_cast<double>(a[i]) * b[i];
-  return (s0 + s1) + (s2 + s3);
 }
 
 void pad_planes(const float* in, std::int64_t k, std::int64_t h, std::int64_t w, float* padded) {

@@ -5,10 +5,31 @@
 #include <cstdint>
 #include <limits>
 
+#include "functional/reference/reduce.hpp"
+
 namespace cvattn::reference {
 
 inline void scale_plane(const float* x, float* y, float g, std::int64_t n) {
   for (std::int64_t i = 0; i < n; ++i) y[i] = x[i] * g;
+}
+
+// pooled[c] = mean of plane c, or 0.5 * mean + 0.5 * max with add_max (plane_mean_max).
+inline void pool_planes(const float* x, std::int64_t count, std::int64_t hw, bool add_max,
+                        float* pooled) {
+  for (std::int64_t c = 0; c < count; ++c) {
+    const detail::PlaneStats st = plane_mean_max(x + c * hw, hw);
+    pooled[c] = add_max ? 0.5f * st.mean + 0.5f * st.max : st.mean;
+  }
+}
+
+// out[r] = float(sum_c w[r, c] * v[c] + bias[r]), the sum in double in column order.
+inline void dot_rows(const float* w, std::int64_t rows, std::int64_t cols, const float* v,
+                     const float* bias, float* out) {
+  for (std::int64_t r = 0; r < rows; ++r) {
+    double acc = 0.0;
+    for (std::int64_t c = 0; c < cols; ++c) acc += static_cast<double>(w[r * cols + c]) * v[c];
+    out[r] = static_cast<float>(bias != nullptr ? acc + bias[r] : acc);
+  }
 }
 
 inline void affine_plane(const float* x, float* y, float a, float b, const float* r,
