@@ -7,14 +7,17 @@
 #   AARCH64_CHECK  kernels (default): the Highway kernel sources (every one that includes
 #                           hwy/foreach_target.h) and core/simd.cpp, for every target
 #                  compile: all of src/functional and src/core
-#                  parity: the library, the SIMD parity tests and the activation, attention,
-#                          sampling and deform_conv tests, run under qemu on each CPU of
-#                          AARCH64_CPUS
+#                  parity: the library, the SIMD parity tests run under qemu on each CPU of
+#                          AARCH64_CPUS, and every functional and module test program (the
+#                          kernels against PyTorch's fixtures, the modules against timm's) once
+#                          under AARCH64_SUITE_CPU
 #                  full: the library, the tools and every test program; the whole suite under
 #                        qemu with -cpu max (the CLI tests, which start the tool themselves,
 #                        need binfmt_misc and are left out)
 #   AARCH64_CPUS   qemu CPUs for the parity run (default: NEON only, then SVE at 128, 256, 512
 #                  and 2048 bits; each run covers every target that CPU supports)
+#   AARCH64_SUITE_CPU  qemu CPU of the functional and module tests (default max: 512-bit SVE2,
+#                  the widest vectors, so tails and 16-lane tiles are exercised)
 #   CVATTN_AARCH64_ROOT  the unpacked packages (default build/aarch64-sysroot)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -77,11 +80,13 @@ cmake -S . -B "$build" -G Ninja -Wno-dev \
 }
 
 # 4. Build. The library's own compile commands cover every Highway target (foreach_target.h).
-# The SIMD parity tests, and the kernel tests against PyTorch's fixtures (on the best target).
+# The SIMD parity tests (every kernel against its reference twin, per target), and every functional
+# and module test program (tests/CMakeLists.txt), run on the best target.
 parity_tests=(test_simd_parity test_simd_parity_activation test_simd_parity_attention
               test_simd_parity_sampling test_simd_parity_sparse test_simd_parity_depthwise
-              test_simd_parity_elementwise test_simd_parity_softmax_axis test_activation
-              test_attention test_sampling test_deform_conv test_sparse_attention)
+              test_simd_parity_elementwise test_simd_parity_softmax_axis)
+mapfile -t suite_tests < <(sed -n 's#^cvattn_add_test(\([a-z0-9_]*\) \(functional\|modules\)/.*#\1#p' \
+  tests/CMakeLists.txt | grep -v '^test_simd_parity')
 case "$mode" in
   kernels)
     mapfile -t targets < <(grep -rl --include='*.cpp' 'hwy/foreach_target.h' src |
@@ -93,7 +98,7 @@ case "$mode" in
     mapfile -t targets < <(ninja -C "$build" -t targets all |
       sed -n 's#^\(src/CMakeFiles/cvattn\.dir/\(functional\|core\)/[^:]*\.o\):.*#\1#p')
     ;;
-  parity) targets=(cvattn "${parity_tests[@]}") ;;
+  parity) targets=(cvattn "${parity_tests[@]}" "${suite_tests[@]}") ;;
   full) targets=(all) ;;
 esac
 log="$build.build.log"
@@ -133,6 +138,20 @@ if [ "$mode" = parity ]; then
       fi
     done
   done
+  stamp "parity tests under qemu"
+  suite_cpu=${AARCH64_SUITE_CPU:-max}
+  passed=0
+  for t in "${suite_tests[@]}"; do
+    out=$(QEMU_CPU=$suite_cpu "$qemu" "$build/tests/$t" --gtest_brief=1 2>&1) && rc=0 || rc=$?
+    if [ "$rc" -ne 0 ]; then
+      failed=1
+      echo "check-aarch64: $suite_cpu $t failed (exit $rc):"
+      echo "$out" | tail -40
+    else
+      passed=$((passed + $(echo "$out" | sed -n 's/^\[  PASSED  \] \([0-9]*\) test.*/\1/p')))
+    fi
+  done
+  echo "check-aarch64: $suite_cpu: ${#suite_tests[@]} functional and module test programs, $passed tests passed"
 else
   QEMU_CPU=max ctest --test-dir "$build" -j2 --output-on-failure -E '^Cli' || failed=1
 fi
