@@ -102,15 +102,17 @@ Tensor scale_channels(const Tensor& x, const Tensor& scale, const Tensor& shift)
   float* yp = y.data();
   const float* g = scale.defined() ? scale.data() : nullptr;
   const float* a = shift.defined() ? shift.data() : nullptr;
-  for_planes(s.n * s.c, hw, [&](std::int64_t p) {
-    const float* in = xp + p * hw;
-    float* out = yp + p * hw;
-    // By the dispatched plane kernels (x * 1 + a is x + a exactly, fused or not).
+  for_plane_runs(s.n * s.c, hw, [&](std::int64_t p0, std::int64_t p1) {
+    // By the dispatched plane kernels: a run of planes in one dispatch when only scaled (a
+    // dispatch per 28x28 plane cost ~8 % in SE); x * 1 + a is x + a exactly, fused or not.
     if (g != nullptr && a == nullptr) {
-      cvattn::detail::scale_plane(in, out, g[p], hw, false);
-    } else {
-      cvattn::detail::affine_plane(in, out, g != nullptr ? g[p] : 1.0f, a != nullptr ? a[p] : 0.0f,
-                                   nullptr, hw);
+      cvattn::detail::scale_planes(xp + p0 * hw, yp + p0 * hw, g + p0, p1 - p0, hw, false, nullptr,
+                                   false, nullptr);
+      return;
+    }
+    for (std::int64_t p = p0; p < p1; ++p) {
+      cvattn::detail::affine_plane(xp + p * hw, yp + p * hw, g != nullptr ? g[p] : 1.0f,
+                                   a != nullptr ? a[p] : 0.0f, nullptr, hw);
     }
   });
   return y;
@@ -131,13 +133,8 @@ Tensor scale_spatial(const Tensor& x, const Tensor& s, const Tensor& scale) {
   for_planes(d.n * d.c, hw, [&](std::int64_t p) {
     const float* in = xp + p * hw;
     const float* m = sp + (p / std::max<std::int64_t>(d.c, 1)) * hw;
-    float* out = yp + p * hw;
-    if (gp != nullptr) {
-      const float g = gp[p];
-      for (std::int64_t i = 0; i < hw; ++i) out[i] = (in[i] * g) * m[i];
-    } else {
-      for (std::int64_t i = 0; i < hw; ++i) out[i] = in[i] * m[i];
-    }
+    // (x * g) * m, in PyTorch's order; with no scale (x * 1) * m is x * m exactly.
+    cvattn::detail::scale_plane2(in, yp + p * hw, gp != nullptr ? gp[p] : 1.0f, m, hw, false);
   });
   return y;
 }

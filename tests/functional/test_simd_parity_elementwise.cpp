@@ -109,6 +109,28 @@ TEST(SimdParity, BinaryRowsInPlace) {
   });
 }
 
+TEST(SimdParity, FillRowsEveryWidthWithAndWithoutValues) {
+  // A row stride wider than the columns filled: what lies between rows must stay as it was.
+  const std::int64_t stride = 70;
+  const std::vector<float> v = values(9, 11, true);
+  test::for_each_simd_target([&] {
+    for (const bool with_values : {false, true}) {
+      for (const std::int64_t rows : {1, 3, 9}) {
+        for (const std::int64_t cols : {1, 5, 8, 15, 16, 17, 33, 64, 69}) {
+          SCOPED_TRACE(testing::Message()
+                       << "rows " << rows << " cols " << cols << " values " << with_values);
+          std::vector<float> got = values(static_cast<std::size_t>(stride * rows + 3), 12, false);
+          std::vector<float> want = got;
+          const float* src = with_values ? v.data() : nullptr;
+          detail::fill_rows(got.data() + 1, rows, cols, stride, src);
+          reference::fill_rows(want.data() + 1, rows, cols, stride, src);
+          for (std::size_t i = 0; i < got.size(); ++i) expect_same(got[i], want[i]);
+        }
+      }
+    }
+  });
+}
+
 TEST(SimdParity, ColumnSumsEveryWidthAndRowBlock) {
   // Rows past one block of kColumnRowBlock, a row stride wider than the columns summed.
   const std::int64_t stride = 203;

@@ -5,6 +5,7 @@
 
 #include "core/parallel_for.hpp"
 #include "cvattn/functional/conv.hpp"
+#include "functional/detail/elementwise_kernels.hpp"
 #include "functional/detail/tasks.hpp"
 
 namespace cvattn::functional::detail {
@@ -43,14 +44,11 @@ inline std::int64_t chunk_size(std::int64_t items, std::int64_t cap, std::int64_
   return chunk;
 }
 
-// out[r, 0:cols] = bias[r] (0 without bias) for rows r with row stride `stride`.
+// out[r, 0:cols] = bias[r] (0 without bias) for rows r with row stride `stride` (the
+// dispatched fill_rows kernel).
 inline void fill_bias(float* out, std::int64_t rows, std::int64_t cols, std::int64_t stride,
                       const float* bias) {
-  for (std::int64_t r = 0; r < rows; ++r) {
-    float* o = out + r * stride;
-    const float b = bias ? bias[r] : 0.0f;
-    for (std::int64_t j = 0; j < cols; ++j) o[j] = b;
-  }
+  cvattn::detail::fill_rows(out, rows, cols, stride, bias);
 }
 
 // out[rows, cols] (row stride ldo) += a[rows, k] (dense) * b[k, cols] (row stride ldb), by

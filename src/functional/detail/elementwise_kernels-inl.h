@@ -112,6 +112,20 @@ HWY_INLINE void ColumnGroup(const float* HWY_RESTRICT base, std::int64_t stride,
   }
 }
 
+void FillRowsKernel(float* HWY_RESTRICT out, std::int64_t rows, std::int64_t cols,
+                    std::int64_t stride, const float* HWY_RESTRICT values) {
+  const hn::ScalableTag<float> d;
+  const auto lanes = static_cast<std::int64_t>(hn::Lanes(d));
+  for (std::int64_t r = 0; r < rows; ++r) {
+    float* HWY_RESTRICT o = out + r * stride;
+    const float v = values != nullptr ? values[r] : 0.0f;
+    const auto vv = hn::Set(d, v);
+    std::int64_t j = 0;
+    for (; j + lanes <= cols; j += lanes) hn::StoreU(vv, d, o + j);
+    for (; j < cols; ++j) o[j] = v;
+  }
+}
+
 void ColumnSumsKernel(const float* HWY_RESTRICT base, std::int64_t stride, std::int64_t rows,
                       std::int64_t n, double* HWY_RESTRICT acc) {
   const hn::ScalableTag<float> d;

@@ -28,6 +28,13 @@ inline void binary_row(detail::BinaryOp op, const float* a, std::int64_t sa, con
   for (std::int64_t i = 0; i < n; ++i) out[i] = binary(op, a[i * sa], b[i * sb]);
 }
 
+inline void fill_rows(float* out, std::int64_t rows, std::int64_t cols, std::int64_t stride,
+                      const float* values) {
+  for (std::int64_t r = 0; r < rows; ++r) {
+    for (std::int64_t j = 0; j < cols; ++j) out[r * stride + j] = values ? values[r] : 0.0f;
+  }
+}
+
 inline void column_sums(const float* base, std::int64_t stride, std::int64_t rows, std::int64_t n,
                         double* acc) {
   for (std::int64_t i = 0; i < n; ++i) {
