@@ -213,13 +213,21 @@ Tensor affine_grid(const Tensor& theta, const Shape& size, bool align_corners) {
   Tensor grid = Tensor::empty({s.n, s.h, s.w, 2});
   const float* th = theta.data();
   float* out = grid.data();
-  detail::parallel_for(s.n * s.h, [&](std::int64_t row) {
-    const std::int64_t n = row / s.h;
-    const float y = ys[static_cast<std::size_t>(row % s.h)];
-    const float* t = th + n * 6;
-    // PyTorch multiplies [x, y, 1] by theta^T in a GEMM that accumulates x*t0, then fuses
-    // y*t1, then adds t2: reproduced operation for operation, the grid is bit-exact.
-    detail::affine_grid_row(xs.data(), y, t, out + row * s.w * 2, s.w);
+  // Runs of rows (about 32K floats each) in one dispatch; a run is split where a grid ends.
+  // PyTorch multiplies [x, y, 1] by theta^T in a GEMM that accumulates x*t0, then fuses y*t1,
+  // then adds t2: reproduced operation for operation, the grid is bit-exact.
+  const std::int64_t rows = s.n * s.h;
+  const std::int64_t per_task =
+      std::max<std::int64_t>(1, (std::int64_t{1} << 15) / std::max<std::int64_t>(2 * s.w, 1));
+  detail::parallel_for((rows + per_task - 1) / per_task, [&](std::int64_t task) {
+    const std::int64_t end = std::min(rows, (task + 1) * per_task);
+    for (std::int64_t row = task * per_task; row < end;) {
+      const std::int64_t h0 = row % s.h;
+      const std::int64_t count = std::min(end - row, s.h - h0);
+      detail::affine_grid_rows(xs.data(), ys.data() + h0, count, th + (row / s.h) * 6,
+                               out + row * s.w * 2, s.w);
+      row += count;
+    }
   });
   return grid;
 }

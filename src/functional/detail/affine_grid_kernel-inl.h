@@ -38,6 +38,11 @@ void AffineGridRow(const float* xs, float y, const float* t, float* out, std::in
   }
 }
 
+void AffineGridRows(const float* xs, const float* ys, std::int64_t rows, const float* t, float* out,
+                    std::int64_t w) {
+  for (std::int64_t r = 0; r < rows; ++r) AffineGridRow(xs, ys[r], t, out + r * 2 * w, w);
+}
+
 // 3-D rows: out[3i + k] = fma(z, r[2], fma(y, r[1], xs[i] * r[0])) + r[3], r = t + 4k.
 void AffineGridRow3d(const float* xs, float y, float z, const float* t, float* out,
                      std::int64_t w) {

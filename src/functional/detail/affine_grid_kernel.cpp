@@ -13,11 +13,12 @@
 
 namespace cvattn::detail {
 
-HWY_EXPORT(AffineGridRow);
+HWY_EXPORT(AffineGridRows);
 HWY_EXPORT(AffineGridRow3d);
 
-void affine_grid_row(const float* xs, float y, const float* theta, float* out, std::int64_t w) {
-  CVATTN_DISPATCH(AffineGridRow)(xs, y, theta, out, w);
+void affine_grid_rows(const float* xs, const float* ys, std::int64_t rows, const float* theta,
+                      float* out, std::int64_t w) {
+  CVATTN_DISPATCH(AffineGridRows)(xs, ys, rows, theta, out, w);
 }
 
 void affine_grid_row_3d(const float* xs, float y, float z, const float* theta, float* out,
