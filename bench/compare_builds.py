@@ -14,6 +14,15 @@ shared machine does not decide them; the table reports every sample taken.
   python3 bench/compare_builds.py --a build/ci --a-env CVATTN_SIMD=avx2 --a-name avx2 \
       --b build/ci --b-name avx3                                 # two targets of one tree
 
+On a VM whose speed moves by 10-40 % from one process to the next (docs/performance.md), a
+row's mean over a few processes cannot resolve 5 %. --together runs A and B at the same moment,
+one per core, swapping the cores every round, so that the machine's state at that moment weighs
+on both; use it for one-thread rows (--filter), since a two-thread row would then share its cores
+with the other build:
+
+  python3 bench/compare_builds.py --a build/native --b build/ci --together --rounds 6 \
+      --programs bench_conv --filter '/1/'
+
 Needs only the Python standard library (no torch). One thread per row unless the row's name
 says otherwise (the bench programs pin their own thread counts).
 """
@@ -37,19 +46,28 @@ def bench_programs(tree):
             and os.path.isfile(os.path.join(d, n))}
 
 
-def run(tree, program, args, row_filter, env):
-    """{row name: [cpu ms of each repetition]} of one run of one program, with env added."""
+def launch(tree, env, program, args, row_filter, core=None):
+    """One run of one program, with env added, started (pinned to `core` when given)."""
     cmd = [os.path.join(tree, "bench", program), "--benchmark_format=json",
            f"--benchmark_repetitions={args.reps}", f"--benchmark_min_time={args.min_time}",
            f"--benchmark_filter={row_filter}"]
-    proc = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, **env})
+    pin = (lambda: os.sched_setaffinity(0, {core})) if core is not None else None
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, **env}, preexec_fn=pin)
+    return cmd, proc
+
+
+def finish(started):
+    """{row name: [cpu ms of each repetition]} of a run begun by launch()."""
+    cmd, proc = started
+    out, err = proc.communicate()
     if proc.returncode != 0:
         raise SystemExit(f"compare_builds: error: {' '.join(cmd)} exited with {proc.returncode}:\n"
-                         f"{proc.stderr[-2000:]}")
+                         f"{err[-2000:]}")
     rows = {}
-    if not proc.stdout.strip():  # the filter matched no row of this program
+    if not out.strip():  # the filter matched no row of this program
         return rows
-    for b in json.loads(proc.stdout)["benchmarks"]:
+    for b in json.loads(out)["benchmarks"]:
         if b.get("run_type") != "iteration" or b.get("error_occurred"):
             continue
         rows.setdefault(b["run_name"], []).append(b["cpu_time"] * UNIT_MS[b["time_unit"]])
@@ -59,10 +77,23 @@ def run(tree, program, args, row_filter, env):
 def rounds(program, row_filter, n, start, args, samples):
     for r in range(start, start + n):
         order = ("a", "b") if r % 2 == 0 else ("b", "a")
+        if args.together:
+            # Both trees at once, one per core, the cores swapped every round: whatever else
+            # loads the machine at that moment loads both alike.
+            cores = dict(zip(order, args.cores))
+            runs = {side: launch(*tree_env(side, args), program, args, row_filter, cores[side])
+                    for side in order}
+            results = {side: finish(runs[side]) for side in order}
+        else:
+            results = {side: finish(launch(*tree_env(side, args), program, args, row_filter))
+                       for side in order}
         for side in order:
-            tree, env = (args.a, args.a_env) if side == "a" else (args.b, args.b_env)
-            for name, times in run(tree, program, args, row_filter, env).items():
+            for name, times in results[side].items():
                 samples.setdefault(name, {"a": [], "b": []})[side].extend(times)
+
+
+def tree_env(side, args):
+    return (args.a, args.a_env) if side == "a" else (args.b, args.b_env)
 
 
 def mean(xs):
@@ -89,6 +120,11 @@ def main():
     p.add_argument("--reps", type=int, default=3)
     p.add_argument("--min-time", type=float, default=0.1)
     p.add_argument("--bound", type=float, default=0.05, help="allowed slowdown of B (0.05 = 5 %%)")
+    p.add_argument("--together", action="store_true",
+                   help="run A and B at the same time, pinned to two cores swapped every round "
+                        "(for one-thread rows on a machine whose speed moves between processes; "
+                        "multi-thread rows then compete for the cores: use --filter)")
+    p.add_argument("--cores", default="0,1", help="the two cores of --together (default 0,1)")
     p.add_argument("--json", help="write every sample here")
     args = p.parse_args()
     for side in ("a_env", "b_env"):
@@ -96,6 +132,16 @@ def main():
         if any("=" not in x for x in pairs):
             raise SystemExit(f"compare_builds: error: --{side.replace('_', '-')} takes VAR=VALUE")
         setattr(args, side, dict(x.split("=", 1) for x in pairs))
+
+    try:
+        args.cores = [int(c) for c in args.cores.split(",")]
+    except ValueError:
+        args.cores = []
+    if len(args.cores) != 2 or args.cores[0] == args.cores[1]:
+        raise SystemExit("compare_builds: error: --cores takes two different core numbers, e.g. 0,1")
+    if args.together and not set(args.cores) <= os.sched_getaffinity(0):
+        raise SystemExit(f"compare_builds: error: --together needs cores {args.cores}; "
+                         f"this process may run on {sorted(os.sched_getaffinity(0))}")
 
     both = bench_programs(args.a) & bench_programs(args.b)
     programs = sorted(x for x in args.programs.split(",") if x) or sorted(both)
