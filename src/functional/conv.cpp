@@ -11,6 +11,7 @@
 #include "functional/detail/conv_kernels.hpp"
 #include "functional/detail/depthwise_kernels.hpp"
 #include "functional/detail/gemm.hpp"
+#include "functional/detail/pointwise_kernels.hpp"
 #include "functional/detail/window.hpp"
 
 namespace cvattn::functional {
@@ -52,7 +53,8 @@ using detail::kWinogradMinChannels;
 using detail::kWinogradMinTiles;
 
 // 1x1, stride 1, no padding: each group's output is weight_g [Cout_g, Cin_g] times the input
-// planes [Cin_g, H*W] themselves.
+// planes [Cin_g, H*W] themselves. With few input channels one kernel writes each output once
+// (bias, products, activation); with more, the GEMM over a bias fill, then the activation.
 void conv_pointwise(const Geometry& g, const float* in, const float* wt, const float* bias,
                     float* out, ActLayer act) {
   const std::int64_t p = g.positions();
@@ -60,6 +62,7 @@ void conv_pointwise(const Geometry& g, const float* in, const float* wt, const f
       detail::chunk_size(p, std::int64_t{1} << 30, g.n * g.groups, kMinChunk, 16);
   const std::int64_t chunks = ceil_div(p, chunk);
   const std::int64_t tasks = g.n * g.groups * chunks;
+  const bool direct = g.cin_g <= detail::pointwise_preferred_max_k();
   detail::guarded_parallel_for(tasks, [&](std::int64_t t) {
     const std::int64_t c = t % chunks;
     const std::int64_t ng = t / chunks;
@@ -68,9 +71,15 @@ void conv_pointwise(const Geometry& g, const float* in, const float* wt, const f
     const std::int64_t p0 = c * chunk;
     const std::int64_t cols = std::min(chunk, p - p0);
     float* o = out + (ni * g.cout + gi * g.cout_g) * p + p0;
-    fill_bias(o, g.cout_g, cols, p, bias ? bias + gi * g.cout_g : nullptr);
-    gemm_accumulate(wt + gi * g.cout_g * g.cin_g, g.cout_g, g.cin_g,
-                    in + (ni * g.cin + gi * g.cin_g) * p + p0, p, cols, o, p);
+    const float* x = in + (ni * g.cin + gi * g.cin_g) * p + p0;
+    const float* w = wt + gi * g.cout_g * g.cin_g;
+    const float* b = bias ? bias + gi * g.cout_g : nullptr;
+    if (direct) {  // each output written once (pointwise_kernels.hpp)
+      detail::pointwise_act(act, w, g.cout_g, g.cin_g, x, p, cols, b, o, p);
+      return;
+    }
+    fill_bias(o, g.cout_g, cols, p, b);
+    gemm_accumulate(w, g.cout_g, g.cin_g, x, p, cols, o, p);
     act_block(act, o, g.cout_g, cols, p);
   });
 }
