@@ -6,8 +6,8 @@
 // at 160 and 168 channels) against the definition evaluated in double.
 #include <gtest/gtest.h>
 
-#include <cmath>
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -35,9 +35,9 @@ std::vector<float> random_vector(std::int64_t n, std::uint64_t seed, float scale
 }
 
 TEST(SimdParity, PointwiseEveryActivationShapeAndTail) {
-  const ActLayer acts[] = {ActLayer::identity, ActLayer::relu,      ActLayer::relu6,
-                           ActLayer::sigmoid,  ActLayer::tanh,      ActLayer::silu,
-                           ActLayer::gelu,     ActLayer::gelu_tanh, ActLayer::hard_swish,
+  const ActLayer acts[] = {ActLayer::identity,     ActLayer::relu,      ActLayer::relu6,
+                           ActLayer::sigmoid,      ActLayer::tanh,      ActLayer::silu,
+                           ActLayer::gelu,         ActLayer::gelu_tanh, ActLayer::hard_swish,
                            ActLayer::hard_sigmoid, ActLayer::mish};
   struct Case {
     std::int64_t m, k, n;
@@ -48,7 +48,10 @@ TEST(SimdParity, PointwiseEveryActivationShapeAndTail) {
       cases.push_back({m, 16, n});
     }
   }
-  for (const std::int64_t k : {std::int64_t{0}, std::int64_t{1}, std::int64_t{2}, std::int64_t{3}, std::int64_t{24}, std::int64_t{40}, std::int64_t{97}, kPointwiseMaxK}) cases.push_back({7, k, 70});
+  for (const std::int64_t k :
+       {std::int64_t{0}, std::int64_t{1}, std::int64_t{2}, std::int64_t{3}, std::int64_t{24},
+        std::int64_t{40}, std::int64_t{97}, kPointwiseMaxK})
+    cases.push_back({7, k, 70});
   test::for_each_simd_target([&] {
     std::uint64_t seed = 1;
     for (const ActLayer act : acts) {
@@ -61,15 +64,16 @@ TEST(SimdParity, PointwiseEveryActivationShapeAndTail) {
           const std::int64_t ldx = c.n + 3, ldo = c.n + 5;
           const float scale = 2.0f / std::sqrt(static_cast<float>(c.k + 1));
           const std::vector<float> w = random_vector(c.m * c.k, seed++, scale);
-          const std::vector<float> x = random_vector(std::max<std::int64_t>(c.k, 1) * ldx, seed++, 2.0f);
+          const std::vector<float> x =
+              random_vector(std::max<std::int64_t>(c.k, 1) * ldx, seed++, 2.0f);
           const std::vector<float> b = random_vector(c.m, seed++, 1.0f);
           const float* bias = with_bias ? b.data() : nullptr;
           std::vector<float> got(static_cast<std::size_t>(c.m * ldo), -7.0f);
           std::vector<float> want(got.size(), -7.0f);
           F::detail::pointwise_act(act, w.data(), c.m, c.k, x.data(), ldx, c.n, bias, got.data(),
                                    ldo);
-          reference::pointwise_act(act, w.data(), c.m, c.k, x.data(), ldx, c.n, bias,
-                                   want.data(), ldo);
+          reference::pointwise_act(act, w.data(), c.m, c.k, x.data(), ldx, c.n, bias, want.data(),
+                                   ldo);
           for (std::size_t i = 0; i < got.size(); ++i) {
             // FMA against separate rounding over k terms, then the activation's few ulp.
             const float tol = 1e-5f * (1.0f + std::abs(want[i])) +
@@ -103,15 +107,19 @@ TEST(SimdParity, Conv2dPointwiseBothPathsMatchDefinition) {
     bool bias;
   };
   const std::vector<Case> cases = {
-      {{2, 16, 9, 11}, 96, 1, true},  {{1, 24, 7, 7}, 13, 1, false},
-      {{3, 40, 5, 17}, 8, 1, true},   {{1, kPointwiseMaxK, 6, 6}, 7, 1, true},
-      {{1, kPointwiseMaxK + 8, 6, 6}, 7, 1, true}, {{2, 12, 8, 9}, 18, 3, true},
+      {{2, 16, 9, 11}, 96, 1, true},
+      {{1, 24, 7, 7}, 13, 1, false},
+      {{3, 40, 5, 17}, 8, 1, true},
+      {{1, kPointwiseMaxK, 6, 6}, 7, 1, true},
+      {{1, kPointwiseMaxK + 8, 6, 6}, 7, 1, true},
+      {{2, 12, 8, 9}, 18, 3, true},
       {{1, 2, 33, 1}, 5, 1, false},
   };
   std::uint64_t seed = 900;
   for (const Case& c : cases) {
     const Tensor x = test::random_tensor(c.input, seed++);
-    const Tensor w = test::random_tensor({c.cout, c.input[1] / c.groups, 1, 1}, seed++, -0.3f, 0.3f);
+    const Tensor w =
+        test::random_tensor({c.cout, c.input[1] / c.groups, 1, 1}, seed++, -0.3f, 0.3f);
     const Tensor b = c.bias ? test::random_tensor({c.cout}, seed++) : Tensor();
     const Tensor want = test::naive_conv2d(x, w, b, 1, {0, 0}, 1, c.groups);
     test::for_each_simd_target([&] {

@@ -61,21 +61,22 @@ HWY_INLINE void PointwiseTile(D d, const float* HWY_RESTRICT w, std::int64_t k,
   for (int r = 0; r < R; ++r) {
     CVATTN_PW_UNROLL
     for (int v = 0; v < V; ++v) {
-      hn::StoreU(cvattn::detail::HWY_NAMESPACE::Apply<kAct>(d, acc[r][v]), d, out + r * ldo + v * L);
+      hn::StoreU(cvattn::detail::HWY_NAMESPACE::Apply<kAct>(d, acc[r][v]), d,
+                 out + r * ldo + v * L);
     }
   }
 }
 
 // Every row of one column block of V vectors: kRows rows at a time, then single rows.
 template <ActLayer kAct, int V, class D>
-HWY_INLINE void PointwiseColumns(D d, const float* HWY_RESTRICT w, std::int64_t m,
-                                 std::int64_t k, const float* HWY_RESTRICT x, std::int64_t ldx,
+HWY_INLINE void PointwiseColumns(D d, const float* HWY_RESTRICT w, std::int64_t m, std::int64_t k,
+                                 const float* HWY_RESTRICT x, std::int64_t ldx,
                                  const float* HWY_RESTRICT bias, float* HWY_RESTRICT out,
                                  std::int64_t ldo) {
   std::int64_t r = 0;
   for (; r + kRows <= m; r += kRows) {
-    PointwiseTile<kAct, kRows, V>(d, w + r * k, k, x, ldx, bias ? bias + r : nullptr,
-                                  out + r * ldo, ldo);
+    PointwiseTile<kAct, kRows, V>(d, w + r * k, k, x, ldx, bias ? bias + r : nullptr, out + r * ldo,
+                                  ldo);
   }
   for (; r < m; ++r) {
     PointwiseTile<kAct, 1, V>(d, w + r * k, k, x, ldx, bias ? bias + r : nullptr, out + r * ldo,

@@ -21,8 +21,8 @@ std::int64_t pointwise_preferred_max_k() { return CVATTN_DISPATCH(PointwisePrefe
 void pointwise_act(ActLayer act, const float* w, std::int64_t m, std::int64_t k, const float* x,
                    std::int64_t ldx, std::int64_t n, const float* bias, float* out,
                    std::int64_t ldo) {
-  CVATTN_CHECK(k >= 0 && k <= kPointwiseMaxK && m >= 0 && n >= 0, ValueError, "pointwise_act",
-               ": ", m, " x ", k, " weights over ", n, " positions (at most ", kPointwiseMaxK,
+  CVATTN_CHECK(k >= 0 && k <= kPointwiseMaxK && m >= 0 && n >= 0, ValueError, "pointwise_act", ": ",
+               m, " x ", k, " weights over ", n, " positions (at most ", kPointwiseMaxK,
                " input channels)");
   if (m == 0 || n == 0) return;
   CVATTN_DISPATCH(PointwiseAct)(act, w, m, k, x, ldx, n, bias, out, ldo);
