@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Fails when a tracked C++ source is not formatted as .clang-format says (clang-format 14,
+# Fails when a C++ source (tracked, or new and not ignored, so that it fails before `git add`
+# as it would after) is not formatted as .clang-format says (clang-format 14,
 # Debian's clang-format-14). Fix with:
-#   git ls-files '*.cpp' '*.hpp' '*.h' | xargs clang-format-14 -i
+#   git ls-files --cached --others --exclude-standard '*.cpp' '*.hpp' '*.h' | xargs clang-format-14 -i
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if ! command -v clang-format-14 >/dev/null 2>&1; then
@@ -10,7 +11,7 @@ if ! command -v clang-format-14 >/dev/null 2>&1; then
   apt-get update -qq
   apt-get install -y -qq --no-install-recommends clang-format-14 >/dev/null
 fi
-mapfile -t files < <(git ls-files '*.cpp' '*.hpp' '*.h')
+mapfile -t files < <(git ls-files --cached --others --exclude-standard '*.cpp' '*.hpp' '*.h')
 bad=()
 for f in "${files[@]}"; do
   if ! clang-format-14 --dry-run --Werror "$f" >/dev/null 2>&1; then bad+=("$f"); fi
