@@ -2,8 +2,9 @@
 // its scalar reference twin on every SIMD target this build and CPU support: every activation,
 // channel counts around the register tile (6 rows) and up to the kernel's limit, position counts
 // around every vector length and tile width, strided rows, with and without bias; then conv2d's
-// 1x1 path (the kernel up to the target's preferred input channels, the GEMM beyond: both met
-// at 160 and 168 channels) against the definition evaluated in double.
+// 1x1 path (the kernel up to the target's preferred input channels, the GEMM beyond: 112
+// channels take the kernel on 512-bit targets and the GEMM on the others, 160 and 168 the GEMM
+// everywhere) against the definition evaluated in double.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -26,13 +27,6 @@ namespace {
 
 namespace F = functional;
 using F::detail::kPointwiseMaxK;
-
-std::vector<float> random_vector(std::int64_t n, std::uint64_t seed, float scale) {
-  test::Random rng(seed);
-  std::vector<float> v(static_cast<std::size_t>(n));
-  for (float& x : v) x = rng.uniform(-scale, scale);
-  return v;
-}
 
 TEST(SimdParity, PointwiseEveryActivationShapeAndTail) {
   const ActLayer acts[] = {ActLayer::identity,     ActLayer::relu,      ActLayer::relu6,
@@ -63,10 +57,10 @@ TEST(SimdParity, PointwiseEveryActivationShapeAndTail) {
           // Rows of x and of the output longer than n: the kernel must keep to [0, n).
           const std::int64_t ldx = c.n + 3, ldo = c.n + 5;
           const float scale = 2.0f / std::sqrt(static_cast<float>(c.k + 1));
-          const std::vector<float> w = random_vector(c.m * c.k, seed++, scale);
+          const std::vector<float> w = test::random_vector(c.m * c.k, seed++, -scale, scale);
           const std::vector<float> x =
-              random_vector(std::max<std::int64_t>(c.k, 1) * ldx, seed++, 2.0f);
-          const std::vector<float> b = random_vector(c.m, seed++, 1.0f);
+              test::random_vector(std::max<std::int64_t>(c.k, 1) * ldx, seed++, -2.0f, 2.0f);
+          const std::vector<float> b = test::random_vector(c.m, seed++);
           const float* bias = with_bias ? b.data() : nullptr;
           std::vector<float> got(static_cast<std::size_t>(c.m * ldo), -7.0f);
           std::vector<float> want(got.size(), -7.0f);
@@ -110,6 +104,7 @@ TEST(SimdParity, Conv2dPointwiseBothPathsMatchDefinition) {
       {{2, 16, 9, 11}, 96, 1, true},
       {{1, 24, 7, 7}, 13, 1, false},
       {{3, 40, 5, 17}, 8, 1, true},
+      {{1, 112, 7, 9}, 11, 1, true},
       {{1, kPointwiseMaxK, 6, 6}, 7, 1, true},
       {{1, kPointwiseMaxK + 8, 6, 6}, 7, 1, true},
       {{2, 12, 8, 9}, 18, 3, true},
