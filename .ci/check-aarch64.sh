@@ -82,9 +82,7 @@ cmake -S . -B "$build" -G Ninja -Wno-dev \
 # 4. Build. The library's own compile commands cover every Highway target (foreach_target.h).
 # The SIMD parity tests (every kernel against its reference twin, per target), and every functional
 # and module test program (tests/CMakeLists.txt), run on the best target.
-parity_tests=(test_simd_parity test_simd_parity_activation test_simd_parity_attention
-              test_simd_parity_sampling test_simd_parity_sparse test_simd_parity_depthwise
-              test_simd_parity_elementwise test_simd_parity_softmax_axis)
+source .ci/qemu-parity.sh
 mapfile -t suite_tests < <(sed -n 's#^cvattn_add_test(\([a-z0-9_]*\) \(functional\|modules\)/.*#\1#p' \
   tests/CMakeLists.txt | grep -v '^test_simd_parity')
 case "$mode" in
@@ -123,26 +121,18 @@ if [ "$mode" = kernels ] || [ "$mode" = compile ]; then exit 0; fi
 qemu=$(command -v qemu-aarch64-static || command -v qemu-aarch64)
 export QEMU_LD_PREFIX=$root
 failed=0
+run() {
+  local cpu=$1
+  shift
+  QEMU_CPU=$cpu "$qemu" "$@" 2>&1
+}
 if [ "$mode" = parity ]; then
-  for cpu in "${cpus[@]}"; do
-    # The targets this CPU offers: the list an unknown CVATTN_SIMD value is answered with.
-    targets_here=$( (QEMU_CPU=$cpu CVATTN_SIMD=? "$qemu" "$build/tests/test_simd_parity" \
-      --gtest_filter='SimdTargets.*' 2>&1 || true) | sed -n 's/.*(choices: best, \([^)]*\)).*/\1/p' | head -1)
-    for t in "${parity_tests[@]}"; do
-      out=$(QEMU_CPU=$cpu "$qemu" "$build/tests/$t" --gtest_brief=1 2>&1) && rc=0 || rc=$?
-      summary=$(echo "$out" | grep -E '^\[  PASSED  \]|^\[  FAILED  \] [0-9]+ test' | tr -s ' ' | tr '\n' ' ')
-      echo "check-aarch64: $cpu [${targets_here:-?}] $t: ${summary:-exit $rc}"
-      if [ "$rc" -ne 0 ]; then
-        failed=1
-        echo "$out" | tail -40
-      fi
-    done
-  done
+  for cpu in "${cpus[@]}"; do parity_on_cpu check-aarch64 "$cpu" "$build/tests"; done
   stamp "parity tests under qemu"
   suite_cpu=${AARCH64_SUITE_CPU:-max}
   passed=0
   for t in "${suite_tests[@]}"; do
-    out=$(QEMU_CPU=$suite_cpu "$qemu" "$build/tests/$t" --gtest_brief=1 2>&1) && rc=0 || rc=$?
+    out=$(run "$suite_cpu" "$build/tests/$t" --gtest_brief=1) && rc=0 || rc=$?
     if [ "$rc" -ne 0 ]; then
       failed=1
       echo "check-aarch64: $suite_cpu $t failed (exit $rc):"

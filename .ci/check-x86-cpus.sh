@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# Older x86-64 CPU classes (issue 17), emulated: the ci build (portable, baseline x86-64 with
+# run-time dispatch) runs under user-mode qemu as an AVX2-only AMD Zen 1, an SSE4-only Westmere
+# and qemu's baseline x86-64 CPU. This proves that no code path outside the
+# dispatch needs more than the CPU has (an illegal instruction kills the test) and that each
+# target's kernels agree with their reference twins there; it says nothing about speed, which
+# only a real CPU of each class can measure (docs/performance.md#emulated-x86-64-cpu-classes).
+#   X86_CPUS        qemu CPUs of the SIMD parity tests (default: EPYC Westmere qemu64; Haswell
+#                   offers the same targets as EPYC)
+#   X86_SUITE_CPU   qemu CPU of every other test program but the CLI ones (default EPYC: the
+#                   kernels against PyTorch's fixtures, modules and the mobile networks against timm's,
+#                   the hostile inputs, on AVX2). The CLI tests (cvattn_add_cli_test) start the
+#                   tool as a child process, which user-mode qemu leaves to the host CPU; so do
+#                   test_hostile's tool cases.
+#   X86_SKIP        programs left out of that run (default: the timm networks but the mobile
+#                   ones, 2-10 minutes each under TCG's AVX2, 16 minutes together; empty: all)
+#   X86_BUILD       the build to run (default build/ci, made by the README's test command)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+read -r -a cpus <<< "${X86_CPUS:-EPYC Westmere qemu64}"
+suite_cpu=${X86_SUITE_CPU:-EPYC}
+build=${X86_BUILD:-build/ci}
+read -r -a skip <<< "${X86_SKIP-test_timm_resnet test_timm_vit test_timm_swin test_timm_byob}"
+start=$(date +%s)
+stamp() { echo "check-x86-cpus: $1 after $(($(date +%s) - start)) s"; }
+
+if ! command -v qemu-x86_64-static >/dev/null 2>&1; then
+  echo "check-x86-cpus: installing qemu-user-static" >&2
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends qemu-user-static >/dev/null
+fi
+qemu=$(command -v qemu-x86_64-static)
+
+source .ci/qemu-parity.sh
+mapfile -t suite_tests < <(sed -n 's#^cvattn_add_test(\([a-z0-9_]*\) \([a-z_]*\)/.*#\2 \1#p' \
+  tests/CMakeLists.txt | grep -v ' test_simd_parity' | cut -d' ' -f2 |
+  grep -v -x -F -f <(printf '%s\n' "${skip[@]}" _none_))
+for t in "${parity_tests[@]}" "${suite_tests[@]}"; do
+  [ -x "$build/tests/$t" ] || {
+    echo "check-x86-cpus: $build/tests/$t is missing (build $build first)" >&2
+    exit 1
+  }
+done
+
+# qemu's models name CPU features TCG cannot emulate (e.g. EPYC's svm); it warns and leaves them
+# out, which is what the CPU-feature checks of Highway and OpenBLAS then see.
+run() {
+  local cpu=$1
+  shift
+  # qemu64 reports an AMD family-15 CPU without 3DNow!, and OpenBLAS's core detection answers
+  # that with its Opteron kernels, which use 3DNow! (femms): on qemu64 alone, name the core whose
+  # kernels need no more than SSE3, which that CPU has.
+  local coretype=${OPENBLAS_CORETYPE:-}
+  [ "$cpu" = qemu64 ] && coretype=Prescott
+  QEMU_CPU=$cpu OPENBLAS_CORETYPE=$coretype "$qemu" "$@" 2>&1 | grep -v "TCG doesn't support"
+  return "${PIPESTATUS[0]}"
+}
+
+failed=0
+for cpu in "${cpus[@]}"; do parity_on_cpu check-x86-cpus "$cpu" "$build/tests"; done
+stamp "parity tests under qemu"
+
+# The other programs, two at a time (CI has two cores); each result file holds a
+# program's exit status on its first line and its output after it.
+results=$(mktemp -d)
+trap 'rm -rf "$results"' EXIT
+export -f run
+export qemu build results suite_cpu
+printf '%s\n' "${suite_tests[@]}" | xargs -P 2 -I{} bash -c '
+  out=$(run "$suite_cpu" "$build/tests/{}" --gtest_brief=1) && rc=0 || rc=$?
+  printf "%s\n%s\n" "$rc" "$out" > "$results/{}"'
+passed=0
+for t in "${suite_tests[@]}"; do
+  rc=$(head -1 "$results/$t" 2>/dev/null || echo missing)
+  if [ "$rc" != 0 ]; then
+    failed=1
+    echo "check-x86-cpus: $suite_cpu $t failed (exit $rc):"
+    tail -n +2 "$results/$t" 2>/dev/null | tail -40
+  else
+    passed=$((passed + $(sed -n 's/^\[  PASSED  \] \([0-9]*\) test.*/\1/p' "$results/$t")))
+  fi
+done
+echo "check-x86-cpus: $suite_cpu: ${#suite_tests[@]} test programs, $passed tests passed"
+stamp "test programs under qemu"
+exit "$failed"
