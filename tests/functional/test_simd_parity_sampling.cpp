@@ -119,8 +119,7 @@ TEST(SimdParitySampling, GridSampleForward) {
 // in src/CMakeLists.txt), so an SVE CPU runs its NEON kernels.
 bool has_channel_kernels(const std::string& target) {
   const auto starts = [&](const char* prefix) { return target.rfind(prefix, 0) == 0; };
-  return target == "avx2" || starts("avx3") || starts("avx10") || starts("neon") ||
-         starts("sve");
+  return target == "avx2" || starts("avx3") || starts("avx10") || starts("neon") || starts("sve");
 }
 
 TEST(SimdParitySampling, GridSampleChannelGroupsBitExact) {
