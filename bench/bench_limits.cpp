@@ -110,6 +110,24 @@ void BM_SgemmLibrary(benchmark::State& state) {
   cvattn::bench::set_flops(state, 2.0 * nd * nd * nd);
 }
 
+// The products the ops make, through linear (x [M,K] times w [N,K] transposed): conv2d 3x3 64->64
+// on 56x56 as im2col, MHA [8,196,256]'s input and output projections, a ViT-S MLP, a 3x3 conv
+// 256->256 on 28x28. Run with CVATTN_GEMM=packed or =openblas to compare the two products
+// (docs/performance.md#matrix-products).
+void BM_SgemmShape(benchmark::State& state) {
+  cvattn::set_num_threads(1);
+  const std::int64_t m = state.range(0), n = state.range(1), k = state.range(2);
+  cvattn::Tensor x = cvattn::Tensor::empty({m, k}), w = cvattn::Tensor::empty({n, k});
+  for (std::int64_t i = 0; i < m * k; ++i) x.data()[i] = static_cast<float>(i % 7) * 0.25f - 0.75f;
+  for (std::int64_t i = 0; i < n * k; ++i) w.data()[i] = static_cast<float>(i % 5) * 0.25f - 0.5f;
+  for (auto _ : state) {
+    cvattn::Tensor c = cvattn::functional::linear(x, w);
+    benchmark::DoNotOptimize(c.data());
+  }
+  cvattn::bench::set_flops(
+      state, 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k));
+}
+
 // 12 independent accumulators: enough to cover the FMA latency (4-5 cycles) on two pipes. Each
 // width has its own function so that the compiler emits that width's instructions only there;
 // they return a sum of the accumulators so that nothing is optimised away.
@@ -183,3 +201,12 @@ BENCHMARK(BM_CopyMemcpy)->Apply(thread_args)->UseRealTime()->Unit(benchmark::kMi
 BENCHMARK(BM_CopyStreaming)->Apply(thread_args)->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_SgemmEigen)->Apply(size_args)->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_SgemmLibrary)->Apply(size_args)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_SgemmShape)
+    ->ArgNames({"m", "n", "k"})
+    ->Args({3136, 64, 576})
+    ->Args({1568, 768, 256})
+    ->Args({1568, 256, 256})
+    ->Args({1568, 1536, 384})
+    ->Args({784, 256, 2304})
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);

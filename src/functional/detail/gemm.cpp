@@ -1,10 +1,15 @@
 #include "functional/detail/gemm.hpp"
 
 #include <Eigen/Core>
+#include <cctype>
 #include <climits>
+#include <cstdlib>
+#include <cstring>
 #include <mutex>
+#include <string>
 
 #include "cvattn/core/error.hpp"
+#include "functional/detail/gemm_kernels.hpp"
 
 #if defined(CVATTN_HAS_OPENBLAS)
 // The few OpenBLAS entry points used, declared here rather than through cblas.h, whose location
@@ -17,6 +22,7 @@ void cblas_sgemm(enum CBLAS_ORDER order, enum CBLAS_TRANSPOSE ta, enum CBLAS_TRA
                  float beta, float* c, int ldc);
 int openblas_get_parallel(void);
 void openblas_set_num_threads(int threads);
+char* openblas_get_corename(void);
 }
 #endif
 
@@ -39,21 +45,53 @@ void eigen_product(const A& a, const B& b, float alpha, float beta, MutRow& c) {
   }
 }
 
-#if defined(CVATTN_HAS_OPENBLAS)
-int g_parallel = -1;  // openblas_get_parallel(): 0 serial, 1 pthreads, 2 OpenMP
+// CVATTN_GEMM: "packed" or "openblas" forces that product (for measurements), anything else or
+// unset lets sgemm choose.
+enum class Choice { automatic, packed, openblas };
+Choice g_choice = Choice::automatic;
 std::once_flag g_once;
 
-void configure_openblas() {
+#if defined(CVATTN_HAS_OPENBLAS)
+bool g_blas_wide = false;  // OpenBLAS runs AVX-512 kernels
+std::string g_corename;
+int g_parallel = -1;  // openblas_get_parallel(): 0 serial, 1 pthreads, 2 OpenMP
+bool fits_int(std::int64_t v) { return v >= 0 && v <= INT_MAX; }
+#endif
+
+void configure() {
   std::call_once(g_once, [] {
+    if (const char* env = std::getenv("CVATTN_GEMM")) {
+      if (std::strcmp(env, "packed") == 0) g_choice = Choice::packed;
+      if (std::strcmp(env, "openblas") == 0) g_choice = Choice::openblas;
+    }
+#if defined(CVATTN_HAS_OPENBLAS)
     g_parallel = openblas_get_parallel();
     // A pthreads OpenBLAS would start its own threads inside cvattn's OpenMP regions; the
     // OpenMP one runs serially there and follows omp_set_num_threads outside them.
     if (g_parallel == 1) openblas_set_num_threads(1);
+    const char* core = openblas_get_corename();
+    g_corename = core != nullptr ? core : "";
+    std::string lower = g_corename;
+    for (char& ch : lower) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    // OpenBLAS's cores with AVX-512 SGEMM kernels (0.3.21 and later).
+    g_blas_wide = lower == "skylakex" || lower == "cooperlake" || lower == "sapphirerapids";
+#endif
   });
 }
 
-bool fits_int(std::int64_t v) { return v >= 0 && v <= INT_MAX; }
+// The packed product where OpenBLAS would use narrower vectors than the SIMD target in use has
+// (its AVX2 kernels on an AVX-512 CPU: 118 against 200-225 GFLOP/s on Zen 5,
+// docs/performance.md#matrix-products), and wherever there is no OpenBLAS (Eigen's kernels are
+// fixed at SSE2 in a portable build).
+bool use_packed() {
+  configure();
+  if (g_choice != Choice::automatic) return g_choice == Choice::packed;
+#if defined(CVATTN_HAS_OPENBLAS)
+  return !g_blas_wide && sgemm_packed_wide();
+#else
+  return true;
 #endif
+}
 
 }  // namespace
 
@@ -90,9 +128,8 @@ void sgemm(Trans ta, Trans tb, std::int64_t m, std::int64_t n, std::int64_t k, f
            const float* a, std::int64_t lda, const float* b, std::int64_t ldb, float beta, float* c,
            std::int64_t ldc) {
 #if defined(CVATTN_HAS_OPENBLAS)
-  if (m > 0 && n > 0 && k > 0 && fits_int(m) && fits_int(n) && fits_int(k) && fits_int(lda) &&
-      fits_int(ldb) && fits_int(ldc)) {
-    configure_openblas();
+  if (!use_packed() && m > 0 && n > 0 && k > 0 && fits_int(m) && fits_int(n) && fits_int(k) &&
+      fits_int(lda) && fits_int(ldb) && fits_int(ldc)) {
     cblas_sgemm(CblasRowMajor, ta == Trans::no ? CblasNoTrans : CblasTrans,
                 tb == Trans::no ? CblasNoTrans : CblasTrans, static_cast<int>(m),
                 static_cast<int>(n), static_cast<int>(k), alpha, a, static_cast<int>(lda), b,
@@ -100,23 +137,18 @@ void sgemm(Trans ta, Trans tb, std::int64_t m, std::int64_t n, std::int64_t k, f
     return;
   }
 #endif
-  sgemm_eigen(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+  sgemm_packed(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }
 
-const char* gemm_backend() {
+std::string gemm_backend() {
+  std::string blas = "eigen";
 #if defined(CVATTN_HAS_OPENBLAS)
-  configure_openblas();
-  switch (g_parallel) {
-    case 0:
-      return "openblas (serial)";
-    case 1:
-      return "openblas (pthreads, one thread per call)";
-    default:
-      return "openblas (openmp)";
-  }
-#else
-  return "eigen";
+  configure();
+  blas = g_parallel == 0   ? "openblas (serial, core " + g_corename + ")"
+         : g_parallel == 1 ? "openblas (pthreads, one thread per call, core " + g_corename + ")"
+                           : "openblas (openmp, core " + g_corename + ")";
 #endif
+  return use_packed() ? "cvattn packed (this target's vectors; " + blas + " not used)" : blas;
 }
 
 }  // namespace cvattn::detail

@@ -2,9 +2,12 @@
 // The one single-precision matrix product behind conv2d, linear, the score functions and the
 // portable attention path. Row-major: C[M,N] = alpha * op(A)[M,K] * op(B)[K,N] + beta * C.
 // OpenBLAS when the build has it (its kernels are chosen for the CPU at run time, so a portable
-// build multiplies at the core's speed: figures in docs/performance.md), Eigen otherwise.
+// build multiplies at the core's speed: figures in docs/performance.md), except where cvattn's own
+// packed product (gemm_kernels.hpp) has wider vectors than the OpenBLAS core in use, or where
+// there is no OpenBLAS or the sizes exceed its int arguments.
 // Called from inside cvattn's parallel regions it runs on the calling thread only.
 #include <cstdint>
+#include <string>
 
 namespace cvattn::detail {
 
@@ -14,12 +17,13 @@ void sgemm(Trans ta, Trans tb, std::int64_t m, std::int64_t n, std::int64_t k, f
            const float* a, std::int64_t lda, const float* b, std::int64_t ldb, float beta, float* c,
            std::int64_t ldc);
 
-// The Eigen product, kept as the reference the OpenBLAS path is tested against.
+// The Eigen product, kept as the reference the OpenBLAS and packed paths are tested against.
 void sgemm_eigen(Trans ta, Trans tb, std::int64_t m, std::int64_t n, std::int64_t k, float alpha,
                  const float* a, std::int64_t lda, const float* b, std::int64_t ldb, float beta,
                  float* c, std::int64_t ldc);
 
-// "openblas (openmp)", "openblas (pthreads)", "openblas (serial)" or "eigen".
-const char* gemm_backend();
+// What sgemm multiplies with on the SIMD target in use: "cvattn packed (...)", "openblas
+// (openmp, core Haswell)" and the like, or "eigen".
+std::string gemm_backend();
 
 }  // namespace cvattn::detail

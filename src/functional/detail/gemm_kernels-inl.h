@@ -1,0 +1,184 @@
+// Per-target bodies of functional/detail/gemm_kernels.hpp, compiled once for every Highway target
+// by gemm_kernels.cpp (Highway's toggle instead of an include guard).
+#if defined(CVATTN_FUNCTIONAL_DETAIL_GEMM_KERNELS_INL_H_) == defined(HWY_TARGET_TOGGLE)
+#ifdef CVATTN_FUNCTIONAL_DETAIL_GEMM_KERNELS_INL_H_
+#undef CVATTN_FUNCTIONAL_DETAIL_GEMM_KERNELS_INL_H_
+#else
+#define CVATTN_FUNCTIONAL_DETAIL_GEMM_KERNELS_INL_H_
+#endif
+
+#include <hwy/highway.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+
+#include "functional/detail/gemm_kernels.hpp"
+
+#ifndef CVATTN_GEMM_UNROLL
+#define CVATTN_GEMM_UNROLL _Pragma("GCC unroll 16")
+#endif
+
+HWY_BEFORE_NAMESPACE();
+namespace cvattn::detail::HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+// Register tile: kMr rows of C x kNv vectors of its columns. Per step of K, kNv loads of the
+// packed B panel and kMr broadcasts of the packed A panel feed kMr * kNv FMAs: 24 accumulators
+// use most of AVX-512's 32 registers and hide the FMA latency on two pipes; 12 fit AVX2's 16.
+#if HWY_MAX_BYTES >= 64
+constexpr int kMr = 12;
+#else
+constexpr int kMr = 6;
+#endif
+constexpr int kNv = 2;
+// Rows of op(A) packed at once: kMr * 16 rows of kGemmKc floats stay in the L2 cache.
+constexpr std::int64_t kMc = kMr * 16;
+static_assert(kMc <= kGemmMcMax, "packing buffer bound");
+static_assert(kNv * HWY_MAX_BYTES / sizeof(float) <= kGemmNrMax, "stack tile bound");
+
+// pa[p * kMr + r] = op(A)(i0 + r, p0 + p) for r < rows, 0 for rows <= r < kMr.
+inline void PackA(Trans ta, const float* HWY_RESTRICT a, std::int64_t lda, std::int64_t i0,
+                  std::int64_t rows, std::int64_t p0, std::int64_t kc, float* HWY_RESTRICT pa) {
+  if (rows < kMr) std::fill(pa, pa + kc * kMr, 0.0f);
+  if (ta == Trans::no) {
+    for (std::int64_t r = 0; r < rows; ++r) {
+      const float* src = a + (i0 + r) * lda + p0;
+      for (std::int64_t p = 0; p < kc; ++p) pa[p * kMr + r] = src[p];
+    }
+  } else {
+    for (std::int64_t p = 0; p < kc; ++p) {
+      std::memcpy(pa + p * kMr, a + (p0 + p) * lda + i0, static_cast<std::size_t>(rows) * 4);
+    }
+  }
+}
+
+// pb[p * nr + j] = op(B)(p0 + p, j0 + j) for j < cols, 0 for cols <= j < nr.
+inline void PackB(Trans tb, const float* HWY_RESTRICT b, std::int64_t ldb, std::int64_t p0,
+                  std::int64_t kc, std::int64_t j0, std::int64_t cols, std::int64_t nr,
+                  float* HWY_RESTRICT pb) {
+  if (cols < nr) std::fill(pb, pb + kc * nr, 0.0f);
+  if (tb == Trans::no) {
+    for (std::int64_t p = 0; p < kc; ++p) {
+      std::memcpy(pb + p * nr, b + (p0 + p) * ldb + j0, static_cast<std::size_t>(cols) * 4);
+    }
+  } else {
+    for (std::int64_t j = 0; j < cols; ++j) {
+      const float* src = b + (j0 + j) * ldb + p0;
+      for (std::int64_t p = 0; p < kc; ++p) pb[p * nr + j] = src[p];
+    }
+  }
+}
+
+// One kMr x (kNv lanes) tile of C from packed panels: c = alpha * sum_p pa[p] pb[p] + beta * c,
+// the products summed in order of p. beta == 0 does not read c.
+template <class D>
+HWY_INLINE void MicroTile(D d, std::int64_t kc, const float* HWY_RESTRICT pa,
+                          const float* HWY_RESTRICT pb, float alpha, float beta,
+                          float* HWY_RESTRICT c, std::int64_t ldc) {
+  using V = hn::Vec<D>;
+  const auto L = static_cast<std::int64_t>(hn::Lanes(d));
+  V acc[kMr][kNv];
+  CVATTN_GEMM_UNROLL
+  for (int r = 0; r < kMr; ++r) {
+    CVATTN_GEMM_UNROLL
+    for (int v = 0; v < kNv; ++v) acc[r][v] = hn::Zero(d);
+  }
+  for (std::int64_t p = 0; p < kc; ++p) {
+    V bv[kNv];
+    CVATTN_GEMM_UNROLL
+    for (int v = 0; v < kNv; ++v) bv[v] = hn::Load(d, pb + v * L);
+    CVATTN_GEMM_UNROLL
+    for (int r = 0; r < kMr; ++r) {
+      const V av = hn::Set(d, pa[r]);
+      CVATTN_GEMM_UNROLL
+      for (int v = 0; v < kNv; ++v) acc[r][v] = hn::MulAdd(av, bv[v], acc[r][v]);
+    }
+    pa += kMr;
+    pb += kNv * L;
+  }
+  const V va = hn::Set(d, alpha);
+  const V vb = hn::Set(d, beta);
+  CVATTN_GEMM_UNROLL
+  for (int r = 0; r < kMr; ++r) {
+    float* row = c + r * ldc;
+    CVATTN_GEMM_UNROLL
+    for (int v = 0; v < kNv; ++v) {
+      V out;
+      if (beta == 0.0f) {
+        out = hn::Mul(va, acc[r][v]);
+      } else if (beta == 1.0f) {
+        out = hn::MulAdd(va, acc[r][v], hn::LoadU(d, row + v * L));
+      } else {
+        out = hn::MulAdd(va, acc[r][v], hn::Mul(vb, hn::LoadU(d, row + v * L)));
+      }
+      hn::StoreU(out, d, row + v * L);
+    }
+  }
+}
+
+// The tiles of one packed block: columns [j0, j0 + cols) of rows [i0, i0 + rows) of C. A tile
+// cut by the edge of C is computed whole into a stack tile and its valid part combined with C.
+template <class D>
+HWY_INLINE void BlockTiles(D d, std::int64_t rows, std::int64_t cols, std::int64_t kc,
+                           const float* HWY_RESTRICT pa, const float* HWY_RESTRICT pb, float alpha,
+                           float beta, float* HWY_RESTRICT c, std::int64_t ldc) {
+  const std::int64_t nr = kNv * static_cast<std::int64_t>(hn::Lanes(d));
+  HWY_ALIGN float tile[kMr * kGemmNrMax];
+  for (std::int64_t j = 0; j < cols; j += nr) {
+    const float* pbj = pb + j * kc;
+    const std::int64_t nc = std::min(nr, cols - j);
+    for (std::int64_t i = 0; i < rows; i += kMr) {
+      const float* pai = pa + i * kc;
+      const std::int64_t mc = std::min<std::int64_t>(kMr, rows - i);
+      float* cij = c + i * ldc + j;
+      if (mc == kMr && nc == nr) {
+        MicroTile(d, kc, pai, pbj, alpha, beta, cij, ldc);
+        continue;
+      }
+      MicroTile(d, kc, pai, pbj, 1.0f, 0.0f, tile, nr);
+      for (std::int64_t r = 0; r < mc; ++r) {
+        for (std::int64_t q = 0; q < nc; ++q) {
+          const float t = alpha * tile[r * nr + q];
+          cij[r * ldc + q] = beta == 0.0f ? t : t + beta * cij[r * ldc + q];
+        }
+      }
+    }
+  }
+}
+
+// sgemm_packed for k > 0 and alpha != 0, with packing buffers of kGemmMcMax x kGemmKc (pa) and
+// min(n rounded up to kGemmNrMax, kGemmNc) x kGemmKc (pb) floats, 64-byte aligned.
+inline void SgemmPacked(Trans ta, Trans tb, std::int64_t m, std::int64_t n, std::int64_t k,
+                        float alpha, const float* HWY_RESTRICT a, std::int64_t lda,
+                        const float* HWY_RESTRICT b, std::int64_t ldb, float beta,
+                        float* HWY_RESTRICT c, std::int64_t ldc, float* HWY_RESTRICT pa,
+                        float* HWY_RESTRICT pb) {
+  const hn::ScalableTag<float> d;
+  const std::int64_t nr = kNv * static_cast<std::int64_t>(hn::Lanes(d));
+  for (std::int64_t j0 = 0; j0 < n; j0 += kGemmNc) {
+    const std::int64_t nc = std::min(kGemmNc, n - j0);
+    for (std::int64_t p0 = 0; p0 < k; p0 += kGemmKc) {
+      const std::int64_t kc = std::min(kGemmKc, k - p0);
+      // The first block of K applies the caller's beta, the later ones add onto it.
+      const float beta_here = p0 == 0 ? beta : 1.0f;
+      for (std::int64_t j = 0; j < nc; j += nr) {
+        PackB(tb, b, ldb, p0, kc, j0 + j, std::min(nr, nc - j), nr, pb + j * kc);
+      }
+      for (std::int64_t i0 = 0; i0 < m; i0 += kMc) {
+        const std::int64_t mc = std::min(kMc, m - i0);
+        for (std::int64_t i = 0; i < mc; i += kMr) {
+          PackA(ta, a, lda, i0 + i, std::min<std::int64_t>(kMr, mc - i), p0, kc, pa + i * kc);
+        }
+        BlockTiles(d, mc, nc, kc, pa, pb, alpha, beta_here, c + i0 * ldc + j0, ldc);
+      }
+    }
+  }
+}
+
+inline bool SgemmPackedWide() { return hn::Lanes(hn::ScalableTag<float>()) >= 16; }
+
+}  // namespace cvattn::detail::HWY_NAMESPACE
+HWY_AFTER_NAMESPACE();
+
+#endif  // toggle guard
