@@ -16,6 +16,7 @@
 #include "cvattn/core/tensor.hpp"
 #include "functional/detail/conv_kernels.hpp"
 #include "functional/detail/gemm.hpp"
+#include "functional/detail/pointwise_kernels.hpp"
 #include "functional/detail/window.hpp"
 #include "functional/detail/winograd_kernels.hpp"
 
@@ -334,6 +335,15 @@ struct TilePlan {
 void tile_products(const ConvGeometry& g, std::int64_t positions, const float* u, std::int64_t gi,
                    const float* v, std::int64_t v_plane, float* m, std::int64_t m_plane,
                    std::int64_t tiles) {
+  // Few input channels: the pointwise kernel's register tile reads U and V in place, where a
+  // GEMM would pack both for a product too small to repay it.
+  if (g.cin_g <= pointwise_preferred_max_k()) {
+    for (std::int64_t xi = 0; xi < positions; ++xi) {
+      pointwise_act(ActLayer::identity, u + (xi * g.cout + gi * g.cout_g) * g.cin_g, g.cout_g,
+                    g.cin_g, v + xi * v_plane, tiles, tiles, nullptr, m + xi * m_plane, tiles);
+    }
+    return;
+  }
   for (std::int64_t xi = 0; xi < positions; ++xi) {
     cvattn::detail::sgemm(cvattn::detail::Trans::no, cvattn::detail::Trans::no, g.cout_g, tiles,
                           g.cin_g, 1.0f, u + (xi * g.cout + gi * g.cout_g) * g.cin_g, g.cin_g,

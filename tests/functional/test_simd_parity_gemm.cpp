@@ -1,8 +1,9 @@
 // cvattn's packed matrix product (functional/detail/gemm_kernels.hpp) against its reference twin
 // on every SIMD target this build and CPU support: every transpose pair, sizes around the register
-// tiles (6 and 12 rows, 8 to 32 columns), the packed blocks (K around 256, N past 2048), strided
-// rows, alpha and beta of every kind, NaN in what BLAS says is not read. The tolerance is the
-// rounding bound of a float sum of the same products: (terms + 4) * 2^-23 * sum |products|.
+// tiles (6 and 12 rows, 8 to 32 columns) and their edge tiles (thirds of the rows, one vector),
+// the packed blocks (K around 256, N past 2048), strided rows, alpha and beta of every kind, NaN in
+// what BLAS says is not read. The tolerance is the rounding bound of a float sum of the same
+// products: (terms + 4) * 2^-23 * sum |products|.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -79,7 +80,7 @@ void check_case(const Case& c, Trans ta, Trans tb, Product product) {
 
 std::vector<Case> cases() {
   std::vector<Case> out;
-  for (const std::int64_t m : {1, 5, 6, 7, 11, 12, 13, 25, 193}) {
+  for (const std::int64_t m : {1, 2, 4, 5, 6, 7, 8, 11, 12, 13, 25, 193}) {
     for (const std::int64_t n : {1, 7, 8, 15, 16, 17, 31, 32, 33, 65}) {
       out.push_back({m, n, 37, 1.0f, 0.0f});
     }

@@ -70,41 +70,42 @@ inline void PackB(Trans tb, const float* HWY_RESTRICT b, std::int64_t ldb, std::
   }
 }
 
-// One kMr x (kNv lanes) tile of C from packed panels: c = alpha * sum_p pa[p] pb[p] + beta * c,
-// the products summed in order of p. beta == 0 does not read c.
-template <class D>
+// R rows x V vectors of C from packed panels (R <= kMr, V <= kNv; the panels' steps stay kMr and
+// nr): c = alpha * sum_p pa[p] pb[p] + beta * c, the products summed in order of p. beta == 0
+// does not read c.
+template <int R, int V, class D>
 HWY_INLINE void MicroTile(D d, std::int64_t kc, const float* HWY_RESTRICT pa,
-                          const float* HWY_RESTRICT pb, float alpha, float beta,
+                          const float* HWY_RESTRICT pb, std::int64_t nr, float alpha, float beta,
                           float* HWY_RESTRICT c, std::int64_t ldc) {
-  using V = hn::Vec<D>;
+  using Vec = hn::Vec<D>;
   const auto L = static_cast<std::int64_t>(hn::Lanes(d));
-  V acc[kMr][kNv];
+  Vec acc[R][V];
   CVATTN_GEMM_UNROLL
-  for (int r = 0; r < kMr; ++r) {
+  for (int r = 0; r < R; ++r) {
     CVATTN_GEMM_UNROLL
-    for (int v = 0; v < kNv; ++v) acc[r][v] = hn::Zero(d);
+    for (int v = 0; v < V; ++v) acc[r][v] = hn::Zero(d);
   }
   for (std::int64_t p = 0; p < kc; ++p) {
-    V bv[kNv];
+    Vec bv[V];
     CVATTN_GEMM_UNROLL
-    for (int v = 0; v < kNv; ++v) bv[v] = hn::Load(d, pb + v * L);
+    for (int v = 0; v < V; ++v) bv[v] = hn::Load(d, pb + v * L);
     CVATTN_GEMM_UNROLL
-    for (int r = 0; r < kMr; ++r) {
-      const V av = hn::Set(d, pa[r]);
+    for (int r = 0; r < R; ++r) {
+      const Vec av = hn::Set(d, pa[r]);
       CVATTN_GEMM_UNROLL
-      for (int v = 0; v < kNv; ++v) acc[r][v] = hn::MulAdd(av, bv[v], acc[r][v]);
+      for (int v = 0; v < V; ++v) acc[r][v] = hn::MulAdd(av, bv[v], acc[r][v]);
     }
     pa += kMr;
-    pb += kNv * L;
+    pb += nr;
   }
-  const V va = hn::Set(d, alpha);
-  const V vb = hn::Set(d, beta);
+  const Vec va = hn::Set(d, alpha);
+  const Vec vb = hn::Set(d, beta);
   CVATTN_GEMM_UNROLL
-  for (int r = 0; r < kMr; ++r) {
+  for (int r = 0; r < R; ++r) {
     float* row = c + r * ldc;
     CVATTN_GEMM_UNROLL
-    for (int v = 0; v < kNv; ++v) {
-      V out;
+    for (int v = 0; v < V; ++v) {
+      Vec out;
       if (beta == 0.0f) {
         out = hn::Mul(va, acc[r][v]);
       } else if (beta == 1.0f) {
@@ -117,8 +118,52 @@ HWY_INLINE void MicroTile(D d, std::int64_t kc, const float* HWY_RESTRICT pa,
   }
 }
 
-// The tiles of one packed block: columns [j0, j0 + cols) of rows [i0, i0 + rows) of C. A tile
-// cut by the edge of C is computed whole into a stack tile and its valid part combined with C.
+// A tile cut by the edge of C (rows < kMr or cols < nr): the smallest tile of a third of kMr
+// rows times whole vectors that covers it, stored straight into C when it fits exactly, else
+// computed into `tile` (nr floats a row) and its valid part combined with C.
+template <class D>
+HWY_INLINE void EdgeTile(D d, std::int64_t rows, std::int64_t cols, std::int64_t kc,
+                         const float* HWY_RESTRICT pa, const float* HWY_RESTRICT pb,
+                         std::int64_t nr, float alpha, float beta, float* HWY_RESTRICT c,
+                         std::int64_t ldc, float* HWY_RESTRICT tile) {
+  static_assert(kMr % 3 == 0 && kNv == 2, "the cases below");
+  constexpr int kQ = kMr / 3;
+  const auto L = static_cast<std::int64_t>(hn::Lanes(d));
+  const std::int64_t thirds = (rows + kQ - 1) / kQ, vecs = (cols + L - 1) / L;
+  const bool exact = rows == thirds * kQ && cols == vecs * L;
+  float* out = exact ? c : tile;
+  const std::int64_t ldo = exact ? ldc : nr;
+  const float a = exact ? alpha : 1.0f, b = exact ? beta : 0.0f;
+  switch (thirds * 4 + vecs) {
+    case 5:
+      MicroTile<kQ, 1>(d, kc, pa, pb, nr, a, b, out, ldo);
+      break;
+    case 6:
+      MicroTile<kQ, 2>(d, kc, pa, pb, nr, a, b, out, ldo);
+      break;
+    case 9:
+      MicroTile<2 * kQ, 1>(d, kc, pa, pb, nr, a, b, out, ldo);
+      break;
+    case 10:
+      MicroTile<2 * kQ, 2>(d, kc, pa, pb, nr, a, b, out, ldo);
+      break;
+    case 13:
+      MicroTile<kMr, 1>(d, kc, pa, pb, nr, a, b, out, ldo);
+      break;
+    default:
+      MicroTile<kMr, 2>(d, kc, pa, pb, nr, a, b, out, ldo);
+      break;
+  }
+  if (exact) return;
+  for (std::int64_t r = 0; r < rows; ++r) {
+    for (std::int64_t q = 0; q < cols; ++q) {
+      const float t = alpha * tile[r * nr + q];
+      c[r * ldc + q] = beta == 0.0f ? t : t + beta * c[r * ldc + q];
+    }
+  }
+}
+
+// The tiles of one packed block: columns [0, cols) of rows [0, rows) of C.
 template <class D>
 HWY_INLINE void BlockTiles(D d, std::int64_t rows, std::int64_t cols, std::int64_t kc,
                            const float* HWY_RESTRICT pa, const float* HWY_RESTRICT pb, float alpha,
@@ -131,17 +176,10 @@ HWY_INLINE void BlockTiles(D d, std::int64_t rows, std::int64_t cols, std::int64
     for (std::int64_t i = 0; i < rows; i += kMr) {
       const float* pai = pa + i * kc;
       const std::int64_t mc = std::min<std::int64_t>(kMr, rows - i);
-      float* cij = c + i * ldc + j;
       if (mc == kMr && nc == nr) {
-        MicroTile(d, kc, pai, pbj, alpha, beta, cij, ldc);
-        continue;
-      }
-      MicroTile(d, kc, pai, pbj, 1.0f, 0.0f, tile, nr);
-      for (std::int64_t r = 0; r < mc; ++r) {
-        for (std::int64_t q = 0; q < nc; ++q) {
-          const float t = alpha * tile[r * nr + q];
-          cij[r * ldc + q] = beta == 0.0f ? t : t + beta * cij[r * ldc + q];
-        }
+        MicroTile<kMr, kNv>(d, kc, pai, pbj, nr, alpha, beta, c + i * ldc + j, ldc);
+      } else {
+        EdgeTile(d, mc, nc, kc, pai, pbj, nr, alpha, beta, c + i * ldc + j, ldc, tile);
       }
     }
   }
