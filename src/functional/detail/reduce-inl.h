@@ -21,8 +21,8 @@ namespace cvattn::detail::HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
 // Sum (and, with kMax, the max) of p[0, n): four vector accumulators per block of
-// kReduceBlock elements, folded into a double; the tail after the last whole group of four
-// vectors is added in double.
+// kReduceBlock elements, folded into a double; then the whole vectors after the last group of
+// four, folded likewise; the last n mod lanes elements are added in double.
 template <bool kMax>
 PlaneStats ReducePlane(const float* HWY_RESTRICT p, std::int64_t n) {
   const hn::ScalableTag<float> d;
@@ -52,6 +52,17 @@ PlaneStats ReducePlane(const float* HWY_RESTRICT p, std::int64_t n) {
     }
     total += static_cast<double>(
         hn::GetLane(hn::SumOfLanes(d, hn::Add(hn::Add(s0, s1), hn::Add(s2, s3)))));
+  }
+  // The whole vectors after the last group, one at a time: a 28x28 plane has 16 floats there,
+  // and 16 dependent double additions cost as much as the 48 vectors before them.
+  if (i + lanes <= n) {
+    auto s0 = hn::Zero(d);
+    for (; i + lanes <= n; i += lanes) {
+      const auto a = hn::LoadU(d, p + i);
+      s0 = hn::Add(s0, a);
+      if constexpr (kMax) m0 = hn::Max(m0, a);
+    }
+    total += static_cast<double>(hn::GetLane(hn::SumOfLanes(d, s0)));
   }
   float mx = -std::numeric_limits<float>::infinity();
   if constexpr (kMax) {
