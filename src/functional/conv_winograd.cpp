@@ -241,8 +241,8 @@ std::int64_t chunk_tiles43(const ConvGeometry& g) {
 }
 
 struct Scratch43 {
-  float* v;  // [36][cin_g * tiles + slack]
-  float* m;  // [36][cout_g * tiles + slack]
+  float* v;  // [36][cin_g * ld + slack]: channel c's T tiles at c * ld
+  float* m;  // [36][cout_g * ld + slack]
   std::int64_t v_plane, m_plane;
   float* rows;  // the task's 4 T + 2 zero-padded input rows, winograd43_row_floats(tw) each
   float* t;     // 6 rows transformed along y, the same size
@@ -252,7 +252,7 @@ struct Scratch43 {
 // rows are copied once into zero-padded rows (zeroed once per task: the padding and the rows
 // outside the image are the same for every channel).
 void transform_input43(const ConvGeometry& g, const float* planes, std::int64_t ty0,
-                       std::int64_t ty1, std::int64_t tw, std::int64_t tiles, const Scratch43& s) {
+                       std::int64_t ty1, std::int64_t tw, std::int64_t ld, const Scratch43& s) {
   const std::int64_t len = winograd43_row_floats(tw);
   const std::int64_t count = 4 * (ty1 - ty0) + 2;
   const std::int64_t y0 = 4 * ty0 - g.ph;  // input row of padded row 0
@@ -268,7 +268,7 @@ void transform_input43(const ConvGeometry& g, const float* planes, std::int64_t 
     for (std::int64_t ty = ty0; ty < ty1; ++ty) {
       const float* rows[6];
       for (int r = 0; r < 6; ++r) rows[r] = s.rows + (4 * (ty - ty0) + r) * len;
-      winograd43_input(rows, tw, s.t, s.v + c * tiles + (ty - ty0) * tw, s.v_plane);
+      winograd43_input(rows, tw, s.t, s.v + c * ld + (ty - ty0) * tw, s.v_plane);
     }
   }
 }
@@ -276,13 +276,13 @@ void transform_input43(const ConvGeometry& g, const float* planes, std::int64_t 
 // Y = A^T M A + bias for every tile, written into the output planes of one group, dropping the
 // rows and columns past the output size.
 void transform_output43(const ConvGeometry& g, const float* bias, std::int64_t ty0,
-                        std::int64_t ty1, std::int64_t tw, std::int64_t tiles, const Scratch43& s,
+                        std::int64_t ty1, std::int64_t tw, std::int64_t ld, const Scratch43& s,
                         float* planes) {
   for (std::int64_t oc = 0; oc < g.cout_g; ++oc) {
     const float b = bias ? bias[oc] : 0.0f;
     float* plane = planes + oc * g.ho * g.wo;
     for (std::int64_t ty = ty0; ty < ty1; ++ty) {
-      winograd43_output(s.m + oc * tiles + (ty - ty0) * tw, s.m_plane, tw, b, plane + 4 * ty * g.wo,
+      winograd43_output(s.m + oc * ld + (ty - ty0) * tw, s.m_plane, tw, b, plane + 4 * ty * g.wo,
                         g.wo, std::min<std::int64_t>(4, g.ho - 4 * ty), g.wo);
     }
   }
@@ -331,23 +331,24 @@ struct TilePlan {
 };
 
 // M[xi] = U[xi] V[xi] for the `positions` tile positions of one task (V and M planes v_plane
-// and m_plane floats apart), beta 0 (no zeroing pass).
+// and m_plane floats apart, rows of `tiles` tiles ld floats apart), beta 0 (no zeroing pass).
 void tile_products(const ConvGeometry& g, std::int64_t positions, const float* u, std::int64_t gi,
                    const float* v, std::int64_t v_plane, float* m, std::int64_t m_plane,
-                   std::int64_t tiles) {
+                   std::int64_t tiles, std::int64_t ld) {
   // Few input channels: the pointwise kernel's register tile reads U and V in place, where a
-  // GEMM would pack both for a product too small to repay it.
+  // GEMM would pack both for a product too small to repay it. It runs over the whole row
+  // stride: V's padding columns are zero, so are M's.
   if (g.cin_g <= pointwise_preferred_max_k()) {
     for (std::int64_t xi = 0; xi < positions; ++xi) {
       pointwise_act(ActLayer::identity, u + (xi * g.cout + gi * g.cout_g) * g.cin_g, g.cout_g,
-                    g.cin_g, v + xi * v_plane, tiles, tiles, nullptr, m + xi * m_plane, tiles);
+                    g.cin_g, v + xi * v_plane, ld, ld, nullptr, m + xi * m_plane, ld);
     }
     return;
   }
   for (std::int64_t xi = 0; xi < positions; ++xi) {
     cvattn::detail::sgemm(cvattn::detail::Trans::no, cvattn::detail::Trans::no, g.cout_g, tiles,
                           g.cin_g, 1.0f, u + (xi * g.cout + gi * g.cout_g) * g.cin_g, g.cin_g,
-                          v + xi * v_plane, tiles, 0.0f, m + xi * m_plane, tiles);
+                          v + xi * v_plane, ld, 0.0f, m + xi * m_plane, ld);
   }
 }
 
@@ -372,7 +373,8 @@ void conv_winograd_2x2(const ConvGeometry& g, const float* in, const float* bias
                     base + v_size + m_size + 16 * (tw + 1)};
     transform_input(g, in + (k.ni * g.cin + k.gi * g.cin_g) * g.h * g.w, k.ty0, k.ty1, tw, k.tiles,
                     s);
-    tile_products(g, kPositions, u, k.gi, s.v, g.cin_g * k.tiles, s.m, g.cout_g * k.tiles, k.tiles);
+    tile_products(g, kPositions, u, k.gi, s.v, g.cin_g * k.tiles, s.m, g.cout_g * k.tiles, k.tiles,
+                  k.tiles);
     float* o = out + (k.ni * g.cout + k.gi * g.cout_g) * g.ho * g.wo;
     transform_output(g, bias ? bias + k.gi * g.cout_g : nullptr, k.ty0, k.ty1, tw, k.tiles, s, o);
     act_rows(g, act, o, 2 * k.ty0, std::min(g.ho, 2 * k.ty1));
@@ -386,27 +388,33 @@ void conv_winograd_4x4(const ConvGeometry& g, const float* in, const float* bias
   const std::int64_t tiles_cap = plan.rows * tw;
   const std::int64_t len = winograd43_row_floats(tw);
   // Each position's plane of V and M has a vector of slack: the transforms move whole vectors.
-  const std::int64_t v_size = kPositions43 * (g.cin_g * tiles_cap + kWinogradLanes);
-  const std::int64_t m_size = kPositions43 * (g.cout_g * tiles_cap + kWinogradLanes);
+  // Its rows of T tiles are padded to a multiple of 16 floats (zeros in V), so that the products
+  // run over whole vectors: 98 tiles as 64 + 48 columns, not 64 + 32 + a tail of 2.
+  const auto row_stride = [](std::int64_t tiles) { return ceil_div(tiles, 16) * 16; };
+  const std::int64_t v_size = kPositions43 * (g.cin_g * row_stride(tiles_cap) + kWinogradLanes);
+  const std::int64_t m_size = kPositions43 * (g.cout_g * row_stride(tiles_cap) + kWinogradLanes);
   const std::int64_t rows_size = (4 * plan.rows + 2) * len;
   const std::int64_t slot_size = detail::slot_stride(v_size + m_size + rows_size + 6 * len);
   plan.run(g, slot_size, [&](const TilePlan::Task& k, float* base) {
     float* rows = base + v_size + m_size;
-    const Scratch43 s{base,
-                      base + v_size,
-                      g.cin_g * k.tiles + kWinogradLanes,
-                      g.cout_g * k.tiles + kWinogradLanes,
-                      rows,
-                      rows + rows_size};
-    // The slack after each plane of M is read past the last tile row: zero, not stale bits.
+    const std::int64_t ld = row_stride(k.tiles);
+    const Scratch43 s{
+        base, base + v_size,   g.cin_g * ld + kWinogradLanes, g.cout_g * ld + kWinogradLanes,
+        rows, rows + rows_size};
+    // The slack after each plane of M is read past the last tile row: zero, not stale bits. The
+    // padding columns of V enter the products: zero too.
     for (std::int64_t xi = 0; xi < kPositions43; ++xi) {
-      std::fill_n(s.m + xi * s.m_plane + g.cout_g * k.tiles, kWinogradLanes, 0.0f);
+      std::fill_n(s.m + xi * s.m_plane + g.cout_g * ld, kWinogradLanes, 0.0f);
+      if (ld == k.tiles) continue;
+      for (std::int64_t c = 0; c < g.cin_g; ++c) {
+        std::fill(s.v + xi * s.v_plane + c * ld + k.tiles, s.v + xi * s.v_plane + (c + 1) * ld,
+                  0.0f);
+      }
     }
-    transform_input43(g, in + (k.ni * g.cin + k.gi * g.cin_g) * g.h * g.w, k.ty0, k.ty1, tw,
-                      k.tiles, s);
-    tile_products(g, kPositions43, u, k.gi, s.v, s.v_plane, s.m, s.m_plane, k.tiles);
+    transform_input43(g, in + (k.ni * g.cin + k.gi * g.cin_g) * g.h * g.w, k.ty0, k.ty1, tw, ld, s);
+    tile_products(g, kPositions43, u, k.gi, s.v, s.v_plane, s.m, s.m_plane, k.tiles, ld);
     float* o = out + (k.ni * g.cout + k.gi * g.cout_g) * g.ho * g.wo;
-    transform_output43(g, bias ? bias + k.gi * g.cout_g : nullptr, k.ty0, k.ty1, tw, k.tiles, s, o);
+    transform_output43(g, bias ? bias + k.gi * g.cout_g : nullptr, k.ty0, k.ty1, tw, ld, s, o);
     act_rows(g, act, o, 4 * k.ty0, std::min(g.ho, 4 * k.ty1));
   });
 }

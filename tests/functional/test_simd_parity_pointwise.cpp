@@ -1,6 +1,7 @@
 // The dispatched pointwise convolution kernel (functional/detail/pointwise_kernels.hpp) against
 // its scalar reference twin on every SIMD target this build and CPU support: every activation,
-// channel counts around the register tile (6 rows) and up to the kernel's limit, position counts
+// channel counts around the register tile (6 rows; 2 to 5 left over, a tile of their own without
+// an activation) and up to the kernel's limit, position counts
 // around every vector length and tile width, strided rows, with and without bias; then conv2d's
 // 1x1 path (the kernel up to the target's preferred input channels, the GEMM beyond: 112
 // channels take the kernel on 512-bit targets and the GEMM on the others, 160 and 168 the GEMM
@@ -37,7 +38,7 @@ TEST(SimdParity, PointwiseEveryActivationShapeAndTail) {
     std::int64_t m, k, n;
   };
   std::vector<Case> cases;
-  for (const std::int64_t m : {1, 5, 6, 7, 13, 24}) {
+  for (const std::int64_t m : {1, 2, 3, 4, 5, 6, 7, 10, 13, 24}) {
     for (const std::int64_t n : {1, 3, 4, 7, 8, 15, 16, 17, 31, 32, 33, 63, 64, 65, 100, 129}) {
       cases.push_back({m, 16, n});
     }

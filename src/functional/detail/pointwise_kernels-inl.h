@@ -78,6 +78,25 @@ HWY_INLINE void PointwiseColumns(D d, const float* HWY_RESTRICT w, std::int64_t 
     PointwiseTile<kAct, kRows, V>(d, w + r * k, k, x, ldx, bias ? bias + r : nullptr, out + r * ldo,
                                   ldo);
   }
+  // Without an activation (the Winograd tile products, whose 64 or 128 rows leave 4 or 2) the
+  // remaining rows take one tile of their own: single rows would make V loads per broadcast.
+  if constexpr (kAct == ActLayer::identity) {
+    const float* wr = w + r * k;
+    const float* br = bias ? bias + r : nullptr;
+    float* outr = out + r * ldo;
+    switch (m - r) {
+      case 5:
+        return PointwiseTile<kAct, 5, V>(d, wr, k, x, ldx, br, outr, ldo);
+      case 4:
+        return PointwiseTile<kAct, 4, V>(d, wr, k, x, ldx, br, outr, ldo);
+      case 3:
+        return PointwiseTile<kAct, 3, V>(d, wr, k, x, ldx, br, outr, ldo);
+      case 2:
+        return PointwiseTile<kAct, 2, V>(d, wr, k, x, ldx, br, outr, ldo);
+      default:
+        break;
+    }
+  }
   for (; r < m; ++r) {
     PointwiseTile<kAct, 1, V>(d, w + r * k, k, x, ldx, bias ? bias + r : nullptr, out + r * ldo,
                               ldo);
