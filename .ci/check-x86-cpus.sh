@@ -48,12 +48,15 @@ done
 run() {
   local cpu=$1
   shift
-  # qemu64 reports an AMD family-15 CPU without 3DNow!, and OpenBLAS's core detection answers
-  # that with its Opteron kernels, which use 3DNow! (femms): on qemu64 alone, name the core whose
-  # kernels need no more than SSE3, which that CPU has.
-  local coretype=${OPENBLAS_CORETYPE:-}
-  [ "$cpu" = qemu64 ] && coretype=Prescott
-  QEMU_CPU=$cpu OPENBLAS_CORETYPE=$coretype "$qemu" "$@" 2>&1 | grep -v "TCG doesn't support"
+  # OpenBLAS picks its kernels for the emulated CPU, so a core named by the caller's environment
+  # goes (some hosts set OPENBLAS_CORETYPE=Haswell, whose AVX2 kernels die on Westmere). qemu64
+  # reports an AMD family-15 CPU without 3DNow!, and OpenBLAS's core detection answers that with
+  # its Opteron kernels, which use 3DNow! (femms): on qemu64 alone, name the core whose kernels
+  # need no more than SSE3, which that CPU has.
+  local coretype=()
+  [ "$cpu" = qemu64 ] && coretype=(OPENBLAS_CORETYPE=Prescott)
+  QEMU_CPU=$cpu env -u OPENBLAS_CORETYPE "${coretype[@]}" "$qemu" "$@" 2>&1 |
+    grep -v "TCG doesn't support"
   return "${PIPESTATUS[0]}"
 }
 

@@ -13,7 +13,9 @@ parity_on_cpu() {
     true) | sed -n 's/.*(choices: best, \([^)]*\)).*/\1/p' | head -1)
   for t in "${parity_tests[@]}"; do
     out=$(run "$cpu" "$dir/$t" --gtest_brief=1) && rc=0 || rc=$?
-    summary=$(echo "$out" | grep -E '^\[  PASSED  \]|^\[  FAILED  \] [0-9]+ test' | tr -s ' ' | tr '\n' ' ')
+    # A program killed by a signal prints neither line: then the summary is its exit status.
+    summary=$( (echo "$out" | grep -E '^\[  PASSED  \]|^\[  FAILED  \] [0-9]+ test' || true) |
+      tr -s ' ' | tr '\n' ' ')
     echo "$tag: $cpu [${targets_here:-?}] $t: ${summary:-exit $rc}"
     if [ "$rc" -ne 0 ]; then
       failed=1
