@@ -45,18 +45,16 @@ void eigen_product(const A& a, const B& b, float alpha, float beta, MutRow& c) {
   }
 }
 
+#if defined(CVATTN_HAS_OPENBLAS)
 // CVATTN_GEMM: "packed" or "openblas" forces that product (for measurements), anything else or
 // unset lets sgemm choose.
 enum class Choice { automatic, packed, openblas };
 Choice g_choice = Choice::automatic;
 std::once_flag g_once;
-
-#if defined(CVATTN_HAS_OPENBLAS)
 bool g_blas_wide = false;  // OpenBLAS runs AVX-512 kernels
 std::string g_corename;
 int g_parallel = -1;  // openblas_get_parallel(): 0 serial, 1 pthreads, 2 OpenMP
 bool fits_int(std::int64_t v) { return v >= 0 && v <= INT_MAX; }
-#endif
 
 void configure() {
   std::call_once(g_once, [] {
@@ -64,7 +62,6 @@ void configure() {
       if (std::strcmp(env, "packed") == 0) g_choice = Choice::packed;
       if (std::strcmp(env, "openblas") == 0) g_choice = Choice::openblas;
     }
-#if defined(CVATTN_HAS_OPENBLAS)
     g_parallel = openblas_get_parallel();
     // A pthreads OpenBLAS would start its own threads inside cvattn's OpenMP regions; the
     // OpenMP one runs serially there and follows omp_set_num_threads outside them.
@@ -75,23 +72,19 @@ void configure() {
     for (char& ch : lower) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
     // OpenBLAS's cores with AVX-512 SGEMM kernels (0.3.21 and later).
     g_blas_wide = lower == "skylakex" || lower == "cooperlake" || lower == "sapphirerapids";
-#endif
   });
 }
 
 // The packed product where OpenBLAS would use narrower vectors than the SIMD target in use has
 // (its AVX2 kernels on an AVX-512 CPU: 118 against 200-225 GFLOP/s on Zen 5,
-// docs/performance.md#matrix-products), and wherever there is no OpenBLAS (Eigen's kernels are
-// fixed at SSE2 in a portable build).
+// docs/performance.md#matrix-products). Without OpenBLAS sgemm always takes it (Eigen's kernels
+// are fixed at SSE2 in a portable build).
 bool use_packed() {
   configure();
   if (g_choice != Choice::automatic) return g_choice == Choice::packed;
-#if defined(CVATTN_HAS_OPENBLAS)
   return !g_blas_wide && sgemm_packed_wide();
-#else
-  return true;
-#endif
 }
+#endif
 
 }  // namespace
 
@@ -141,14 +134,17 @@ void sgemm(Trans ta, Trans tb, std::int64_t m, std::int64_t n, std::int64_t k, f
 }
 
 std::string gemm_backend() {
-  std::string blas = "eigen";
+  const std::string packed = "cvattn packed (this target's vectors)";
 #if defined(CVATTN_HAS_OPENBLAS)
   configure();
-  blas = g_parallel == 0   ? "openblas (serial, core " + g_corename + ")"
-         : g_parallel == 1 ? "openblas (pthreads, one thread per call, core " + g_corename + ")"
-                           : "openblas (openmp, core " + g_corename + ")";
+  const std::string blas = g_parallel == 0 ? "openblas (serial, core " + g_corename + ")"
+                           : g_parallel == 1
+                               ? "openblas (pthreads, one thread per call, core " + g_corename + ")"
+                               : "openblas (openmp, core " + g_corename + ")";
+  return use_packed() ? packed + "; " + blas + " not used" : blas;
+#else
+  return packed;
 #endif
-  return use_packed() ? "cvattn packed (this target's vectors; " + blas + " not used)" : blas;
 }
 
 }  // namespace cvattn::detail

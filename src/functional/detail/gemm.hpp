@@ -22,8 +22,8 @@ void sgemm_eigen(Trans ta, Trans tb, std::int64_t m, std::int64_t n, std::int64_
                  const float* a, std::int64_t lda, const float* b, std::int64_t ldb, float beta,
                  float* c, std::int64_t ldc);
 
-// What sgemm multiplies with on the SIMD target in use: "cvattn packed (...)", "openblas
-// (openmp, core Haswell)" and the like, or "eigen".
+// What sgemm multiplies with on the SIMD target in use: "cvattn packed (...)" or "openblas
+// (openmp, core Haswell)" and the like.
 std::string gemm_backend();
 
 }  // namespace cvattn::detail
