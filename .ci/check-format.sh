@@ -12,6 +12,12 @@ if ! command -v clang-format-14 >/dev/null 2>&1; then
   apt-get install -y -qq --no-install-recommends clang-format-14 >/dev/null
 fi
 mapfile -t files < <(git ls-files --cached --others --exclude-standard '*.cpp' '*.hpp' '*.h')
+# Many files per clang-format process, two at a time: one process per file spent most of a minute
+# starting up. Only when that finds a difference is each file checked alone, to name it.
+if printf '%s\0' "${files[@]}" | xargs -0 -P 2 -n 64 clang-format-14 --dry-run --Werror >/dev/null 2>&1; then
+  echo "check-format: ${#files[@]} files formatted"
+  exit 0
+fi
 bad=()
 for f in "${files[@]}"; do
   if ! clang-format-14 --dry-run --Werror "$f" >/dev/null 2>&1; then bad+=("$f"); fi
