@@ -263,10 +263,19 @@ def time_torch(fn, repeat, stat):
     return min(times) if stat == "min" else statistics.median(times)
 
 
+def input_files(case, folder):
+    """Input name -> .npy path. One tensor passed as several inputs (self-attention's
+    m(x, x, x)) is one file named by each, so cvattn shares it as PyTorch does."""
+    files, first = {}, {}
+    for name, t in case.inputs.items():
+        files[name] = first.setdefault(id(t), os.path.join(folder, name + ".npy"))
+    return files
+
+
 def cvattn_args(binary, case, folder):
     args = [binary, "run", case.op]
-    for name in case.inputs:
-        args += ["--in", "%s=%s" % (name, os.path.join(folder, name + ".npy"))]
+    for name, path in input_files(case, folder).items():
+        args += ["--in", "%s=%s" % (name, path)]
     if case.module is not None:
         args += ["--weights", os.path.join(folder, "weights.safetensors")]
     for key, value in case.sets.items():
@@ -485,6 +494,8 @@ def main():
             folder = os.path.join(tmp, case.key)
             os.makedirs(folder, exist_ok=True)
             for name, t in case.inputs.items():
+                if input_files(case, folder)[name] != os.path.join(folder, name + ".npy"):
+                    continue  # the same tensor as an earlier input: its file serves both
                 np.save(os.path.join(folder, name + ".npy"),
                         np.ascontiguousarray(t.numpy(), dtype=np.float32))
             if case.module is not None:

@@ -17,6 +17,7 @@ namespace {
 
 constexpr const char* kSdpa = "scaled_dot_product_attention";
 constexpr const char* kSdpaHeads = "scaled_dot_product_attention_heads";
+constexpr const char* kSdpaQkv = "scaled_dot_product_attention_qkv";
 
 Shape leading(const Tensor& t) { return Shape(t.shape().begin(), t.shape().end() - 2); }
 
@@ -133,30 +134,22 @@ AttentionResult scaled_dot_product_attention(const Tensor& query, const Tensor& 
 
 namespace {
 
-// scaled_dot_product_attention_heads; with average, attn_weights is the [B, L, S] mean over the
-// heads instead of the [B, H, L, S] maps.
-AttentionResult sdpa_heads(const Tensor& query, const Tensor& key, const Tensor& value,
-                           std::int64_t num_heads, const Tensor& attn_mask,
-                           const SdpaOptions& options, bool average) {
-  const char* where = kSdpaHeads;
-  CVATTN_CHECK(num_heads >= 1, ValueError, where, ": num_heads must be positive, got ", num_heads);
-  check_rank(query, 3, "query", where);
-  const std::int64_t B = query.dim(0), L = query.dim(1);
-  CVATTN_CHECK(query.dim(2) > 0 && query.dim(2) % num_heads == 0, ShapeError, where,
-               ": tensor 'query' expected [B, L, num_heads*E] with num_heads = ", num_heads,
-               " and E >= 1, got ", to_string(query.shape()));
-  const std::int64_t E = query.dim(2) / num_heads;
-  check_rank(key, 3, "key", where);
-  check_shape(key, {B, kAny, query.dim(2)}, "key", where);
-  const std::int64_t S = key.dim(1);
-  check_rank(value, 3, "value", where);
-  check_shape(value, {B, S, kAny}, "value", where);
-  CVATTN_CHECK(value.dim(2) % num_heads == 0, ShapeError, where,
-               ": tensor 'value' expected [B, S, num_heads*Ev] with num_heads = ", num_heads,
-               ", got ", to_string(value.shape()));
-  const std::int64_t Ev = value.dim(2) / num_heads;
-  const Tensor mask = additive_mask(attn_mask, options, where);
+// Where the heads of Q, K and V are: head h of row r of batch b starts at
+// base + (b * rows + r) * rs + h * width (rows L for Q, S for K and V).
+struct HeadColumns {
+  const float* q;
+  const float* k;
+  const float* v;
+  std::int64_t q_rs, k_rs, v_rs;
+};
 
+// The engine run over B x num_heads heads laid out as `at` says; with average, attn_weights is
+// the [B, L, S] mean over the heads instead of the [B, H, L, S] maps.
+AttentionResult run_heads(const HeadColumns& at, std::int64_t B, std::int64_t L, std::int64_t S,
+                          std::int64_t E, std::int64_t Ev, std::int64_t num_heads,
+                          const Tensor& attn_mask, const SdpaOptions& options, bool average,
+                          const char* where) {
+  const Tensor mask = additive_mask(attn_mask, options, where);
   detail::SdpaPlan p;
   p.L = L, p.S = S, p.E = E, p.Ev = Ev;
   p.scale = resolve_scale(options, E, where);
@@ -171,8 +164,8 @@ AttentionResult sdpa_heads(const Tensor& query, const Tensor& key, const Tensor&
   const Shape batch{B, num_heads};
   p.heads = checked_numel(batch, where);
   plan_mask(p, mask, batch, where);
-  p.q = query.data(), p.k = key.data(), p.v = value.data();
-  p.q_rs = num_heads * E, p.k_rs = num_heads * E, p.v_rs = num_heads * Ev;
+  p.q = at.q, p.k = at.k, p.v = at.v;
+  p.q_rs = at.q_rs, p.k_rs = at.k_rs, p.v_rs = at.v_rs;
   p.out_rs = num_heads * Ev;
   const auto n = static_cast<std::size_t>(p.heads);
   p.q_off.resize(n), p.k_off.resize(n), p.v_off.resize(n), p.out_off.resize(n);
@@ -196,6 +189,32 @@ AttentionResult sdpa_heads(const Tensor& query, const Tensor& key, const Tensor&
   return result;
 }
 
+// scaled_dot_product_attention_heads (or _averaged): validation, then the engine.
+AttentionResult sdpa_heads(const Tensor& query, const Tensor& key, const Tensor& value,
+                           std::int64_t num_heads, const Tensor& attn_mask,
+                           const SdpaOptions& options, bool average) {
+  const char* where = kSdpaHeads;
+  CVATTN_CHECK(num_heads >= 1, ValueError, where, ": num_heads must be positive, got ", num_heads);
+  check_rank(query, 3, "query", where);
+  const std::int64_t B = query.dim(0), L = query.dim(1);
+  CVATTN_CHECK(query.dim(2) > 0 && query.dim(2) % num_heads == 0, ShapeError, where,
+               ": tensor 'query' expected [B, L, num_heads*E] with num_heads = ", num_heads,
+               " and E >= 1, got ", to_string(query.shape()));
+  const std::int64_t E = query.dim(2) / num_heads;
+  check_rank(key, 3, "key", where);
+  check_shape(key, {B, kAny, query.dim(2)}, "key", where);
+  const std::int64_t S = key.dim(1);
+  check_rank(value, 3, "value", where);
+  check_shape(value, {B, S, kAny}, "value", where);
+  CVATTN_CHECK(value.dim(2) % num_heads == 0, ShapeError, where,
+               ": tensor 'value' expected [B, S, num_heads*Ev] with num_heads = ", num_heads,
+               ", got ", to_string(value.shape()));
+  const std::int64_t Ev = value.dim(2) / num_heads;
+  const HeadColumns at{query.data(),  key.data(),    value.data(),
+                       num_heads * E, num_heads * E, num_heads * Ev};
+  return run_heads(at, B, L, S, E, Ev, num_heads, attn_mask, options, average, where);
+}
+
 }  // namespace
 
 AttentionResult scaled_dot_product_attention_heads(const Tensor& query, const Tensor& key,
@@ -211,6 +230,37 @@ AttentionResult scaled_dot_product_attention_heads_averaged(const Tensor& query,
                                                             const Tensor& attn_mask,
                                                             const SdpaOptions& options) {
   return sdpa_heads(query, key, value, num_heads, attn_mask, options, true);
+}
+
+namespace {
+
+AttentionResult sdpa_qkv(const Tensor& qkv, std::int64_t num_heads, const Tensor& attn_mask,
+                         const SdpaOptions& options, bool average) {
+  const char* where = kSdpaQkv;
+  CVATTN_CHECK(num_heads >= 1, ValueError, where, ": num_heads must be positive, got ", num_heads);
+  check_rank(qkv, 3, "qkv", where);
+  const std::int64_t B = qkv.dim(0), L = qkv.dim(1), width = qkv.dim(2);
+  CVATTN_CHECK(width > 0 && width % (3 * num_heads) == 0, ShapeError, where,
+               ": tensor 'qkv' expected [B, L, 3*num_heads*E] with num_heads = ", num_heads,
+               " and E >= 1, got ", to_string(qkv.shape()));
+  const std::int64_t HE = width / 3, E = HE / num_heads;
+  const float* base = qkv.data();
+  const HeadColumns at{base, base + HE, base + 2 * HE, width, width, width};
+  return run_heads(at, B, L, L, E, E, num_heads, attn_mask, options, average, where);
+}
+
+}  // namespace
+
+AttentionResult scaled_dot_product_attention_qkv(const Tensor& qkv, std::int64_t num_heads,
+                                                 const Tensor& attn_mask,
+                                                 const SdpaOptions& options) {
+  return sdpa_qkv(qkv, num_heads, attn_mask, options, false);
+}
+
+AttentionResult scaled_dot_product_attention_qkv_averaged(const Tensor& qkv, std::int64_t num_heads,
+                                                          const Tensor& attn_mask,
+                                                          const SdpaOptions& options) {
+  return sdpa_qkv(qkv, num_heads, attn_mask, options, true);
 }
 
 namespace {

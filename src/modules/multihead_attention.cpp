@@ -158,20 +158,32 @@ F::AttentionResult MultiheadAttention::forward(const Tensor& query, const Tensor
     }
   }
 
+  // Self-attention with the packed in-projection: one product makes Q, K and V side by side
+  // ([B, L, 3E], as PyTorch's in_proj_weight does), read in place by the heads.
+  const bool self_attention = q_in.data() == k_in.data() && q_in.data() == v_in.data() &&
+                              q_in.shape() == k_in.shape() && q_in.shape() == v_in.shape();
+  const bool fused =
+      options_.packed() && self_attention && !options_.add_bias_kv() && !options_.add_zero_attn();
+
   // In-projections: the heads stay column blocks of Q, K, V.
   const Tensor wq = options_.packed() ? in_proj_weight_.slice0(0, E) : q_proj_weight_;
   const Tensor wk = options_.packed() ? in_proj_weight_.slice0(E, 2 * E) : k_proj_weight_;
   const Tensor wv = options_.packed() ? in_proj_weight_.slice0(2 * E, 3 * E) : v_proj_weight_;
   const bool bias = options_.bias();
-  const Tensor q = F::linear(q_in, wq, bias ? in_proj_bias_.slice0(0, E) : Tensor());
-  Tensor k = F::linear(k_in, wk, bias ? in_proj_bias_.slice0(E, 2 * E) : Tensor());
-  Tensor v = F::linear(v_in, wv, bias ? in_proj_bias_.slice0(2 * E, 3 * E) : Tensor());
+  Tensor qkv, q, k, v;
+  if (fused) {
+    qkv = F::linear(q_in, in_proj_weight_, bias ? in_proj_bias_ : Tensor());  // [B, L, 3E]
+  } else {
+    q = F::linear(q_in, wq, bias ? in_proj_bias_.slice0(0, E) : Tensor());
+    k = F::linear(k_in, wk, bias ? in_proj_bias_.slice0(E, 2 * E) : Tensor());
+    v = F::linear(v_in, wv, bias ? in_proj_bias_.slice0(2 * E, 3 * E) : Tensor());
+  }
   const bool zero = options_.add_zero_attn();
   if (options_.add_bias_kv() || zero) {
     k = append_rows(k, options_.add_bias_kv() ? bias_k_ : Tensor(), zero);
     v = append_rows(v, options_.add_bias_kv() ? bias_v_ : Tensor(), zero);
   }
-  const std::int64_t S = k.dim(1);
+  const std::int64_t S = fused ? L : k.dim(1);
 
   // One additive mask broadcasting to [B, H, L, S]: [mb, mh, L, S] with mb = B when any mask
   // varies over the batch, mh = H for a per-head attn_mask. Appended keys are always allowed.
@@ -205,17 +217,19 @@ F::AttentionResult MultiheadAttention::forward(const Tensor& query, const Tensor
   const auto opts = F::SdpaOptions().need_weights(call.need_weights());
   F::AttentionResult result;
   Tensor heads_out;  // [B, L, E], the heads side by side: out_proj's input
-  if (!(call.need_weights() && call.average_attn_weights())) {
-    F::AttentionResult heads = F::scaled_dot_product_attention_heads(q, k, v, H, mask, opts);
-    heads_out = heads.output;
-    result.attn_weights = heads.attn_weights;  // [B, H, L, S] or undefined
+  // With averaged weights, the kernel averages the heads' maps as it makes them (no
+  // [B, H, L, S] round trip); otherwise attn_weights is [B, H, L, S] or undefined.
+  const bool average = call.need_weights() && call.average_attn_weights();
+  F::AttentionResult heads;
+  if (fused) {
+    heads = average ? F::scaled_dot_product_attention_qkv_averaged(qkv, H, mask, opts)
+                    : F::scaled_dot_product_attention_qkv(qkv, H, mask, opts);
   } else {
-    // The kernel averages the heads' weights as it makes them (no [B, H, L, S] round trip).
-    F::AttentionResult heads =
-        F::scaled_dot_product_attention_heads_averaged(q, k, v, H, mask, opts);
-    heads_out = heads.output;
-    result.attn_weights = heads.attn_weights;  // [B, L, S]
+    heads = average ? F::scaled_dot_product_attention_heads_averaged(q, k, v, H, mask, opts)
+                    : F::scaled_dot_product_attention_heads(q, k, v, H, mask, opts);
   }
+  heads_out = heads.output;
+  result.attn_weights = heads.attn_weights;
   result.output = F::linear(heads_out, out_proj_weight_, out_proj_bias_);  // [B, L, E]
   if (!batched) {
     result.output = result.output.reshape({L, E});

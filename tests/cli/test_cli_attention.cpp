@@ -104,6 +104,24 @@ TEST_F(CliAttention, MhaMatchesPyTorch) {
   EXPECT_GE(ran, 10);
 }
 
+// One file named by query, key and value is read once and shared (the module then takes its
+// single packed in-projection): the same numbers as PyTorch's m(x, x, x).
+TEST_F(CliAttention, MhaOneFileForQueryKeyValueMatchesPyTorch) {
+  int ran = 0;
+  for (const auto& fx : test::fixtures_in("mha", "mha_self_")) {
+    const auto& p = fx.params();
+    if (!p.value("cli", false)) continue;
+    const std::string x = fx.path("query.npy");
+    std::string args = "run mha --in query=" + x + " --in key=" + x + " --in value=" + x +
+                       " --weights " + fx.path("weights.safetensors") +
+                       " --set num_heads=" + std::to_string(p["num_heads"].get<int>());
+    if (!p.value("average_attn_weights", true)) args += " --set average_attn_weights=false";
+    expect_outputs(args, fx, {"output", "attn_weights"});
+    ++ran;
+  }
+  EXPECT_GE(ran, 2);
+}
+
 TEST_F(CliAttention, NonLocalMatchesTimm) {
   int ran = 0;
   for (const auto& fx : test::fixtures_in("non_local", "nonlocal_")) {

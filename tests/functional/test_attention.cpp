@@ -144,6 +144,62 @@ TEST(ScaledDotProductAttention, PackedHeadsMatchPyTorch) {
   }
 }
 
+TEST(ScaledDotProductAttention, PackedQkvMatchesPyTorch) {
+  for (const auto& fx : cases("qkv_")) {
+    SCOPED_TRACE(fx.name());
+    const Tensor mask = fx.has("attn_mask") ? fx.tensor("attn_mask") : Tensor();
+    const std::int64_t heads = fx.params()["num_heads"].get<std::int64_t>();
+    const auto opts = F::SdpaOptions().is_causal(fx.params()["is_causal"].get<bool>());
+    for (bool weights : {true, false}) {
+      const auto r = F::scaled_dot_product_attention_qkv(
+          fx.tensor("qkv"), heads, mask, F::SdpaOptions(opts).need_weights(weights));
+      EXPECT_TENSOR_NEAR(r.output, fx.tensor("output"), Tolerance{});
+      if (weights) {
+        EXPECT_TENSOR_NEAR(r.attn_weights, fx.tensor("attn_weights"), Tolerance{});
+      } else {
+        EXPECT_FALSE(r.attn_weights.defined());
+      }
+    }
+    const auto avg =
+        F::scaled_dot_product_attention_qkv_averaged(fx.tensor("qkv"), heads, mask, opts);
+    EXPECT_TENSOR_NEAR(avg.output, fx.tensor("output"), Tolerance{});
+    EXPECT_TENSOR_NEAR(avg.attn_weights, fx.tensor("attn_weights_avg"), Tolerance{});
+  }
+}
+
+TEST(ScaledDotProductAttention, PackedQkvSingleThreadMatchesPyTorch) {
+  const cvattn::test::ThreadScope scope(1);
+  for (const auto& fx : cases("qkv_")) {
+    SCOPED_TRACE(fx.name());
+    const Tensor mask = fx.has("attn_mask") ? fx.tensor("attn_mask") : Tensor();
+    const auto r = F::scaled_dot_product_attention_qkv_averaged(
+        fx.tensor("qkv"), fx.params()["num_heads"].get<std::int64_t>(), mask,
+        F::SdpaOptions().is_causal(fx.params()["is_causal"].get<bool>()));
+    EXPECT_TENSOR_NEAR(r.output, fx.tensor("output"), Tolerance{});
+    EXPECT_TENSOR_NEAR(r.attn_weights, fx.tensor("attn_weights_avg"), Tolerance{});
+  }
+}
+
+TEST(ScaledDotProductAttention, PackedQkvErrorsNameTheProblem) {
+  const Tensor qkv = Tensor::zeros({2, 5, 18});
+  EXPECT_THAT([&] { (void)F::scaled_dot_product_attention_qkv(qkv, 4); },
+              ThrowsMessage<cvattn::ShapeError>(HasSubstr(
+                  "scaled_dot_product_attention_qkv: tensor 'qkv' expected [B, L, 3*num_heads*E] "
+                  "with num_heads = 4 and E >= 1, got [2, 5, 18]")));
+  EXPECT_THAT([&] { (void)F::scaled_dot_product_attention_qkv(qkv, 0); },
+              ThrowsMessage<cvattn::ValueError>(HasSubstr("num_heads must be positive, got 0")));
+  EXPECT_THAT(
+      [&] {
+        (void)F::scaled_dot_product_attention_qkv(Tensor::zeros({5, 18}), 2);
+      },
+      ThrowsMessage<cvattn::ShapeError>(HasSubstr("scaled_dot_product_attention_qkv")));
+  EXPECT_THAT(
+      [&] {
+        (void)F::scaled_dot_product_attention_qkv_averaged(qkv, 3, Tensor::zeros({2, 5, 6}));
+      },
+      ThrowsMessage<cvattn::ShapeError>(HasSubstr("scaled_dot_product_attention_qkv")));
+}
+
 // docs/modules.md §14 with scale = 1: the 8-d.p. outputs (the spec states them within 1e-6).
 TEST(ScaledDotProductAttention, SeedWorkedExample) {
   Tensor q, k, v;

@@ -91,6 +91,26 @@ TEST(MultiheadAttention, WithoutWeightsGivesTheSameOutput) {
   }
 }
 
+// One tensor as query, key and value takes the single packed in-projection
+// (F::scaled_dot_product_attention_qkv), as PyTorch does when query is key is value.
+TEST(MultiheadAttention, OneTensorForQueryKeyValueMatchesPyTorch) {
+  int self_cases = 0;
+  for (const auto& fx : cases("mha_")) {
+    if (!fx.params().value("self_attention", false)) continue;
+    SCOPED_TRACE(fx.name());
+    ++self_cases;
+    const MultiheadAttention m = loaded(fx);
+    const Tensor x = fx.tensor("query");
+    const auto r = m.forward(x, x, x, call_of(fx));
+    EXPECT_TENSOR_NEAR(r.output, fx.tensor("output"), test::Tolerance{});
+    EXPECT_TENSOR_NEAR(r.attn_weights, fx.tensor("attn_weights"), test::Tolerance{});
+    const auto o = m.forward(x, x, x, call_of(fx).need_weights(false));
+    EXPECT_FALSE(o.attn_weights.defined());
+    EXPECT_TENSOR_NEAR(o.output, fx.tensor("output"), test::Tolerance{});
+  }
+  EXPECT_GE(self_cases, 3);
+}
+
 TEST(MultiheadAttention, OptionsFromStateDict) {
   const auto kv =
       MultiheadAttentionOptions::from_state_dict(test::fixture("mha/mha_kvdim").weights(), 2);

@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <exception>
 #include <iomanip>
+#include <map>
 #include <new>
 #include <opencv2/core.hpp>
 #include <ostream>
@@ -377,10 +378,21 @@ Invocation load_invocation(const RunPlan& plan, const FileReader& read) {
                "cvattn: load_invocation needs a parsed run plan");
   Invocation inv{{}, std::nullopt, *plan.settings};
   for (const auto& entry : plan.out_files) inv.wanted.insert(entry.first);
+  // A file named by several inputs is read once and they share the tensor, as a Python caller
+  // passes one tensor for all three in self-attention (mha: query, key and value), which the
+  // module then recognises.
+  std::map<std::string, Tensor> by_file;
   for (const auto& [name, file] : plan.in_files) {
     try {
+      const auto seen = by_file.find(file);
+      if (seen != by_file.end()) {
+        inv.inputs.emplace(name, seen->second);
+        continue;
+      }
       const std::vector<char> bytes = read(file);
-      inv.inputs.emplace(name, io::parse_npy(bytes.data(), bytes.size(), file));
+      const Tensor t = io::parse_npy(bytes.data(), bytes.size(), file);
+      inv.inputs.emplace(name, t);
+      by_file.emplace(file, t);
     } catch (const Error& e) {
       throw IoError("--in " + name + ": " + e.what());
     }

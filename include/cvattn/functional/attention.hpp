@@ -76,6 +76,17 @@ scaled_dot_product_attention(const Tensor& query, const Tensor& key, const Tenso
     const Tensor& query, const Tensor& key, const Tensor& value, std::int64_t num_heads,
     const Tensor& attn_mask = {}, const SdpaOptions& options = {});
 
+// Self-attention straight from one packed in-projection, as the two above with query, key and
+// value the three column blocks of qkv [B, L, 3*H*E] (nn.MultiheadAttention's in_proj_weight
+// applied once, or timm's Attention.qkv): Q = qkv[..., 0:H*E], K = qkv[..., H*E:2*H*E],
+// V = qkv[..., 2*H*E:], read in place (no copies). S = L and Ev = E; output [B, L, H*E].
+[[nodiscard]] CVATTN_EXPORT AttentionResult
+scaled_dot_product_attention_qkv(const Tensor& qkv, std::int64_t num_heads,
+                                 const Tensor& attn_mask = {}, const SdpaOptions& options = {});
+[[nodiscard]] CVATTN_EXPORT AttentionResult scaled_dot_product_attention_qkv_averaged(
+    const Tensor& qkv, std::int64_t num_heads, const Tensor& attn_mask = {},
+    const SdpaOptions& options = {});
+
 // x [N, C, H, W] -> tokens [N, H*W, C] (token index h*W + w, docs/modules.md §0.1).
 [[nodiscard]] CVATTN_EXPORT Tensor flatten_spatial(const Tensor& x);
 // tokens [N, H*W, C] -> [N, C, H, W]; ShapeError when the middle dim is not H*W.
