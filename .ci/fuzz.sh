@@ -43,20 +43,34 @@ else
   scratch=$(mktemp -d)
   trap 'rm -rf "$scratch"' EXIT
 fi
-failed=0
-for t in "${targets[@]}"; do
+# Two targets at a time (CI has two cores; each harness is one process), then the reports in order.
+run_target() {
+  local t=$1
   mkdir -p "$scratch/$t"
-  log="$scratch/$t.log"
   set +e
   "$bin/$t" "$scratch/$t" "tests/fuzz/corpus/$t" "tests/fuzz/regressions/$t" \
     -dict="tests/fuzz/dict/$t.dict" \
     -max_total_time="$seconds" -max_len="${max_len[$t]:-4096}" -rss_limit_mb=2048 -timeout=10 \
-    -print_final_stats=1 -artifact_prefix="$artifacts/$t-" >"$log" 2>&1
-  rc=$?
-  set -e
+    -print_final_stats=1 -artifact_prefix="$artifacts/$t-" >"$scratch/$t.log" 2>&1
+  echo $? >"$scratch/$t.rc"
+}
+running=0
+for t in "${targets[@]}"; do
+  run_target "$t" &
+  running=$((running + 1))
+  if [ "$running" -ge 2 ]; then
+    wait -n || true
+    running=$((running - 1))
+  fi
+done
+wait
+failed=0
+for t in "${targets[@]}"; do
+  log="$scratch/$t.log"
+  rc=$(cat "$scratch/$t.rc" 2>/dev/null || echo missing)
   execs=$(awk '/stat::number_of_executed_units:/ {print $2}' "$log" | tail -1)
   [ -n "$execs" ] || execs=$(sed -n 's/^#\([0-9]*\)[[:space:]]*DONE.*/\1/p' "$log" | tail -1)
-  if [ "$rc" -ne 0 ]; then
+  if [ "$rc" != 0 ]; then
     failed=1
     echo "fuzz: $t: FAILED (exit $rc) after ${execs:-?} executions; log tail:"
     tail -n 40 "$log"
