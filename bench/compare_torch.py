@@ -493,10 +493,11 @@ def main():
                 continue
             folder = os.path.join(tmp, case.key)
             os.makedirs(folder, exist_ok=True)
+            files = input_files(case, folder)
             for name, t in case.inputs.items():
-                if input_files(case, folder)[name] != os.path.join(folder, name + ".npy"):
+                if files[name] != os.path.join(folder, name + ".npy"):
                     continue  # the same tensor as an earlier input: its file serves both
-                np.save(os.path.join(folder, name + ".npy"),
+                np.save(files[name],
                         np.ascontiguousarray(t.numpy(), dtype=np.float32))
             if case.module is not None:
                 save_safetensors(case.module.state_dict(),

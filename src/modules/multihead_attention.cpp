@@ -166,14 +166,14 @@ F::AttentionResult MultiheadAttention::forward(const Tensor& query, const Tensor
       options_.packed() && self_attention && !options_.add_bias_kv() && !options_.add_zero_attn();
 
   // In-projections: the heads stay column blocks of Q, K, V.
-  const Tensor wq = options_.packed() ? in_proj_weight_.slice0(0, E) : q_proj_weight_;
-  const Tensor wk = options_.packed() ? in_proj_weight_.slice0(E, 2 * E) : k_proj_weight_;
-  const Tensor wv = options_.packed() ? in_proj_weight_.slice0(2 * E, 3 * E) : v_proj_weight_;
   const bool bias = options_.bias();
   Tensor qkv, q, k, v;
   if (fused) {
     qkv = F::linear(q_in, in_proj_weight_, bias ? in_proj_bias_ : Tensor());  // [B, L, 3E]
   } else {
+    const Tensor wq = options_.packed() ? in_proj_weight_.slice0(0, E) : q_proj_weight_;
+    const Tensor wk = options_.packed() ? in_proj_weight_.slice0(E, 2 * E) : k_proj_weight_;
+    const Tensor wv = options_.packed() ? in_proj_weight_.slice0(2 * E, 3 * E) : v_proj_weight_;
     q = F::linear(q_in, wq, bias ? in_proj_bias_.slice0(0, E) : Tensor());
     k = F::linear(k_in, wk, bias ? in_proj_bias_.slice0(E, 2 * E) : Tensor());
     v = F::linear(v_in, wv, bias ? in_proj_bias_.slice0(2 * E, 3 * E) : Tensor());
@@ -215,8 +215,6 @@ F::AttentionResult MultiheadAttention::forward(const Tensor& query, const Tensor
   }
 
   const auto opts = F::SdpaOptions().need_weights(call.need_weights());
-  F::AttentionResult result;
-  Tensor heads_out;  // [B, L, E], the heads side by side: out_proj's input
   // With averaged weights, the kernel averages the heads' maps as it makes them (no
   // [B, H, L, S] round trip); otherwise attn_weights is [B, H, L, S] or undefined.
   const bool average = call.need_weights() && call.average_attn_weights();
@@ -228,9 +226,10 @@ F::AttentionResult MultiheadAttention::forward(const Tensor& query, const Tensor
     heads = average ? F::scaled_dot_product_attention_heads_averaged(q, k, v, H, mask, opts)
                     : F::scaled_dot_product_attention_heads(q, k, v, H, mask, opts);
   }
-  heads_out = heads.output;
+  // heads.output is [B, L, E], the heads side by side: out_proj's input.
+  F::AttentionResult result;
   result.attn_weights = heads.attn_weights;
-  result.output = F::linear(heads_out, out_proj_weight_, out_proj_bias_);  // [B, L, E]
+  result.output = F::linear(heads.output, out_proj_weight_, out_proj_bias_);  // [B, L, E]
   if (!batched) {
     result.output = result.output.reshape({L, E});
     if (result.attn_weights.defined()) {
