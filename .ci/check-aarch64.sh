@@ -130,20 +130,10 @@ if [ "$mode" = parity ]; then
   for cpu in "${cpus[@]}"; do parity_on_cpu check-aarch64 "$cpu" "$build/tests"; done
   stamp "parity tests under qemu"
   suite_cpu=${AARCH64_SUITE_CPU:-max}
-  passed=0
-  for t in "${suite_tests[@]}"; do
-    out=$(run "$suite_cpu" "$build/tests/$t" --gtest_brief=1) && rc=0 || rc=$?
-    if [ "$rc" -ne 0 ]; then
-      failed=1
-      echo "check-aarch64: $suite_cpu $t failed (exit $rc):"
-      echo "$out" | tail -40
-    else
-      passed=$((passed + $(echo "$out" | sed -n 's/^\[  PASSED  \] \([0-9]*\) test.*/\1/p')))
-    fi
-  done
-  echo "check-aarch64: $suite_cpu: ${#suite_tests[@]} functional and module test programs, $passed tests passed"
+  suite_on_cpu check-aarch64 "$suite_cpu" "$build/tests" "functional and module test programs" \
+    "${suite_tests[@]}"
 else
-  QEMU_CPU=max ctest --test-dir "$build" -j2 --output-on-failure -E '^Cli' || failed=1
+  QEMU_CPU=max ctest --test-dir "$build" -j2 --output-on-failure -E '^test_cli' || failed=1
 fi
 stamp "qemu runs"
 exit "$failed"

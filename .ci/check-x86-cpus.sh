@@ -64,26 +64,7 @@ failed=0
 for cpu in "${cpus[@]}"; do parity_on_cpu check-x86-cpus "$cpu" "$build/tests"; done
 stamp "parity tests under qemu"
 
-# The other programs, two at a time (CI has two cores); each result file holds a
-# program's exit status on its first line and its output after it.
-results=$(mktemp -d)
-trap 'rm -rf "$results"' EXIT
-export -f run
-export qemu build results suite_cpu
-printf '%s\n' "${suite_tests[@]}" | xargs -P 2 -I{} bash -c '
-  out=$(run "$suite_cpu" "$build/tests/{}" --gtest_brief=1) && rc=0 || rc=$?
-  printf "%s\n%s\n" "$rc" "$out" > "$results/{}"'
-passed=0
-for t in "${suite_tests[@]}"; do
-  rc=$(head -1 "$results/$t" 2>/dev/null || echo missing)
-  if [ "$rc" != 0 ]; then
-    failed=1
-    echo "check-x86-cpus: $suite_cpu $t failed (exit $rc):"
-    tail -n +2 "$results/$t" 2>/dev/null | tail -40
-  else
-    passed=$((passed + $(sed -n 's/^\[  PASSED  \] \([0-9]*\) test.*/\1/p' "$results/$t")))
-  fi
-done
-echo "check-x86-cpus: $suite_cpu: ${#suite_tests[@]} test programs, $passed tests passed"
+# The other programs.
+suite_on_cpu check-x86-cpus "$suite_cpu" "$build/tests" "test programs" "${suite_tests[@]}"
 stamp "test programs under qemu"
 exit "$failed"
