@@ -81,10 +81,14 @@ std::once_flag g_env_once;
 }  // namespace
 
 namespace detail {
-void simd_init() {
+std::atomic<bool> g_simd_ready{false};
+
+void simd_init_once() {
+  // A bad CVATTN_SIMD throws out of call_once, which then runs again on the next call.
   std::call_once(g_env_once, [] {
     if (const char* env = std::getenv("CVATTN_SIMD")) set_cap_by_name(env, "CVATTN_SIMD");
   });
+  g_simd_ready.store(true, std::memory_order_release);
 }
 }  // namespace detail
 

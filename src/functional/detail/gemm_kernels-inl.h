@@ -46,6 +46,14 @@ inline void PackA(Trans ta, const float* HWY_RESTRICT a, std::int64_t lda, std::
       const float* src = a + (i0 + r) * lda + p0;
       for (std::int64_t p = 0; p < kc; ++p) pa[p * kMr + r] = src[p];
     }
+  } else if (rows == kMr) {
+    // A fixed count the compiler copies in registers (a memcpy of a variable size becomes
+    // `rep movsq` under generic tuning, see PackB).
+    for (std::int64_t p = 0; p < kc; ++p) {
+      const float* src = a + (p0 + p) * lda + i0;
+      CVATTN_GEMM_UNROLL
+      for (int r = 0; r < kMr; ++r) pa[p * kMr + r] = src[r];
+    }
   } else {
     for (std::int64_t p = 0; p < kc; ++p) {
       std::memcpy(pa + p * kMr, a + (p0 + p) * lda + i0, static_cast<std::size_t>(rows) * 4);
@@ -58,7 +66,17 @@ inline void PackB(Trans tb, const float* HWY_RESTRICT b, std::int64_t ldb, std::
                   std::int64_t kc, std::int64_t j0, std::int64_t cols, std::int64_t nr,
                   float* HWY_RESTRICT pb) {
   if (cols < nr) std::fill(pb, pb + kc * nr, 0.0f);
-  if (tb == Trans::no) {
+  if (tb == Trans::no && cols == nr) {
+    // Whole panels row by row in vectors: a memcpy of nr floats is inlined as `rep movsq` under
+    // generic tuning, whose start-up cost was 8 % of a stride-2 conv (perf, Zen 5).
+    const hn::ScalableTag<float> d;
+    const auto L = static_cast<std::int64_t>(hn::Lanes(d));
+    for (std::int64_t p = 0; p < kc; ++p) {
+      const float* src = b + (p0 + p) * ldb + j0;
+      CVATTN_GEMM_UNROLL
+      for (int v = 0; v < kNv; ++v) hn::StoreU(hn::LoadU(d, src + v * L), d, pb + p * nr + v * L);
+    }
+  } else if (tb == Trans::no) {
     for (std::int64_t p = 0; p < kc; ++p) {
       std::memcpy(pb + p * nr, b + (p0 + p) * ldb + j0, static_cast<std::size_t>(cols) * 4);
     }
