@@ -135,6 +135,21 @@ void im2col(const Geometry& g, const float* planes, const std::vector<detail::Va
           const std::int64_t xe = std::min(p0 + cols - oy * g.wo, g.wo);
           float* d = row + (oy * g.wo + xb - p0);
           const std::int64_t iy = oy * g.sh - g.ph + u * g.dh;
+          if (g.sw == 2) {
+            // The whole rows from here whose input row exists, in one dispatched call.
+            std::int64_t n = 0;
+            while (oy + n <= oy_last && (oy + n) * g.wo >= p0 && (oy + n + 1) * g.wo <= p0 + cols &&
+                   iy + n * g.sh >= 0 && iy + n * g.sh < g.h) {
+              ++n;
+            }
+            if (n > 0) {
+              const std::int64_t lo = std::clamp(r.lo, std::int64_t{0}, g.wo);
+              detail::im2col_stride2_rows(plane + iy * g.w, g.sh * g.w, d, g.wo, lo,
+                                          std::clamp(r.hi, lo, g.wo), g.wo, off, n);
+              oy += n - 1;
+              continue;
+            }
+          }
           if (!(iy >= 0 && iy < g.h)) {
             std::fill(d, d + (xe - xb), 0.0f);
             continue;

@@ -163,6 +163,36 @@ TEST(SimdParity, GatherStride2ReadsOnlyItsElements) {
   });
 }
 
+TEST(SimdParity, Im2colStride2RowsReadOnlyTheirElements) {
+  test::for_each_simd_target([] {
+    std::uint64_t seed = 100;
+    // lo and hi as the padding cuts them (0 < lo, hi < wo), whole rows, empty gathers.
+    for (const std::int64_t wo : {1, 7, 28, 33}) {
+      for (const std::int64_t lo : {std::int64_t{0}, std::min<std::int64_t>(1, wo)}) {
+        for (const std::int64_t hi : {lo, std::max(lo, wo - 1), wo}) {
+          for (const std::int64_t rows : {1, 3}) {
+            // Row r reads src[r * step + 2 i + off] for lo <= i < hi: the last row's last read
+            // is the buffer's end, so a sanitizer catches any overread.
+            const std::int64_t off = -2 * lo + 1;
+            const std::int64_t step = 2 * wo + 3;
+            const std::int64_t need = hi > lo ? (rows - 1) * step + 2 * (hi - 1) + off + 1 : 0;
+            const std::vector<float> src = random_vector(need, ++seed);
+            const std::int64_t dst_step = wo + 2;
+            std::vector<float> got(static_cast<std::size_t>((rows - 1) * dst_step + wo), -1.0f);
+            std::vector<float> want = got;
+            F::detail::im2col_stride2_rows(src.data(), step, got.data(), dst_step, lo, hi, wo, off,
+                                           rows);
+            reference::im2col_stride2_rows(src.data(), step, want.data(), dst_step, lo, hi, wo, off,
+                                           rows);
+            // The gaps between rows (dst_step > wo) stay untouched in both.
+            EXPECT_EQ(got, want) << "wo " << wo << " lo " << lo << " hi " << hi << " rows " << rows;
+          }
+        }
+      }
+    }
+  });
+}
+
 TEST(SimdParity, Conv2dDepthwiseAndStemMatchDefinition) {
   struct Case {
     Shape input, weight;

@@ -282,6 +282,17 @@ void GatherStride2(const float* HWY_RESTRICT src, float* HWY_RESTRICT dst, std::
   for (; i < n; ++i) dst[i] = src[2 * i];
 }
 
+void Im2colStride2Rows(const float* HWY_RESTRICT src, std::int64_t src_step,
+                       float* HWY_RESTRICT dst, std::int64_t dst_step, std::int64_t lo,
+                       std::int64_t hi, std::int64_t wo, std::int64_t off, std::int64_t rows) {
+  for (std::int64_t r = 0; r < rows; ++r) {
+    float* d = dst + r * dst_step;
+    for (std::int64_t i = 0; i < lo; ++i) d[i] = 0.0f;
+    if (hi > lo) GatherStride2(src + r * src_step + (lo * 2 + off), d + lo, hi - lo);
+    for (std::int64_t i = std::max(lo, hi); i < wo; ++i) d[i] = 0.0f;
+  }
+}
+
 }  // namespace cvattn::functional::detail::HWY_NAMESPACE
 HWY_AFTER_NAMESPACE();
 

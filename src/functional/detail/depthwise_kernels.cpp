@@ -16,6 +16,7 @@ namespace cvattn::functional::detail {
 HWY_EXPORT(DepthwiseSplit);
 HWY_EXPORT(DepthwiseTaps);
 HWY_EXPORT(GatherStride2);
+HWY_EXPORT(Im2colStride2Rows);
 
 DepthwiseLayout depthwise_layout(const ConvGeometry& g) {
   DepthwiseLayout l{};
@@ -57,6 +58,12 @@ void depthwise_taps(const DepthwiseLayout& l, const std::int64_t* offsets, std::
 
 void gather_stride2(const float* src, float* dst, std::int64_t n) {
   CVATTN_DISPATCH(GatherStride2)(src, dst, n);
+}
+
+void im2col_stride2_rows(const float* src, std::int64_t src_step, float* dst, std::int64_t dst_step,
+                         std::int64_t lo, std::int64_t hi, std::int64_t wo, std::int64_t off,
+                         std::int64_t rows) {
+  CVATTN_DISPATCH(Im2colStride2Rows)(src, src_step, dst, dst_step, lo, hi, wo, off, rows);
 }
 
 }  // namespace cvattn::functional::detail

@@ -59,4 +59,12 @@ void depthwise_taps(const DepthwiseLayout& l, const std::int64_t* offsets, std::
 // dst[i] = src[2 i] for i < n (reads src[0 .. 2 n - 2] only): im2col's stride-2 rows.
 void gather_stride2(const float* src, float* dst, std::int64_t n);
 
+// `rows` whole output rows of im2col with stride 2, one dispatched call (per-row dispatch cost
+// 3-4 % of a stride-2 conv, docs/performance.md): row r is dst + r * dst_step, with
+// d[i] = 0 for i < lo and for max(lo, hi) <= i < wo, and d[lo .. hi) = gather_stride2 of
+// src + r * src_step + 2 lo + off (reads only the floats that gather reads).
+void im2col_stride2_rows(const float* src, std::int64_t src_step, float* dst, std::int64_t dst_step,
+                         std::int64_t lo, std::int64_t hi, std::int64_t wo, std::int64_t off,
+                         std::int64_t rows);
+
 }  // namespace cvattn::functional::detail

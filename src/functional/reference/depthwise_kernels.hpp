@@ -41,4 +41,14 @@ inline void gather_stride2(const float* src, float* dst, std::int64_t n) {
   for (std::int64_t i = 0; i < n; ++i) dst[i] = src[2 * i];
 }
 
+inline void im2col_stride2_rows(const float* src, std::int64_t src_step, float* dst,
+                                std::int64_t dst_step, std::int64_t lo, std::int64_t hi,
+                                std::int64_t wo, std::int64_t off, std::int64_t rows) {
+  for (std::int64_t r = 0; r < rows; ++r) {
+    for (std::int64_t i = 0; i < wo; ++i) {
+      dst[r * dst_step + i] = i >= lo && i < hi ? src[r * src_step + 2 * i + off] : 0.0f;
+    }
+  }
+}
+
 }  // namespace cvattn::reference
