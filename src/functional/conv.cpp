@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <memory>
 #include <vector>
 
 #include "core/parallel_for.hpp"
@@ -18,9 +19,15 @@ namespace cvattn::functional {
 namespace detail {
 
 void gemm_accumulate(const float* a, std::int64_t rows, std::int64_t k, const float* b,
-                     std::int64_t ldb, std::int64_t cols, float* out, std::int64_t ldo) {
-  cvattn::detail::sgemm(cvattn::detail::Trans::no, cvattn::detail::Trans::no, rows, cols, k, 1.0f,
-                        a, k, b, ldb, 1.0f, out, ldo);
+                     std::int64_t ldb, std::int64_t cols, float* out, std::int64_t ldo,
+                     const cvattn::detail::PackedA* packed) {
+  using cvattn::detail::Trans;
+  if (packed != nullptr) {
+    cvattn::detail::sgemm_prepacked(*packed, Trans::no, Trans::no, rows, cols, k, 1.0f, a, k, b,
+                                    ldb, 1.0f, out, ldo);
+  } else {
+    cvattn::detail::sgemm(Trans::no, Trans::no, rows, cols, k, 1.0f, a, k, b, ldb, 1.0f, out, ldo);
+  }
 }
 
 void act_block(ActLayer act, float* out, std::int64_t rows, std::int64_t cols, std::int64_t ld) {
@@ -56,7 +63,7 @@ using detail::kWinogradMinTiles;
 // planes [Cin_g, H*W] themselves. With few input channels one kernel writes each output once
 // (bias, products, activation); with more, the GEMM over a bias fill, then the activation.
 void conv_pointwise(const Geometry& g, const float* in, const float* wt, const float* bias,
-                    float* out, ActLayer act) {
+                    float* out, const detail::PreparedWeights& prepared, ActLayer act) {
   const std::int64_t p = g.positions();
   const std::int64_t chunk =
       detail::chunk_size(p, std::int64_t{1} << 30, g.n * g.groups, kMinChunk, 16);
@@ -79,7 +86,7 @@ void conv_pointwise(const Geometry& g, const float* in, const float* wt, const f
       return;
     }
     fill_bias(o, g.cout_g, cols, p, b);
-    gemm_accumulate(w, g.cout_g, g.cin_g, x, p, cols, o, p);
+    gemm_accumulate(w, g.cout_g, g.cin_g, x, p, cols, o, p, prepared.gemm_group(gi));
     act_block(act, o, g.cout_g, cols, p);
   });
 }
@@ -174,7 +181,7 @@ void im2col(const Geometry& g, const float* planes, const std::vector<detail::Va
 }
 
 void conv_im2col(const Geometry& g, const float* in, const float* wt, const float* bias, float* out,
-                 ActLayer act) {
+                 const detail::PreparedWeights& prepared, ActLayer act) {
   const std::int64_t k = g.k();
   const std::int64_t p = g.positions();
   const std::int64_t cap = std::max(kMinChunk, kWorkspaceBytes / (4 * k));
@@ -202,7 +209,8 @@ void conv_im2col(const Geometry& g, const float* in, const float* wt, const floa
     im2col(g, in + (ni * g.cin + gi * g.cin_g) * g.h * g.w, ranges, p0, cols, ws);
     float* o = out + (ni * g.cout + gi * g.cout_g) * p + p0;
     fill_bias(o, g.cout_g, cols, p, bias ? bias + gi * g.cout_g : nullptr);
-    gemm_accumulate(wt + gi * g.cout_g * k, g.cout_g, k, ws, cols, cols, o, p);
+    gemm_accumulate(wt + gi * g.cout_g * k, g.cout_g, k, ws, cols, cols, o, p,
+                    prepared.gemm_group(gi));
     act_block(act, o, g.cout_g, cols, p);
   });
 }
@@ -260,7 +268,7 @@ bool winograd_kernel(const Geometry& g) {
 namespace detail {
 
 void conv2d_into(const Tensor& input, const Tensor& weight, const Tensor& bias,
-                 const Conv2dOptions& options, float* out, const detail::WinogradWeights& winograd,
+                 const Conv2dOptions& options, float* out, const detail::PreparedWeights& prepared,
                  ActLayer act) {
   check_defined(input, "input", "conv2d");
   const Geometry g = validate(input, weight, bias, options);
@@ -274,15 +282,15 @@ void conv2d_into(const Tensor& input, const Tensor& weight, const Tensor& bias,
     return;
   }
   if (g.kh == 1 && g.kw == 1 && g.sh == 1 && g.sw == 1 && g.ph == 0 && g.pw == 0) {
-    conv_pointwise(g, input.data(), weight.data(), b, out, act);
+    conv_pointwise(g, input.data(), weight.data(), b, out, prepared, act);
   } else if (g.cin_g == 1) {
     conv_depthwise(g, input.data(), weight.data(), b, out, act);
   } else if (g.n > 0 && detail::use_polyphase(g)) {
     detail::conv_polyphase(g, input, weight, bias, out, act);
   } else if (winograd_kernel(g) && ceil_div(g.ho, 2) * ceil_div(g.wo, 2) >= kWinogradMinTiles) {
-    detail::conv_winograd_3x3(g, input.data(), weight.data(), b, out, winograd, act);
+    detail::conv_winograd_3x3(g, input.data(), weight.data(), b, out, prepared, act);
   } else {
-    conv_im2col(g, input.data(), weight.data(), b, out, act);
+    conv_im2col(g, input.data(), weight.data(), b, out, prepared, act);
   }
 }
 
@@ -292,7 +300,7 @@ namespace {
 
 // conv2d with the kernel's prepared Winograd transforms u, if any.
 Tensor conv2d_with(const Tensor& input, const Tensor& weight, const Tensor& bias,
-                   const Conv2dOptions& options, const detail::WinogradWeights& u, ActLayer act) {
+                   const Conv2dOptions& options, const detail::PreparedWeights& u, ActLayer act) {
   check_defined(input, "input", "conv2d");
   if (input.rank() == 3) {  // unbatched, as PyTorch allows
     const Tensor out = conv2d_with(input.reshape({1, input.dim(0), input.dim(1), input.dim(2)}),
@@ -336,14 +344,30 @@ Conv2dWeight::Conv2dWeight(const Tensor& weight, const Conv2dOptions& options)
     detail::winograd43_weights(g, weight.data(), winograd43_.data());
     winograd_scale_ = detail::winograd_weight_scale(g, weight.data());
   }
+  // The [Cout_g, K] weight of each group packed for the GEMM paths (im2col; 1x1 with more input
+  // channels than the direct kernel takes), which would otherwise pack it on every call.
+  const bool pointwise = g.kh == 1 && g.kw == 1 && g.sh == 1 && g.sw == 1 &&
+                         options.padding().h == 0 && options.padding().w == 0;
+  const bool gemm = g.cin_g > 1 && (!pointwise || g.cin_g > detail::pointwise_preferred_max_k());
+  if (gemm && weight.numel() > 0) {
+    const std::int64_t k = g.cin_g * g.kh * g.kw;
+    auto packed = std::make_shared<std::vector<cvattn::detail::PackedA>>();
+    packed->reserve(static_cast<std::size_t>(groups));
+    for (std::int64_t gi = 0; gi < groups; ++gi) {
+      packed->emplace_back(cvattn::detail::Trans::no, g.cout_g, k,
+                           weight.data() + gi * g.cout_g * k, k);
+    }
+    if (!packed->front().empty()) gemm_ = std::move(packed);
+  }
 }
 
 Tensor conv2d(const Tensor& input, const Conv2dWeight& weight, const Tensor& bias, ActLayer act) {
   check_defined(weight.weight(), "weight", "conv2d");
-  detail::WinogradWeights u;
+  detail::PreparedWeights u;
   if (weight.winograd().defined()) {
     u = {weight.winograd().data(), weight.winograd43().data(), weight.winograd_scale()};
   }
+  u.gemm = weight.gemm_panels();
   return conv2d_with(input, weight.weight(), bias, weight.options(), u, act);
 }
 

@@ -497,7 +497,7 @@ bool winograd43_pays(const ConvGeometry& g) {
 }
 
 void conv_winograd_3x3(const ConvGeometry& g, const float* in, const float* wt, const float* bias,
-                       float* out, const WinogradWeights& prepared, ActLayer act) {
+                       float* out, const PreparedWeights& prepared, ActLayer act) {
   if (winograd43_pays(g)) {
     const float scale = prepared.u43 ? prepared.scale : winograd_weight_scale(g, wt);
     const float bound = winograd_max_abs(in, g.n * g.cin * g.h * g.w) * scale;

@@ -11,6 +11,7 @@
 #include "support/fixtures.hpp"
 #include "support/naive_conv.hpp"
 #include "support/random.hpp"
+#include "support/simd_targets.hpp"
 #include "support/tensor_near.hpp"
 #include "support/threads.hpp"
 
@@ -372,6 +373,42 @@ TEST(Conv2d, FusedActivationEqualsTheTwoPassFormOnEveryPath) {
   const Tensor y = F::conv2d(x, weight, {}, ActLayer::silu);
   EXPECT_EQ(y.shape(), (Shape{4, 9, 10}));
   EXPECT_TENSOR_NEAR(y, F::silu(F::conv2d(x, weight)), kExact);
+}
+
+// Conv2dWeight also packs the weight of each group for the matrix product (im2col and wide 1x1
+// paths): the same values as the stateless call bit for bit on every SIMD target, including a
+// target whose register tile differs from the one it was packed for (it packs per call there).
+TEST(Conv2d, PreparedWeightPackedForTheProductOnEveryTarget) {
+  struct Case {
+    Shape input, weight;
+    std::int64_t stride, padding, groups;
+  };
+  const std::vector<Case> cases = {
+      {{1, 300, 7, 7}, {29, 300, 3, 3}, 1, 1, 1},   // 7x7 plane: im2col, K past one block
+      {{2, 40, 15, 13}, {26, 20, 3, 3}, 2, 1, 2},   // stride 2, groups, batch
+      {{1, 130, 9, 11}, {37, 130, 1, 1}, 1, 0, 1},  // 1x1 past the direct kernel's K
+      {{1, 260, 6, 5}, {50, 130, 1, 1}, 1, 0, 2},   // grouped 1x1
+      {{1, 24, 12, 12}, {13, 24, 5, 5}, 1, 2, 1},   // 5x5
+      {{1, 16, 9, 9}, {16, 16, 1, 1}, 2, 0, 1},     // 1x1 stride 2 (downsample)
+  };
+  int seed = 90;
+  for (const auto& c : cases) {
+    SCOPED_TRACE(to_string(c.input) + " " + to_string(c.weight));
+    const Tensor x = test::random_tensor(c.input, seed++);
+    const Tensor w = test::random_tensor(c.weight, seed++, -0.2f, 0.2f);
+    const Tensor b = test::random_tensor({c.weight[0]}, seed++);
+    const auto options = F::Conv2dOptions().stride(c.stride).padding(c.padding).groups(c.groups);
+    const F::Conv2dWeight weight(w, options);
+    test::for_each_simd_target([&] {
+      for (int threads : {1, 2}) {
+        ThreadScope scope(threads);
+        EXPECT_TENSOR_NEAR(F::conv2d(x, weight, b), F::conv2d(x, w, b, options), kExact);
+      }
+    });
+    // And against the direct sum (tests/support/naive_conv.hpp).
+    EXPECT_TENSOR_NEAR(F::conv2d(x, weight, b),
+                       naive_conv2d(x, w, b, c.stride, c.padding, 1, c.groups), kTol);
+  }
 }
 
 TEST(Conv2d, PreparedWeightRejectsBadWeightsAndOptions) {

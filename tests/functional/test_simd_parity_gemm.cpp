@@ -116,6 +116,64 @@ TEST(SimdParity, GemmChosenProduct) {
   EXPECT_FALSE(detail::gemm_backend().empty());
 }
 
+// op(A) packed once (a layer's weight, detail::PackedA): the same panels as the per-call packing,
+// so sgemm_packed_pre gives sgemm_packed's result bit for bit, and both meet the reference bound;
+// the panels are read from an exact-size buffer (ASan sees any read past them) and A is not read.
+TEST(SimdParity, GemmPrepackedAEveryTarget) {
+  const auto all = cases();
+  for_each_simd_target([&] {
+    for (const auto& c : all) {
+      for (const Trans ta : {Trans::no, Trans::yes}) {
+        for (const Trans tb : {Trans::no, Trans::yes}) {
+          const std::int64_t lda = (ta == Trans::no ? c.k : c.m) + 3;
+          const std::int64_t a_rows = ta == Trans::no ? c.m : c.k;
+          const auto a = random_vector(a_rows * lda, 11 + static_cast<std::uint64_t>(c.m), -1, 1);
+          std::vector<float> panels(
+              static_cast<std::size_t>(detail::sgemm_packed_a_size(c.m, c.k)));
+          detail::sgemm_pack_a(ta, c.m, c.k, a.data(), lda, panels.data());
+          // sgemm_packed's signature, A given only as its panels.
+          const auto prepacked = [&](Trans, Trans tb_, std::int64_t m, std::int64_t n,
+                                     std::int64_t k, float alpha, const float*, std::int64_t,
+                                     const float* b, std::int64_t ldb, float beta, float* cc,
+                                     std::int64_t ldc) {
+            detail::sgemm_packed_pre(panels.data(), tb_, m, n, k, alpha, b, ldb, beta, cc, ldc);
+          };
+          check_case(c, ta, tb, prepacked);
+          const std::int64_t ldb = (tb == Trans::no ? c.n : c.k) + 1;
+          const auto b = random_vector((tb == Trans::no ? c.k : c.n) * ldb, 5, -1, 1);
+          std::vector<float> want(static_cast<std::size_t>(c.m * c.n), 0.5f);
+          std::vector<float> got = want;
+          detail::sgemm_packed(ta, tb, c.m, c.n, c.k, c.alpha, a.data(), lda, b.data(), ldb, c.beta,
+                               want.data(), c.n);
+          detail::sgemm_packed_pre(panels.data(), tb, c.m, c.n, c.k, c.alpha, b.data(), ldb, c.beta,
+                                   got.data(), c.n);
+          EXPECT_EQ(got, want) << c.m << "x" << c.n << "x" << c.k;
+        }
+      }
+    }
+  });
+}
+
+// A PackedA made on one target and used on another with a different register tile falls back
+// to packing per call: the result is still that target's sgemm.
+TEST(SimdParity, GemmPackedAOnAnotherTarget) {
+  const std::int64_t m = 29, n = 41, k = 300;
+  const auto a = random_vector(m * k, 3, -1, 1);
+  const auto b = random_vector(k * n, 4, -1, 1);
+  const detail::PackedA packed(Trans::no, m, k, a.data(), k);  // the best target's tile
+  for_each_simd_target([&] {
+    std::vector<float> want(static_cast<std::size_t>(m * n), 0.0f);
+    std::vector<float> got = want;
+    detail::sgemm(Trans::no, Trans::no, m, n, k, 1.0f, a.data(), k, b.data(), n, 0.0f, want.data(),
+                  n);
+    detail::sgemm_prepacked(packed, Trans::no, Trans::no, m, n, k, 1.0f, a.data(), k, b.data(), n,
+                            0.0f, got.data(), n);
+    EXPECT_EQ(got, want);
+  });
+  EXPECT_EQ(detail::PackedA().panels_for(m, k), nullptr);
+  EXPECT_EQ(packed.panels_for(m + 1, k), nullptr);
+}
+
 TEST(SimdParity, GemmEmptyShapesTouchNothing) {
   for_each_simd_target([&] {
     std::vector<float> c(4, 7.0f);

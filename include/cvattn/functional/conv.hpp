@@ -2,11 +2,17 @@
 // conv2d: torch.nn.functional.conv2d (cross-correlation, zero padding, stride, dilation, groups,
 // optional bias) on NCHW float32 tensors.
 #include <cstdint>
+#include <memory>
+#include <vector>
 
 #include "cvattn/core/options.hpp"
 #include "cvattn/core/tensor.hpp"
 #include "cvattn/export.hpp"
 #include "cvattn/functional/activation.hpp"
+
+namespace cvattn::detail {
+class PackedA;  // functional/detail/gemm.hpp (private)
+}  // namespace cvattn::detail
 
 namespace cvattn::functional {
 
@@ -47,6 +53,11 @@ class CVATTN_EXPORT Conv2dWeight {
   // decides between the two (docs/functional.md); defined with winograd().
   [[nodiscard]] const Tensor& winograd43() const noexcept { return winograd43_; }
   [[nodiscard]] float winograd_scale() const noexcept { return winograd_scale_; }
+  // Internal: per group, the weight packed for conv2d's matrix product where that product is
+  // cvattn's own (docs/performance.md#matrix-products), else null.
+  [[nodiscard]] const std::vector<::cvattn::detail::PackedA>* gemm_panels() const noexcept {
+    return gemm_.get();
+  }
 
  private:
   Tensor weight_;
@@ -54,6 +65,7 @@ class CVATTN_EXPORT Conv2dWeight {
   Tensor winograd_;
   Tensor winograd43_;
   float winograd_scale_ = 0.0f;
+  std::shared_ptr<const std::vector<::cvattn::detail::PackedA>> gemm_;
 };
 
 // conv2d(input, weight.weight(), bias, weight.options()), with the prepared transform used when

@@ -2,10 +2,12 @@
 // Private pieces shared by the conv2d kernels (conv.cpp, conv_winograd.cpp).
 #include <algorithm>
 #include <cstdint>
+#include <vector>
 
 #include "core/parallel_for.hpp"
 #include "cvattn/functional/conv.hpp"
 #include "functional/detail/elementwise_kernels.hpp"
+#include "functional/detail/gemm.hpp"
 #include "functional/detail/tasks.hpp"
 
 namespace cvattn::functional::detail {
@@ -21,11 +23,18 @@ struct ConvGeometry {
   [[nodiscard]] std::int64_t positions() const { return ho * wo; }
 };
 
-// A kernel's Winograd transforms when prepared (Conv2dWeight), else null: computed per call.
-struct WinogradWeights {
+// What Conv2dWeight prepared of a kernel, else null: computed or packed per call.
+struct PreparedWeights {
   const float* u22 = nullptr;  // winograd_weights
   const float* u43 = nullptr;  // winograd43_weights
   float scale = 0.0f;          // winograd_weight_scale, read with u43
+  // Per group, the [Cout_g, K] weight packed for the GEMM (im2col and 1x1 paths).
+  const std::vector<cvattn::detail::PackedA>* gemm = nullptr;
+  [[nodiscard]] const cvattn::detail::PackedA* gemm_group(std::int64_t group) const {
+    return gemm != nullptr && static_cast<std::size_t>(group) < gemm->size()
+               ? &(*gemm)[static_cast<std::size_t>(group)]
+               : nullptr;
+  }
 };
 
 // Items per chunk when `count` independent jobs of `items` items each are cut into chunks of at
@@ -52,9 +61,10 @@ inline void fill_bias(float* out, std::int64_t rows, std::int64_t cols, std::int
 }
 
 // out[rows, cols] (row stride ldo) += a[rows, k] (dense) * b[k, cols] (row stride ldb), by
-// Eigen's GEMM.
+// detail::sgemm; `packed` is a packed copy of a, if any.
 void gemm_accumulate(const float* a, std::int64_t rows, std::int64_t k, const float* b,
-                     std::int64_t ldb, std::int64_t cols, float* out, std::int64_t ldo);
+                     std::int64_t ldb, std::int64_t cols, float* out, std::int64_t ldo,
+                     const cvattn::detail::PackedA* packed = nullptr);
 
 // conv2d(input, weight, bias, options) (rank-4 input) written to `out`, which holds the
 // [N, Cout, Ho, Wo] floats conv2d would return: lets a module put a conv's result in scratch.
@@ -62,7 +72,7 @@ void gemm_accumulate(const float* a, std::int64_t rows, std::int64_t k, const fl
 // act: applied to each block of output right after the block is written (conv2d's fused
 // epilogue), so the values equal activation_ over the whole output afterwards.
 void conv2d_into(const Tensor& input, const Tensor& weight, const Tensor& bias,
-                 const Conv2dOptions& options, float* out, const WinogradWeights& winograd = {},
+                 const Conv2dOptions& options, float* out, const PreparedWeights& winograd = {},
                  ActLayer act = ActLayer::identity);
 
 // The epilogue: act in place on rows [0, rows) x columns [0, cols) of a block with row stride
@@ -73,7 +83,7 @@ void act_block(ActLayer act, float* out, std::int64_t rows, std::int64_t cols, s
 // winograd43_pays(g) and max |input| * winograd_weight_scale <= kWinograd43Bound, else
 // F(2x2, 3x3).
 void conv_winograd_3x3(const ConvGeometry& g, const float* in, const float* wt, const float* bias,
-                       float* out, const WinogradWeights& prepared = {},
+                       float* out, const PreparedWeights& prepared = {},
                        ActLayer act = ActLayer::identity);
 // The transform U[16][Cout][Cin_g] of the 3x3 kernels wt for F(2x2, 3x3), and U[36][Cout][Cin_g]
 // for F(4x4, 3x3) (only g.cout and g.cin_g are read).

@@ -133,6 +133,37 @@ void sgemm(Trans ta, Trans tb, std::int64_t m, std::int64_t n, std::int64_t k, f
   sgemm_packed(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }
 
+PackedA::PackedA(Trans ta, std::int64_t m, std::int64_t k, const float* a, std::int64_t lda) {
+  if (m <= 0 || k <= 0) return;
+#if defined(CVATTN_HAS_OPENBLAS)
+  if (!use_packed()) return;
+#endif
+  rows_ = sgemm_packed_rows();
+  panels_.resize(static_cast<std::size_t>(sgemm_packed_a_size(m, k)));
+  sgemm_pack_a(ta, m, k, a, lda, panels_.data());
+  m_ = m;
+  k_ = k;
+}
+
+const float* PackedA::panels_for(std::int64_t m, std::int64_t k) const {
+  if (panels_.empty() || m != m_ || k != k_) return nullptr;
+#if defined(CVATTN_HAS_OPENBLAS)
+  if (!use_packed()) return nullptr;
+#endif
+  // Another target (CVATTN_SIMD, or a test switching targets) may tile differently.
+  return sgemm_packed_rows() == rows_ ? panels_.data() : nullptr;
+}
+
+void sgemm_prepacked(const PackedA& packed, Trans ta, Trans tb, std::int64_t m, std::int64_t n,
+                     std::int64_t k, float alpha, const float* a, std::int64_t lda, const float* b,
+                     std::int64_t ldb, float beta, float* c, std::int64_t ldc) {
+  if (const float* panels = packed.panels_for(m, k)) {
+    sgemm_packed_pre(panels, tb, m, n, k, alpha, b, ldb, beta, c, ldc);
+    return;
+  }
+  sgemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+}
+
 std::string gemm_backend() {
   const std::string packed = "cvattn packed (this target's vectors)";
 #if defined(CVATTN_HAS_OPENBLAS)

@@ -8,6 +8,7 @@
 // Called from inside cvattn's parallel regions it runs on the calling thread only.
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace cvattn::detail {
 
@@ -16,6 +17,31 @@ enum class Trans { no, yes };
 void sgemm(Trans ta, Trans tb, std::int64_t m, std::int64_t n, std::int64_t k, float alpha,
            const float* a, std::int64_t lda, const float* b, std::int64_t ldb, float beta, float* c,
            std::int64_t ldc);
+
+// op(A) [m, k] packed once for many products with it on the left (a layer's weight, as ONNX
+// Runtime and ncnn pack theirs at load): sgemm_prepacked below then skips packing A on every
+// call, which was a fifth of a 512-channel conv's product (docs/performance.md#matrix-products).
+// Empty, and ignored, where sgemm does not multiply with cvattn's packed product (an OpenBLAS
+// with vectors as wide as the target's); holds a copy, so A may change or go afterwards.
+// Immutable: one PackedA serves concurrent products.
+class PackedA {
+ public:
+  PackedA() = default;
+  PackedA(Trans ta, std::int64_t m, std::int64_t k, const float* a, std::int64_t lda);
+  [[nodiscard]] bool empty() const noexcept { return panels_.empty(); }
+  // The panels when they were packed for this m x k and the target in use, else nullptr.
+  [[nodiscard]] const float* panels_for(std::int64_t m, std::int64_t k) const;
+
+ private:
+  std::int64_t m_ = 0, k_ = 0, rows_ = 0;
+  std::vector<float> panels_;
+};
+
+// sgemm(ta, tb, ...) with op(A) also given packed: exactly the same result, A not read when the
+// panels are used.
+void sgemm_prepacked(const PackedA& packed, Trans ta, Trans tb, std::int64_t m, std::int64_t n,
+                     std::int64_t k, float alpha, const float* a, std::int64_t lda, const float* b,
+                     std::int64_t ldb, float beta, float* c, std::int64_t ldc);
 
 // The Eigen product, kept as the reference the OpenBLAS and packed paths are tested against.
 void sgemm_eigen(Trans ta, Trans tb, std::int64_t m, std::int64_t n, std::int64_t k, float alpha,

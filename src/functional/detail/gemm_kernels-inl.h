@@ -235,15 +235,34 @@ HWY_INLINE void BlockTiles(D d, std::int64_t rows, std::int64_t cols, std::int64
   }
 }
 
+// The rows of the register tile: the height of op(A)'s packed panels.
+inline std::int64_t SgemmPackedRows() { return kMr; }
+
+// op(A) [m, k] packed whole, in the panels SgemmPacked packs block by block: the block of K at
+// p0 (kc = min(kGemmKc, k - p0) deep) at pa + p0 * mp, where mp is m rounded up to kMr, and in
+// it the panel of rows i at + i * kc.
+inline void SgemmPackA(Trans ta, std::int64_t m, std::int64_t k, const float* HWY_RESTRICT a,
+                       std::int64_t lda, float* HWY_RESTRICT pa) {
+  const std::int64_t mp = (m + kMr - 1) / kMr * kMr;
+  for (std::int64_t p0 = 0; p0 < k; p0 += kGemmKc) {
+    const std::int64_t kc = std::min(kGemmKc, k - p0);
+    for (std::int64_t i = 0; i < m; i += kMr) {
+      PackA(ta, a, lda, i, std::min<std::int64_t>(kMr, m - i), p0, kc, pa + p0 * mp + i * kc);
+    }
+  }
+}
+
 // sgemm_packed for k > 0 and alpha != 0, with packing buffers of kGemmMcMax x kGemmKc (pa) and
-// min(n rounded up to kGemmNrMax, kGemmNc) x kGemmKc (pb) floats, 64-byte aligned.
+// min(n rounded up to kGemmNrMax, kGemmNc) x kGemmKc (pb) floats, 64-byte aligned. With
+// `packed_a` (SgemmPackA's panels of this op(A)) A is not read and pa is not used.
 inline void SgemmPacked(Trans ta, Trans tb, std::int64_t m, std::int64_t n, std::int64_t k,
                         float alpha, const float* HWY_RESTRICT a, std::int64_t lda,
                         const float* HWY_RESTRICT b, std::int64_t ldb, float beta,
-                        float* HWY_RESTRICT c, std::int64_t ldc, float* HWY_RESTRICT pa,
-                        float* HWY_RESTRICT pb) {
+                        float* HWY_RESTRICT c, std::int64_t ldc, const float* HWY_RESTRICT packed_a,
+                        float* HWY_RESTRICT pa, float* HWY_RESTRICT pb) {
   const hn::ScalableTag<float> d;
   const std::int64_t nr = kNv * static_cast<std::int64_t>(hn::Lanes(d));
+  const std::int64_t mp = (m + kMr - 1) / kMr * kMr;
   for (std::int64_t j0 = 0; j0 < n; j0 += kGemmNc) {
     const std::int64_t nc = std::min(kGemmNc, n - j0);
     for (std::int64_t p0 = 0; p0 < k; p0 += kGemmKc) {
@@ -255,10 +274,15 @@ inline void SgemmPacked(Trans ta, Trans tb, std::int64_t m, std::int64_t n, std:
       }
       for (std::int64_t i0 = 0; i0 < m; i0 += kMc) {
         const std::int64_t mc = std::min(kMc, m - i0);
-        for (std::int64_t i = 0; i < mc; i += kMr) {
-          PackA(ta, a, lda, i0 + i, std::min<std::int64_t>(kMr, mc - i), p0, kc, pa + i * kc);
+        const float* panels = pa;
+        if (packed_a != nullptr) {
+          panels = packed_a + p0 * mp + i0 * kc;
+        } else {
+          for (std::int64_t i = 0; i < mc; i += kMr) {
+            PackA(ta, a, lda, i0 + i, std::min<std::int64_t>(kMr, mc - i), p0, kc, pa + i * kc);
+          }
         }
-        BlockTiles(d, mc, nc, kc, pa, pb, alpha, beta_here, c + i0 * ldc + j0, ldc);
+        BlockTiles(d, mc, nc, kc, panels, pb, alpha, beta_here, c + i0 * ldc + j0, ldc);
       }
     }
   }

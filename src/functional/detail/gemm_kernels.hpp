@@ -26,6 +26,19 @@ void sgemm_packed(Trans ta, Trans tb, std::int64_t m, std::int64_t n, std::int64
                   const float* a, std::int64_t lda, const float* b, std::int64_t ldb, float beta,
                   float* c, std::int64_t ldc);
 
+// op(A) packed once for many products (a layer's weight): sgemm_pack_a writes the panels that
+// sgemm_packed packs on every call, for the register tile of the target in use
+// (sgemm_packed_rows() rows per panel), into sgemm_packed_a_size(m, k) floats (ShapeError when
+// that overflows); sgemm_packed_pre multiplies with them, on a target with the same
+// sgemm_packed_rows(), and gives exactly sgemm_packed(ta, ...)'s result.
+std::int64_t sgemm_packed_rows();
+std::int64_t sgemm_packed_a_size(std::int64_t m, std::int64_t k);
+void sgemm_pack_a(Trans ta, std::int64_t m, std::int64_t k, const float* a, std::int64_t lda,
+                  float* out);
+void sgemm_packed_pre(const float* packed_a, Trans tb, std::int64_t m, std::int64_t n,
+                      std::int64_t k, float alpha, const float* b, std::int64_t ldb, float beta,
+                      float* c, std::int64_t ldc);
+
 // Whether the SIMD target in use has vectors of 512 bits, where the packed product measured level
 // with OpenBLAS's AVX-512 kernels and far ahead of its AVX2 ones (docs/performance.md).
 bool sgemm_packed_wide();
