@@ -36,8 +36,9 @@ struct Conv2dOptions {
 // A conv2d weight prepared once for repeated calls (ncnn and ONNX Runtime prepack weights at
 // load the same way): when the kernel can take conv2d's Winograd path (3x3, stride 1, dilation
 // 1, at least 8 input and output channels per group) its transformed kernel is computed here
-// instead of on every call. It shares the weight's storage: after changing those values in
-// place, prepare it again (the transform would be stale).
+// instead of on every call, and a kernel that takes a matrix product (im2col, wide 1x1) is
+// packed for it here. It shares the weight's storage: after changing those values in place,
+// prepare it again (the transform and the packed copy would be stale).
 class CVATTN_EXPORT Conv2dWeight {
  public:
   Conv2dWeight() = default;
