@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 #include <memory>
+#include <mutex>
 #include <vector>
 
 #include "core/parallel_for.hpp"
@@ -320,6 +321,12 @@ Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias,
   return conv2d_with(input, weight, bias, options, {}, ActLayer::identity);
 }
 
+struct Conv2dWeight::Lazy {
+  std::once_flag u22_once, u43_once, gemm_once;
+  Tensor u22, u43;
+  std::vector<cvattn::detail::PackedA> gemm;  // empty where the product is not cvattn's own
+};
+
 Conv2dWeight::Conv2dWeight(const Tensor& weight, const Conv2dOptions& options)
     : weight_(weight), options_(options) {
   constexpr const char* kWhere = "Conv2dWeight";
@@ -337,38 +344,71 @@ Conv2dWeight::Conv2dWeight(const Tensor& weight, const Conv2dOptions& options)
   g.kh = weight.dim(2), g.kw = weight.dim(3);
   g.sh = options.stride().h, g.sw = options.stride().w;
   g.dh = options.dilation().h, g.dw = options.dilation().w;
-  if (winograd_kernel(g)) {
-    winograd_ = Tensor::empty({16, g.cout, g.cin_g});
-    detail::winograd_weights(g, weight.data(), winograd_.data());
-    winograd43_ = Tensor::empty({36, g.cout, g.cin_g});
-    detail::winograd43_weights(g, weight.data(), winograd43_.data());
-    winograd_scale_ = detail::winograd_weight_scale(g, weight.data());
-  }
-  // The [Cout_g, K] weight of each group packed for the GEMM paths (im2col; 1x1 with more input
-  // channels than the direct kernel takes), which would otherwise pack it on every call.
-  const bool pointwise = g.kh == 1 && g.kw == 1 && g.sh == 1 && g.sw == 1 &&
-                         options.padding().h == 0 && options.padding().w == 0;
-  const bool gemm = g.cin_g > 1 && (!pointwise || g.cin_g > detail::pointwise_preferred_max_k());
-  if (gemm && weight.numel() > 0) {
+  winograd_ok_ = winograd_kernel(g);
+  if (winograd_ok_) winograd_scale_ = detail::winograd_weight_scale(g, weight.data());
+  lazy_ = std::make_shared<Lazy>();
+}
+
+namespace {
+
+// The sizes of a Conv2dWeight's kernel that its transforms and packing read.
+Geometry kernel_geometry(const Tensor& weight, const Conv2dOptions& options) {
+  Geometry g{};
+  g.groups = options.groups();
+  g.cout = weight.dim(0), g.cin_g = weight.dim(1), g.cout_g = g.cout / g.groups;
+  g.kh = weight.dim(2), g.kw = weight.dim(3);
+  return g;
+}
+
+const Tensor& no_tensor() {
+  static const Tensor none;
+  return none;
+}
+
+}  // namespace
+
+const Tensor& Conv2dWeight::winograd() const {
+  if (!winograd_ok_ || !lazy_) return no_tensor();
+  std::call_once(lazy_->u22_once, [&] {
+    const Geometry g = kernel_geometry(weight_, options_);
+    Tensor u = Tensor::empty({16, g.cout, g.cin_g});
+    detail::winograd_weights(g, weight_.data(), u.data());
+    lazy_->u22 = std::move(u);
+  });
+  return lazy_->u22;
+}
+
+const Tensor& Conv2dWeight::winograd43() const {
+  if (!winograd_ok_ || !lazy_) return no_tensor();
+  std::call_once(lazy_->u43_once, [&] {
+    const Geometry g = kernel_geometry(weight_, options_);
+    Tensor u = Tensor::empty({36, g.cout, g.cin_g});
+    detail::winograd43_weights(g, weight_.data(), u.data());
+    lazy_->u43 = std::move(u);
+  });
+  return lazy_->u43;
+}
+
+const std::vector<cvattn::detail::PackedA>* Conv2dWeight::gemm_panels() const {
+  if (!lazy_ || weight_.numel() == 0) return nullptr;
+  std::call_once(lazy_->gemm_once, [&] {
+    // Each group's [Cout_g, K] weight, as the im2col and wide 1x1 paths multiply with it.
+    const Geometry g = kernel_geometry(weight_, options_);
     const std::int64_t k = g.cin_g * g.kh * g.kw;
-    auto packed = std::make_shared<std::vector<cvattn::detail::PackedA>>();
-    packed->reserve(static_cast<std::size_t>(groups));
-    for (std::int64_t gi = 0; gi < groups; ++gi) {
-      packed->emplace_back(cvattn::detail::Trans::no, g.cout_g, k,
-                           weight.data() + gi * g.cout_g * k, k);
+    std::vector<cvattn::detail::PackedA> packed;
+    packed.reserve(static_cast<std::size_t>(g.groups));
+    for (std::int64_t gi = 0; gi < g.groups; ++gi) {
+      packed.emplace_back(cvattn::detail::Trans::no, g.cout_g, k,
+                          weight_.data() + gi * g.cout_g * k, k);
     }
-    if (!packed->front().empty()) gemm_ = std::move(packed);
-  }
+    if (!packed.front().empty()) lazy_->gemm = std::move(packed);
+  });
+  return lazy_->gemm.empty() ? nullptr : &lazy_->gemm;
 }
 
 Tensor conv2d(const Tensor& input, const Conv2dWeight& weight, const Tensor& bias, ActLayer act) {
   check_defined(weight.weight(), "weight", "conv2d");
-  detail::PreparedWeights u;
-  if (weight.winograd().defined()) {
-    u = {weight.winograd().data(), weight.winograd43().data(), weight.winograd_scale()};
-  }
-  u.gemm = weight.gemm_panels();
-  return conv2d_with(input, weight.weight(), bias, weight.options(), u, act);
+  return conv2d_with(input, weight.weight(), bias, weight.options(), {&weight}, act);
 }
 
 }  // namespace cvattn::functional

@@ -499,24 +499,27 @@ bool winograd43_pays(const ConvGeometry& g) {
 void conv_winograd_3x3(const ConvGeometry& g, const float* in, const float* wt, const float* bias,
                        float* out, const PreparedWeights& prepared, ActLayer act) {
   if (winograd43_pays(g)) {
-    const float scale = prepared.u43 ? prepared.scale : winograd_weight_scale(g, wt);
+    const float scale =
+        prepared.weight != nullptr ? prepared.scale() : winograd_weight_scale(g, wt);
     const float bound = winograd_max_abs(in, g.n * g.cin * g.h * g.w) * scale;
     if (bound <= kWinograd43Bound) {
+      const float* u43 = prepared.u43();
       std::optional<cvattn::detail::Workspace> own;
-      if (!prepared.u43) {
+      if (!u43) {
         own.emplace(Shape{kPositions43, g.cout, g.cin_g}, "conv2d (Winograd weights)");
         winograd43_weights(g, wt, own->data());
       }
-      conv_winograd_4x4(g, in, bias, out, prepared.u43 ? prepared.u43 : own->data(), act);
+      conv_winograd_4x4(g, in, bias, out, u43 ? u43 : own->data(), act);
       return;
     }
   }
+  const float* u22 = prepared.u22();
   std::optional<cvattn::detail::Workspace> own;
-  if (!prepared.u22) {
+  if (!u22) {
     own.emplace(Shape{kPositions, g.cout, g.cin_g}, "conv2d (Winograd weights)");
     winograd_weights(g, wt, own->data());
   }
-  conv_winograd_2x2(g, in, bias, out, prepared.u22 ? prepared.u22 : own->data(), act);
+  conv_winograd_2x2(g, in, bias, out, u22 ? u22 : own->data(), act);
 }
 
 }  // namespace cvattn::functional::detail

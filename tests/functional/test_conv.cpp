@@ -2,6 +2,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <thread>
+#include <vector>
 
 #include "cvattn/core/error.hpp"
 #include "cvattn/functional/activation.hpp"
@@ -408,6 +410,38 @@ TEST(Conv2d, PreparedWeightPackedForTheProductOnEveryTarget) {
     // And against the direct sum (tests/support/naive_conv.hpp).
     EXPECT_TENSOR_NEAR(F::conv2d(x, weight, b),
                        naive_conv2d(x, w, b, c.stride, c.padding, 1, c.groups), kTol);
+  }
+}
+
+// The transforms and the packed copy are made by the first call that needs them: concurrent
+// first calls on one fresh Conv2dWeight make them once and all get conv2d's own values (the tsan
+// preset runs this case under ThreadSanitizer).
+TEST(Conv2d, PreparedWeightThreadSafeOnFirstUse) {
+  struct Case {
+    Shape input, weight;
+    std::int64_t stride;
+  };
+  const std::vector<Case> cases = {
+      {{1, 16, 20, 20}, {16, 16, 3, 3}, 1},  // Winograd
+      {{1, 130, 7, 7}, {24, 130, 3, 3}, 1},  // 3x3 on a small plane: im2col
+      {{1, 16, 20, 20}, {24, 16, 3, 3}, 2},  // stride 2: im2col
+      {{1, 200, 6, 6}, {40, 200, 1, 1}, 1},  // wide 1x1: the GEMM
+  };
+  int seed = 120;
+  for (const auto& c : cases) {
+    SCOPED_TRACE(to_string(c.input) + " " + to_string(c.weight));
+    const Tensor x = test::random_tensor(c.input, seed++);
+    const Tensor w = test::random_tensor(c.weight, seed++, -0.2f, 0.2f);
+    const auto options = F::Conv2dOptions().stride(c.stride).padding(c.weight[2] / 2);
+    const Tensor want = F::conv2d(x, w, {}, options);
+    const F::Conv2dWeight weight(w, options);
+    std::vector<Tensor> got(6);
+    std::vector<std::thread> pool;
+    for (std::size_t t = 0; t < got.size(); ++t) {
+      pool.emplace_back([&, t] { got[t] = F::conv2d(x, weight); });
+    }
+    for (auto& th : pool) th.join();
+    for (const Tensor& y : got) EXPECT_TENSOR_NEAR(y, want, kExact);
   }
 }
 

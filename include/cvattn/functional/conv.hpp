@@ -35,10 +35,13 @@ struct Conv2dOptions {
 
 // A conv2d weight prepared once for repeated calls (ncnn and ONNX Runtime prepack weights at
 // load the same way): when the kernel can take conv2d's Winograd path (3x3, stride 1, dilation
-// 1, at least 8 input and output channels per group) its transformed kernel is computed here
-// instead of on every call, and a kernel that takes a matrix product (im2col, wide 1x1) is
-// packed for it here. It shares the weight's storage: after changing those values in place,
-// prepare it again (the transform and the packed copy would be stale).
+// 1, at least 8 input and output channels per group) its transformed kernels are kept here
+// instead of being computed on every call, and a kernel that takes a matrix product (im2col,
+// wide 1x1) is kept packed for it. Each is made on first use, by the first call that takes its
+// path (or the accessor), once, safely from concurrent calls: a network keeps only what its
+// input sizes use (a transform is 16/9 or 36/9 of the weight, docs/performance.md). It shares the
+// weight's storage: after changing those values in place, prepare it again (the transforms and
+// the packed copy would be stale).
 class CVATTN_EXPORT Conv2dWeight {
  public:
   Conv2dWeight() = default;
@@ -49,24 +52,22 @@ class CVATTN_EXPORT Conv2dWeight {
   [[nodiscard]] const Conv2dOptions& options() const noexcept { return options_; }
   // [16, Cout, Cin/groups], F(2x2, 3x3)'s G k G^T per tile position; undefined when the
   // kernel cannot take the Winograd path.
-  [[nodiscard]] const Tensor& winograd() const noexcept { return winograd_; }
+  [[nodiscard]] const Tensor& winograd() const;
   // [36, Cout, Cin/groups], the same for F(4x4, 3x3), and the weights' part of the bound that
   // decides between the two (docs/functional.md); defined with winograd().
-  [[nodiscard]] const Tensor& winograd43() const noexcept { return winograd43_; }
+  [[nodiscard]] const Tensor& winograd43() const;
   [[nodiscard]] float winograd_scale() const noexcept { return winograd_scale_; }
   // Internal: per group, the weight packed for conv2d's matrix product where that product is
   // cvattn's own (docs/performance.md#matrix-products), else null.
-  [[nodiscard]] const std::vector<::cvattn::detail::PackedA>* gemm_panels() const noexcept {
-    return gemm_.get();
-  }
+  [[nodiscard]] const std::vector<::cvattn::detail::PackedA>* gemm_panels() const;
 
  private:
+  struct Lazy;  // what is made on first use (conv.cpp)
   Tensor weight_;
   Conv2dOptions options_;
-  Tensor winograd_;
-  Tensor winograd43_;
+  bool winograd_ok_ = false;
   float winograd_scale_ = 0.0f;
-  std::shared_ptr<const std::vector<::cvattn::detail::PackedA>> gemm_;
+  std::shared_ptr<Lazy> lazy_;
 };
 
 // conv2d(input, weight.weight(), bias, weight.options()), with the prepared transform used when

@@ -23,14 +23,23 @@ struct ConvGeometry {
   [[nodiscard]] std::int64_t positions() const { return ho * wo; }
 };
 
-// What Conv2dWeight prepared of a kernel, else null: computed or packed per call.
+// A conv2d call's prepared weight (Conv2dWeight, whose parts are made on the first call that
+// asks), or none: then each is computed or packed per call.
 struct PreparedWeights {
-  const float* u22 = nullptr;  // winograd_weights
-  const float* u43 = nullptr;  // winograd43_weights
-  float scale = 0.0f;          // winograd_weight_scale, read with u43
-  // Per group, the [Cout_g, K] weight packed for the GEMM (im2col and 1x1 paths).
-  const std::vector<cvattn::detail::PackedA>* gemm = nullptr;
+  const Conv2dWeight* weight = nullptr;
+  [[nodiscard]] const float* u22() const {  // winograd_weights
+    return weight != nullptr && weight->winograd().defined() ? weight->winograd().data() : nullptr;
+  }
+  [[nodiscard]] const float* u43() const {  // winograd43_weights
+    return weight != nullptr && weight->winograd43().defined() ? weight->winograd43().data()
+                                                               : nullptr;
+  }
+  [[nodiscard]] float scale() const {  // winograd_weight_scale, read with u43
+    return weight != nullptr ? weight->winograd_scale() : 0.0f;
+  }
+  // Group `group`'s [Cout_g, K] weight packed for the GEMM (im2col and 1x1 paths).
   [[nodiscard]] const cvattn::detail::PackedA* gemm_group(std::int64_t group) const {
+    const auto* gemm = weight != nullptr ? weight->gemm_panels() : nullptr;
     return gemm != nullptr && static_cast<std::size_t>(group) < gemm->size()
                ? &(*gemm)[static_cast<std::size_t>(group)]
                : nullptr;
