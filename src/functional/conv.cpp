@@ -365,28 +365,29 @@ const Tensor& no_tensor() {
   return none;
 }
 
+// u, made once by transform(g, weight, u) into [positions, Cout, Cin/groups].
+const Tensor& made_once(std::once_flag& once, Tensor& u, std::int64_t positions,
+                        const Tensor& weight, const Conv2dOptions& options,
+                        void (*transform)(const Geometry&, const float*, float*)) {
+  std::call_once(once, [&] {
+    const Geometry g = kernel_geometry(weight, options);
+    Tensor made = Tensor::empty({positions, g.cout, g.cin_g});
+    transform(g, weight.data(), made.data());
+    u = std::move(made);
+  });
+  return u;
+}
+
 }  // namespace
 
 const Tensor& Conv2dWeight::winograd() const {
   if (!winograd_ok_ || !lazy_) return no_tensor();
-  std::call_once(lazy_->u22_once, [&] {
-    const Geometry g = kernel_geometry(weight_, options_);
-    Tensor u = Tensor::empty({16, g.cout, g.cin_g});
-    detail::winograd_weights(g, weight_.data(), u.data());
-    lazy_->u22 = std::move(u);
-  });
-  return lazy_->u22;
+  return made_once(lazy_->u22_once, lazy_->u22, 16, weight_, options_, detail::winograd_weights);
 }
 
 const Tensor& Conv2dWeight::winograd43() const {
   if (!winograd_ok_ || !lazy_) return no_tensor();
-  std::call_once(lazy_->u43_once, [&] {
-    const Geometry g = kernel_geometry(weight_, options_);
-    Tensor u = Tensor::empty({36, g.cout, g.cin_g});
-    detail::winograd43_weights(g, weight_.data(), u.data());
-    lazy_->u43 = std::move(u);
-  });
-  return lazy_->u43;
+  return made_once(lazy_->u43_once, lazy_->u43, 36, weight_, options_, detail::winograd43_weights);
 }
 
 const std::vector<cvattn::detail::PackedA>* Conv2dWeight::gemm_panels() const {
