@@ -322,9 +322,10 @@ Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias,
 }
 
 struct Conv2dWeight::Lazy {
-  std::once_flag u22_once, u43_once, gemm_once;
+  std::once_flag u22_once, u43_once, gemm_once, u43_panels_once;
   Tensor u22, u43;
-  std::vector<cvattn::detail::PackedA> gemm;  // empty where the product is not cvattn's own
+  // Empty where the product is not cvattn's own.
+  std::vector<cvattn::detail::PackedA> gemm, u43_panels;
 };
 
 Conv2dWeight::Conv2dWeight(const Tensor& weight, const Conv2dOptions& options)
@@ -388,6 +389,26 @@ const Tensor& Conv2dWeight::winograd() const {
 const Tensor& Conv2dWeight::winograd43() const {
   if (!winograd_ok_ || !lazy_) return no_tensor();
   return made_once(lazy_->u43_once, lazy_->u43, 36, weight_, options_, detail::winograd43_weights);
+}
+
+const std::vector<cvattn::detail::PackedA>* Conv2dWeight::winograd43_panels() const {
+  if (!winograd_ok_ || !lazy_) return nullptr;
+  std::call_once(lazy_->u43_panels_once, [&] {
+    const Geometry g = kernel_geometry(weight_, options_);
+    // The transform is made here and dropped: only the packed copy is kept.
+    Tensor u = Tensor::empty({36, g.cout, g.cin_g});
+    detail::winograd43_weights(g, weight_.data(), u.data());
+    std::vector<cvattn::detail::PackedA> packed;
+    packed.reserve(static_cast<std::size_t>(36 * g.groups));
+    for (std::int64_t xi = 0; xi < 36; ++xi) {
+      for (std::int64_t gi = 0; gi < g.groups; ++gi) {
+        packed.emplace_back(cvattn::detail::Trans::no, g.cout_g, g.cin_g,
+                            u.data() + (xi * g.cout + gi * g.cout_g) * g.cin_g, g.cin_g);
+      }
+    }
+    if (!packed.front().empty()) lazy_->u43_panels = std::move(packed);
+  });
+  return lazy_->u43_panels.empty() ? nullptr : &lazy_->u43_panels;
 }
 
 const std::vector<cvattn::detail::PackedA>* Conv2dWeight::gemm_panels() const {

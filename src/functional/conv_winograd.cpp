@@ -13,9 +13,11 @@
 #include <vector>
 
 #include "core/workspace.hpp"
+#include "cvattn/core/error.hpp"
 #include "cvattn/core/tensor.hpp"
 #include "functional/detail/conv_kernels.hpp"
 #include "functional/detail/gemm.hpp"
+#include "functional/detail/gemm_kernels.hpp"
 #include "functional/detail/pointwise_kernels.hpp"
 #include "functional/detail/window.hpp"
 #include "functional/detail/winograd_kernels.hpp"
@@ -332,9 +334,22 @@ struct TilePlan {
 
 // M[xi] = U[xi] V[xi] for the `positions` tile positions of one task (V and M planes v_plane
 // and m_plane floats apart, rows of `tiles` tiles ld floats apart), beta 0 (no zeroing pass).
+// `panels`, if any, holds U[xi] of each group packed for the product (index xi * groups + gi,
+// Conv2dWeight::winograd43_panels); u may then be null.
 void tile_products(const ConvGeometry& g, std::int64_t positions, const float* u, std::int64_t gi,
                    const float* v, std::int64_t v_plane, float* m, std::int64_t m_plane,
-                   std::int64_t tiles, std::int64_t ld) {
+                   std::int64_t tiles, std::int64_t ld,
+                   const std::vector<cvattn::detail::PackedA>* panels = nullptr) {
+  if (panels != nullptr) {
+    for (std::int64_t xi = 0; xi < positions; ++xi) {
+      const auto& packed = (*panels)[static_cast<std::size_t>(xi * g.groups + gi)];
+      const float* pa = packed.panels_for(g.cout_g, g.cin_g);
+      CVATTN_CHECK(pa != nullptr, Error, "conv2d: packed Winograd kernel not usable");
+      cvattn::detail::sgemm_packed_pre(pa, cvattn::detail::Trans::no, g.cout_g, tiles, g.cin_g,
+                                       1.0f, v + xi * v_plane, ld, 0.0f, m + xi * m_plane, ld);
+    }
+    return;
+  }
   // Few input channels: the pointwise kernel's register tile reads U and V in place, where a
   // GEMM would pack both for a product too small to repay it. It runs over the whole row
   // stride: V's padding columns are zero, so are M's.
@@ -382,7 +397,8 @@ void conv_winograd_2x2(const ConvGeometry& g, const float* in, const float* bias
 }
 
 void conv_winograd_4x4(const ConvGeometry& g, const float* in, const float* bias, float* out,
-                       const float* u, ActLayer act) {
+                       const float* u, const std::vector<cvattn::detail::PackedA>* panels,
+                       ActLayer act) {
   const TilePlan plan(g, 4, chunk_tiles43(g));
   const std::int64_t tw = plan.tw;
   const std::int64_t tiles_cap = plan.rows * tw;
@@ -412,7 +428,7 @@ void conv_winograd_4x4(const ConvGeometry& g, const float* in, const float* bias
       }
     }
     transform_input43(g, in + (k.ni * g.cin + k.gi * g.cin_g) * g.h * g.w, k.ty0, k.ty1, tw, ld, s);
-    tile_products(g, kPositions43, u, k.gi, s.v, s.v_plane, s.m, s.m_plane, k.tiles, ld);
+    tile_products(g, kPositions43, u, k.gi, s.v, s.v_plane, s.m, s.m_plane, k.tiles, ld, panels);
     float* o = out + (k.ni * g.cout + k.gi * g.cout_g) * g.ho * g.wo;
     transform_output43(g, bias ? bias + k.gi * g.cout_g : nullptr, k.ty0, k.ty1, tw, ld, s, o);
     act_rows(g, act, o, 4 * k.ty0, std::min(g.ho, 4 * k.ty1));
@@ -503,13 +519,20 @@ void conv_winograd_3x3(const ConvGeometry& g, const float* in, const float* wt, 
         prepared.weight != nullptr ? prepared.scale() : winograd_weight_scale(g, wt);
     const float bound = winograd_max_abs(in, g.n * g.cin * g.h * g.w) * scale;
     if (bound <= kWinograd43Bound) {
-      const float* u43 = prepared.u43();
+      // Over many input channels the products run on the GEMM: the prepared kernel packed for
+      // it once, where it would pack U on every call (half a 14x14 conv's product time).
+      const std::vector<cvattn::detail::PackedA>* panels = nullptr;
+      if (g.cin_g > pointwise_preferred_max_k()) panels = prepared.u43_panels();
+      if (panels != nullptr && panels->front().panels_for(g.cout_g, g.cin_g) == nullptr) {
+        panels = nullptr;  // packed for another target's register tile
+      }
+      const float* u43 = panels != nullptr ? nullptr : prepared.u43();
       std::optional<cvattn::detail::Workspace> own;
-      if (!u43) {
+      if (!u43 && !panels) {
         own.emplace(Shape{kPositions43, g.cout, g.cin_g}, "conv2d (Winograd weights)");
         winograd43_weights(g, wt, own->data());
       }
-      conv_winograd_4x4(g, in, bias, out, u43 ? u43 : own->data(), act);
+      conv_winograd_4x4(g, in, bias, out, u43 ? u43 : own ? own->data() : nullptr, panels, act);
       return;
     }
   }

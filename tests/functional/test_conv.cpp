@@ -378,20 +378,23 @@ TEST(Conv2d, FusedActivationEqualsTheTwoPassFormOnEveryPath) {
 }
 
 // Conv2dWeight also packs the weight of each group for the matrix product (im2col and wide 1x1
-// paths): the same values as the stateless call bit for bit on every SIMD target, including a
-// target whose register tile differs from the one it was packed for (it packs per call there).
+// paths), and the Winograd kernel whose products run on it: the same values as the stateless call
+// bit for bit on every SIMD target, including a target whose register tile differs from the one it
+// was packed for (it packs per call there).
 TEST(Conv2d, PreparedWeightPackedForTheProductOnEveryTarget) {
   struct Case {
     Shape input, weight;
     std::int64_t stride, padding, groups;
   };
   const std::vector<Case> cases = {
-      {{1, 300, 7, 7}, {29, 300, 3, 3}, 1, 1, 1},   // 7x7 plane: im2col, K past one block
-      {{2, 40, 15, 13}, {26, 20, 3, 3}, 2, 1, 2},   // stride 2, groups, batch
-      {{1, 130, 9, 11}, {37, 130, 1, 1}, 1, 0, 1},  // 1x1 past the direct kernel's K
-      {{1, 260, 6, 5}, {50, 130, 1, 1}, 1, 0, 2},   // grouped 1x1
-      {{1, 24, 12, 12}, {13, 24, 5, 5}, 1, 2, 1},   // 5x5
-      {{1, 16, 9, 9}, {16, 16, 1, 1}, 2, 0, 1},     // 1x1 stride 2 (downsample)
+      {{1, 300, 7, 7}, {29, 300, 3, 3}, 1, 1, 1},    // 7x7 plane: im2col, K past one block
+      {{2, 40, 15, 13}, {26, 20, 3, 3}, 2, 1, 2},    // stride 2, groups, batch
+      {{1, 130, 9, 11}, {37, 130, 1, 1}, 1, 0, 1},   // 1x1 past the direct kernel's K
+      {{1, 260, 6, 5}, {50, 130, 1, 1}, 1, 0, 2},    // grouped 1x1
+      {{1, 24, 12, 12}, {13, 24, 5, 5}, 1, 2, 1},    // 5x5
+      {{1, 16, 9, 9}, {16, 16, 1, 1}, 2, 0, 1},      // 1x1 stride 2 (downsample)
+      {{1, 130, 14, 14}, {24, 130, 3, 3}, 1, 1, 1},  // Winograd F(4x4) products on the GEMM
+      {{2, 240, 12, 12}, {32, 120, 3, 3}, 1, 1, 2},  // the same, groups and batch
   };
   int seed = 90;
   for (const auto& c : cases) {
@@ -422,10 +425,11 @@ TEST(Conv2d, PreparedWeightThreadSafeOnFirstUse) {
     std::int64_t stride;
   };
   const std::vector<Case> cases = {
-      {{1, 16, 20, 20}, {16, 16, 3, 3}, 1},  // Winograd
-      {{1, 130, 7, 7}, {24, 130, 3, 3}, 1},  // 3x3 on a small plane: im2col
-      {{1, 16, 20, 20}, {24, 16, 3, 3}, 2},  // stride 2: im2col
-      {{1, 200, 6, 6}, {40, 200, 1, 1}, 1},  // wide 1x1: the GEMM
+      {{1, 16, 20, 20}, {16, 16, 3, 3}, 1},    // Winograd
+      {{1, 130, 7, 7}, {24, 130, 3, 3}, 1},    // 3x3 on a small plane: im2col
+      {{1, 16, 20, 20}, {24, 16, 3, 3}, 2},    // stride 2: im2col
+      {{1, 200, 6, 6}, {40, 200, 1, 1}, 1},    // wide 1x1: the GEMM
+      {{1, 130, 14, 14}, {24, 130, 3, 3}, 1},  // Winograd products on the GEMM
   };
   int seed = 120;
   for (const auto& c : cases) {

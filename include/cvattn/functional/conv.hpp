@@ -60,6 +60,10 @@ class CVATTN_EXPORT Conv2dWeight {
   // Internal: per group, the weight packed for conv2d's matrix product where that product is
   // cvattn's own (docs/performance.md#matrix-products), else null.
   [[nodiscard]] const std::vector<::cvattn::detail::PackedA>* gemm_panels() const;
+  // Internal: winograd43() of each (position, group) packed for the matrix product
+  // ([36 * groups], position-major), for kernels whose Winograd products run on it; null where
+  // the product is not cvattn's own. Made without keeping winograd43() itself.
+  [[nodiscard]] const std::vector<::cvattn::detail::PackedA>* winograd43_panels() const;
 
  private:
   struct Lazy;  // what is made on first use (conv.cpp)

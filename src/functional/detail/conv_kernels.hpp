@@ -37,6 +37,10 @@ struct PreparedWeights {
   [[nodiscard]] float scale() const {  // winograd_weight_scale, read with u43
     return weight != nullptr ? weight->winograd_scale() : 0.0f;
   }
+  // U43 of each (position, group) packed for the GEMM, or null (Conv2dWeight::winograd43_panels).
+  [[nodiscard]] const std::vector<cvattn::detail::PackedA>* u43_panels() const {
+    return weight != nullptr ? weight->winograd43_panels() : nullptr;
+  }
   // Group `group`'s [Cout_g, K] weight packed for the GEMM (im2col and 1x1 paths).
   [[nodiscard]] const cvattn::detail::PackedA* gemm_group(std::int64_t group) const {
     const auto* gemm = weight != nullptr ? weight->gemm_panels() : nullptr;
