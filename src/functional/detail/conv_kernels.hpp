@@ -81,11 +81,11 @@ void gemm_accumulate(const float* a, std::int64_t rows, std::int64_t k, const fl
 
 // conv2d(input, weight, bias, options) (rank-4 input) written to `out`, which holds the
 // [N, Cout, Ho, Wo] floats conv2d would return: lets a module put a conv's result in scratch.
-// winograd: the prepared transforms of `weight` (Conv2dWeight), or none.
+// prepared: what Conv2dWeight prepared of `weight` (transforms, packed copies), or none.
 // act: applied to each block of output right after the block is written (conv2d's fused
 // epilogue), so the values equal activation_ over the whole output afterwards.
 void conv2d_into(const Tensor& input, const Tensor& weight, const Tensor& bias,
-                 const Conv2dOptions& options, float* out, const PreparedWeights& winograd = {},
+                 const Conv2dOptions& options, float* out, const PreparedWeights& prepared = {},
                  ActLayer act = ActLayer::identity);
 
 // The epilogue: act in place on rows [0, rows) x columns [0, cols) of a block with row stride
