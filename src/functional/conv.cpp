@@ -321,6 +321,19 @@ Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias,
   return conv2d_with(input, weight, bias, options, {}, ActLayer::identity);
 }
 
+namespace {
+
+// The sizes of a Conv2dWeight's kernel that its transforms and packing read.
+Geometry kernel_geometry(const Tensor& weight, const Conv2dOptions& options) {
+  Geometry g{};
+  g.groups = options.groups();
+  g.cout = weight.dim(0), g.cin_g = weight.dim(1), g.cout_g = g.cout / g.groups;
+  g.kh = weight.dim(2), g.kw = weight.dim(3);
+  return g;
+}
+
+}  // namespace
+
 struct Conv2dWeight::Lazy {
   std::once_flag u22_once, u43_once, gemm_once, u43_panels_once;
   Tensor u22, u43;
@@ -340,9 +353,7 @@ Conv2dWeight::Conv2dWeight(const Tensor& weight, const Conv2dOptions& options)
   CVATTN_CHECK(groups >= 1 && weight.dim(0) % groups == 0, ValueError, kWhere, ": groups (", groups,
                ") must be positive and divide the output channels of 'weight' ",
                to_string(weight.shape()));
-  Geometry g{};
-  g.cout = weight.dim(0), g.cin_g = weight.dim(1), g.cout_g = g.cout / groups;
-  g.kh = weight.dim(2), g.kw = weight.dim(3);
+  Geometry g = kernel_geometry(weight, options);
   g.sh = options.stride().h, g.sw = options.stride().w;
   g.dh = options.dilation().h, g.dw = options.dilation().w;
   winograd_ok_ = winograd_kernel(g);
@@ -351,15 +362,6 @@ Conv2dWeight::Conv2dWeight(const Tensor& weight, const Conv2dOptions& options)
 }
 
 namespace {
-
-// The sizes of a Conv2dWeight's kernel that its transforms and packing read.
-Geometry kernel_geometry(const Tensor& weight, const Conv2dOptions& options) {
-  Geometry g{};
-  g.groups = options.groups();
-  g.cout = weight.dim(0), g.cin_g = weight.dim(1), g.cout_g = g.cout / g.groups;
-  g.kh = weight.dim(2), g.kw = weight.dim(3);
-  return g;
-}
 
 const Tensor& no_tensor() {
   static const Tensor none;
@@ -379,6 +381,19 @@ const Tensor& made_once(std::once_flag& once, Tensor& u, std::int64_t positions,
   return u;
 }
 
+// `count` dense [m, k] blocks back to back from `base`, each packed for the product; empty where
+// the product is not cvattn's own.
+std::vector<cvattn::detail::PackedA> pack_each(std::int64_t count, std::int64_t m, std::int64_t k,
+                                               const float* base) {
+  std::vector<cvattn::detail::PackedA> packed;
+  packed.reserve(static_cast<std::size_t>(count));
+  for (std::int64_t i = 0; i < count; ++i) {
+    packed.emplace_back(cvattn::detail::Trans::no, m, k, base + i * m * k, k);
+  }
+  if (packed.empty() || packed.front().empty()) packed.clear();
+  return packed;
+}
+
 }  // namespace
 
 const Tensor& Conv2dWeight::winograd() const {
@@ -395,18 +410,11 @@ const std::vector<cvattn::detail::PackedA>* Conv2dWeight::winograd43_panels() co
   if (!winograd_ok_ || !lazy_) return nullptr;
   std::call_once(lazy_->u43_panels_once, [&] {
     const Geometry g = kernel_geometry(weight_, options_);
-    // The transform is made here and dropped: only the packed copy is kept.
+    // The transform is made here and dropped: only the packed copy is kept. Its [Cout_g, Cin_g]
+    // blocks, position-major then group, lie back to back.
     Tensor u = Tensor::empty({36, g.cout, g.cin_g});
     detail::winograd43_weights(g, weight_.data(), u.data());
-    std::vector<cvattn::detail::PackedA> packed;
-    packed.reserve(static_cast<std::size_t>(36 * g.groups));
-    for (std::int64_t xi = 0; xi < 36; ++xi) {
-      for (std::int64_t gi = 0; gi < g.groups; ++gi) {
-        packed.emplace_back(cvattn::detail::Trans::no, g.cout_g, g.cin_g,
-                            u.data() + (xi * g.cout + gi * g.cout_g) * g.cin_g, g.cin_g);
-      }
-    }
-    if (!packed.front().empty()) lazy_->u43_panels = std::move(packed);
+    lazy_->u43_panels = pack_each(36 * g.groups, g.cout_g, g.cin_g, u.data());
   });
   return lazy_->u43_panels.empty() ? nullptr : &lazy_->u43_panels;
 }
@@ -416,14 +424,7 @@ const std::vector<cvattn::detail::PackedA>* Conv2dWeight::gemm_panels() const {
   std::call_once(lazy_->gemm_once, [&] {
     // Each group's [Cout_g, K] weight, as the im2col and wide 1x1 paths multiply with it.
     const Geometry g = kernel_geometry(weight_, options_);
-    const std::int64_t k = g.cin_g * g.kh * g.kw;
-    std::vector<cvattn::detail::PackedA> packed;
-    packed.reserve(static_cast<std::size_t>(g.groups));
-    for (std::int64_t gi = 0; gi < g.groups; ++gi) {
-      packed.emplace_back(cvattn::detail::Trans::no, g.cout_g, k,
-                          weight_.data() + gi * g.cout_g * k, k);
-    }
-    if (!packed.front().empty()) lazy_->gemm = std::move(packed);
+    lazy_->gemm = pack_each(g.groups, g.cout_g, g.cin_g * g.kh * g.kw, weight_.data());
   });
   return lazy_->gemm.empty() ? nullptr : &lazy_->gemm;
 }

@@ -531,8 +531,9 @@ void conv_winograd_3x3(const ConvGeometry& g, const float* in, const float* wt, 
       if (!u43 && !panels) {
         own.emplace(Shape{kPositions43, g.cout, g.cin_g}, "conv2d (Winograd weights)");
         winograd43_weights(g, wt, own->data());
+        u43 = own->data();
       }
-      conv_winograd_4x4(g, in, bias, out, u43 ? u43 : own ? own->data() : nullptr, panels, act);
+      conv_winograd_4x4(g, in, bias, out, u43, panels, act);
       return;
     }
   }

@@ -28,11 +28,10 @@ struct ConvGeometry {
 struct PreparedWeights {
   const Conv2dWeight* weight = nullptr;
   [[nodiscard]] const float* u22() const {  // winograd_weights
-    return weight != nullptr && weight->winograd().defined() ? weight->winograd().data() : nullptr;
+    return weight != nullptr ? data_or_null(weight->winograd()) : nullptr;
   }
   [[nodiscard]] const float* u43() const {  // winograd43_weights
-    return weight != nullptr && weight->winograd43().defined() ? weight->winograd43().data()
-                                                               : nullptr;
+    return weight != nullptr ? data_or_null(weight->winograd43()) : nullptr;
   }
   [[nodiscard]] float scale() const {  // winograd_weight_scale, read with u43
     return weight != nullptr ? weight->winograd_scale() : 0.0f;
@@ -48,6 +47,9 @@ struct PreparedWeights {
                ? &(*gemm)[static_cast<std::size_t>(group)]
                : nullptr;
   }
+
+ private:
+  static const float* data_or_null(const Tensor& t) { return t.defined() ? t.data() : nullptr; }
 };
 
 // Items per chunk when `count` independent jobs of `items` items each are cut into chunks of at
