@@ -100,6 +100,28 @@ def mean(xs):
     return sum(xs) / len(xs)
 
 
+def table_rows(program, samples, args):
+    """(row name, markdown row, B/A ratio, over the bound?) for each row both trees measured."""
+    for name, s in samples.items():
+        if not s["a"] or not s["b"]:
+            continue
+        ma, mb = mean(s["a"]), mean(s["b"])
+        ratio = mb / ma
+        is_over = ratio > 1 + args.bound
+        flag = " **over**" if is_over else ""
+        line = (f"| {program} | {name} | {ma:.4g} | {mb:.4g} | {ratio:.3f}{flag} | "
+                f"{len(s['a'])}+{len(s['b'])} |")
+        yield name, line, ratio, is_over
+
+
+def write_json(path, results):
+    # Written whole to a temporary name, then renamed: never a half-written file.
+    tmp = path + ".tmp"
+    with open(tmp, "w") as f:
+        json.dump(results, f, indent=1)
+    os.replace(tmp, path)
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--a", required=True, help="reference build tree (e.g. build/native)")
@@ -165,29 +187,29 @@ def main():
             print(f"#   recheck {len(outside)} rows", file=sys.stderr, flush=True)
             rounds(program, rows, args.recheck, args.rounds, args, samples)
         results[program] = samples
+        # A long run (every program, with rechecks, takes an hour or more) shows and keeps each
+        # program's rows as they finish, so that a stopped run still leaves what it measured.
+        for _, line, _, _ in table_rows(program, samples, args):
+            print(line, file=sys.stderr, flush=True)
+        if args.json:
+            write_json(args.json, results)
 
     print(f"| program | row | {args.a_name} ms | {args.b_name} ms | {args.b_name} / {args.a_name} | samples |")
     print("|---|---|---|---|---|---|")
     ratios, over = [], []
     for program, samples in results.items():
-        for name, s in samples.items():
-            if not s["a"] or not s["b"]:
-                continue
-            ma, mb = mean(s["a"]), mean(s["b"])
-            ratio = mb / ma
+        for name, line, ratio, is_over in table_rows(program, samples, args):
+            print(line)
             ratios.append(ratio)
-            flag = " **over**" if ratio > 1 + args.bound else ""
-            if flag:
+            if is_over:
                 over.append(f"{program} {name}")
-            print(f"| {program} | {name} | {ma:.4g} | {mb:.4g} | {ratio:.3f}{flag} | {len(s['a'])}+{len(s['b'])} |")
     geo = math.exp(sum(math.log(r) for r in ratios) / len(ratios)) if ratios else float("nan")
     print(f"\n{len(ratios)} rows; geometric mean {args.b_name}/{args.a_name} = {geo:.3f}; "
           f"{len(over)} rows over the {args.bound:.0%} bound" + (":" if over else "."))
     for o in over:
         print(f"- {o}")
     if args.json:
-        with open(args.json, "w") as f:
-            json.dump(results, f, indent=1)
+        write_json(args.json, results)
 
 
 if __name__ == "__main__":
