@@ -87,7 +87,8 @@ void conv_pointwise(const Geometry& g, const float* in, const float* wt, const f
       return;
     }
     fill_bias(o, g.cout_g, cols, p, b);
-    gemm_accumulate(w, g.cout_g, g.cin_g, x, p, cols, o, p, prepared.gemm_group(gi));
+    gemm_accumulate(w, g.cout_g, g.cin_g, x, p, cols, o, p,
+                    prepared.gemm_group(gi, g.cout_g, cols, g.cin_g));
     act_block(act, o, g.cout_g, cols, p);
   });
 }
@@ -211,7 +212,7 @@ void conv_im2col(const Geometry& g, const float* in, const float* wt, const floa
     float* o = out + (ni * g.cout + gi * g.cout_g) * p + p0;
     fill_bias(o, g.cout_g, cols, p, bias ? bias + gi * g.cout_g : nullptr);
     gemm_accumulate(wt + gi * g.cout_g * k, g.cout_g, k, ws, cols, cols, o, p,
-                    prepared.gemm_group(gi));
+                    prepared.gemm_group(gi, g.cout_g, cols, k));
     act_block(act, o, g.cout_g, cols, p);
   });
 }
@@ -335,10 +336,11 @@ Geometry kernel_geometry(const Tensor& weight, const Conv2dOptions& options) {
 }  // namespace
 
 struct Conv2dWeight::Lazy {
-  std::once_flag u22_once, u43_once, gemm_once, u43_panels_once;
+  std::once_flag u22_once, u43_once, gemm_once, gemm_t_once, u43_panels_once;
   Tensor u22, u43;
-  // Empty where the product is not cvattn's own.
-  std::vector<cvattn::detail::PackedA> gemm, u43_panels;
+  // Empty where the product is not cvattn's own. gemm_t: the form for products computed as
+  // their transpose (few output positions).
+  std::vector<cvattn::detail::PackedA> gemm, gemm_t, u43_panels;
 };
 
 Conv2dWeight::Conv2dWeight(const Tensor& weight, const Conv2dOptions& options)
@@ -383,12 +385,13 @@ const Tensor& made_once(std::once_flag& once, Tensor& u, std::int64_t positions,
 
 // `count` dense [m, k] blocks back to back from `base`, each packed for the product; empty where
 // the product is not cvattn's own.
-std::vector<cvattn::detail::PackedA> pack_each(std::int64_t count, std::int64_t m, std::int64_t k,
-                                               const float* base) {
+std::vector<cvattn::detail::PackedA> pack_each(
+    std::int64_t count, std::int64_t m, std::int64_t k, const float* base,
+    cvattn::detail::PackedA::Form form = cvattn::detail::PackedA::Form::rows) {
   std::vector<cvattn::detail::PackedA> packed;
   packed.reserve(static_cast<std::size_t>(count));
   for (std::int64_t i = 0; i < count; ++i) {
-    packed.emplace_back(cvattn::detail::Trans::no, m, k, base + i * m * k, k);
+    packed.emplace_back(cvattn::detail::Trans::no, m, k, base + i * m * k, k, form);
   }
   if (packed.empty() || packed.front().empty()) packed.clear();
   return packed;
@@ -419,14 +422,17 @@ const std::vector<cvattn::detail::PackedA>* Conv2dWeight::winograd43_panels() co
   return lazy_->u43_panels.empty() ? nullptr : &lazy_->u43_panels;
 }
 
-const std::vector<cvattn::detail::PackedA>* Conv2dWeight::gemm_panels() const {
+const std::vector<cvattn::detail::PackedA>* Conv2dWeight::gemm_panels(bool transposed) const {
   if (!lazy_ || weight_.numel() == 0) return nullptr;
-  std::call_once(lazy_->gemm_once, [&] {
+  using Form = cvattn::detail::PackedA::Form;
+  auto& panels = transposed ? lazy_->gemm_t : lazy_->gemm;
+  std::call_once(transposed ? lazy_->gemm_t_once : lazy_->gemm_once, [&] {
     // Each group's [Cout_g, K] weight, as the im2col and wide 1x1 paths multiply with it.
     const Geometry g = kernel_geometry(weight_, options_);
-    lazy_->gemm = pack_each(g.groups, g.cout_g, g.cin_g * g.kh * g.kw, weight_.data());
+    panels = pack_each(g.groups, g.cout_g, g.cin_g * g.kh * g.kw, weight_.data(),
+                       transposed ? Form::transposed : Form::rows);
   });
-  return lazy_->gemm.empty() ? nullptr : &lazy_->gemm;
+  return panels.empty() ? nullptr : &panels;
 }
 
 Tensor conv2d(const Tensor& input, const Conv2dWeight& weight, const Tensor& bias, ActLayer act) {

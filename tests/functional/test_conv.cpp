@@ -395,6 +395,11 @@ TEST(Conv2d, PreparedWeightPackedForTheProductOnEveryTarget) {
       {{1, 16, 9, 9}, {16, 16, 1, 1}, 2, 0, 1},      // 1x1 stride 2 (downsample)
       {{1, 130, 14, 14}, {24, 130, 3, 3}, 1, 1, 1},  // Winograd F(4x4) products on the GEMM
       {{2, 240, 12, 12}, {32, 120, 3, 3}, 1, 1, 2},  // the same, groups and batch
+      // [Cout, 49] products computed as their transpose on 256- and 512-bit targets, the weight
+      // packed in that form (cvattn::detail::sgemm_swaps).
+      {{1, 300, 7, 7}, {128, 300, 3, 3}, 1, 1, 1},
+      {{2, 130, 7, 7}, {96, 130, 1, 1}, 1, 0, 1},
+      {{1, 64, 14, 13}, {160, 32, 3, 3}, 2, 1, 2},
   };
   int seed = 90;
   for (const auto& c : cases) {
@@ -427,6 +432,7 @@ TEST(Conv2d, PreparedWeightThreadSafeOnFirstUse) {
   const std::vector<Case> cases = {
       {{1, 16, 20, 20}, {16, 16, 3, 3}, 1},    // Winograd
       {{1, 130, 7, 7}, {24, 130, 3, 3}, 1},    // 3x3 on a small plane: im2col
+      {{1, 64, 7, 7}, {128, 64, 3, 3}, 1},     // the same, computed as its transpose
       {{1, 16, 20, 20}, {24, 16, 3, 3}, 2},    // stride 2: im2col
       {{1, 200, 6, 6}, {40, 200, 1, 1}, 1},    // wide 1x1: the GEMM
       {{1, 130, 14, 14}, {24, 130, 3, 3}, 1},  // Winograd products on the GEMM

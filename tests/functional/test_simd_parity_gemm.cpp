@@ -2,13 +2,17 @@
 // on every SIMD target this build and CPU support: every transpose pair, sizes around the register
 // tiles (6 and 12 rows, 8 to 32 columns) and their edge tiles (thirds of the rows, one vector),
 // the packed blocks (K around 256, N past 2048), strided rows, alpha and beta of every kind, NaN in
-// what BLAS says is not read. The tolerance is the rounding bound of a float sum of the same
+// what BLAS says is not read; the same for the product computed as its transpose, and for both
+// with op(A) packed once. The tolerance is the rounding bound of a float sum of the same
 // products: (terms + 4) * 2^-23 * sum |products|.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <memory>
+#include <new>
 #include <string>
 #include <vector>
 
@@ -106,6 +110,37 @@ TEST(SimdParity, GemmPackedEveryTarget) {
   });
 }
 
+// C computed as its transpose (the product sgemm takes for C with few columns): every case above,
+// whichever orientation sgemm would choose for it, and the [Cout, 49] products of 7x7 planes.
+TEST(SimdParity, GemmSwappedEveryTarget) {
+  auto all = cases();
+  all.push_back({512, 49, 300, 1.0f, 1.0f});
+  all.push_back({130, 49, 513, 0.5f, 0.0f});
+  for_each_simd_target([&] {
+    for (const auto& c : all) {
+      for (const Trans ta : {Trans::no, Trans::yes}) {
+        for (const Trans tb : {Trans::no, Trans::yes}) {
+          check_case(c, ta, tb, detail::sgemm_packed_swapped);
+        }
+      }
+    }
+  });
+}
+
+// Where sgemm swaps: a conv's [Cout, 49] output on a 7x7 plane wastes a quarter of 512-bit
+// vectors and an eighth of 256-bit ones, so those targets swap; its transpose, and a 56x56
+// plane's [64, 3136], do not.
+TEST(SimdParity, GemmSwapsWhereColumnsAreFew) {
+  for_each_simd_target([&] {
+    SCOPED_TRACE(detail::sgemm_packed_cols());
+    EXPECT_EQ(detail::sgemm_packed_swaps(512, 49, 4608), detail::sgemm_packed_cols() >= 16);
+    EXPECT_FALSE(detail::sgemm_packed_swaps(49, 512, 4608));
+    EXPECT_FALSE(detail::sgemm_packed_swaps(64, 3136, 576));
+    EXPECT_FALSE(detail::sgemm_packed_swaps(0, 49, 576));
+    EXPECT_FALSE(detail::sgemm_packed_swaps(512, 49, 0));
+  });
+}
+
 // The product every op calls (OpenBLAS or the packed one, as sgemm chooses) meets the same bound.
 TEST(SimdParity, GemmChosenProduct) {
   for (const auto& c : cases()) {
@@ -116,11 +151,19 @@ TEST(SimdParity, GemmChosenProduct) {
   EXPECT_FALSE(detail::gemm_backend().empty());
 }
 
-// op(A) packed once (a layer's weight, detail::PackedA): the same panels as the per-call packing,
-// so sgemm_packed_pre gives sgemm_packed's result bit for bit, and both meet the reference bound;
-// the panels are read from an exact-size buffer (ASan sees any read past them) and A is not read.
-TEST(SimdParity, GemmPrepackedAEveryTarget) {
-  const auto all = cases();
+// Packed panels in an exact-size, 64-byte aligned buffer, as PackedA keeps them: ASan sees any
+// read past them.
+struct AlignedDelete {
+  void operator()(float* p) const noexcept { ::operator delete[](p, std::align_val_t{64}); }
+};
+using Panels = std::unique_ptr<float[], AlignedDelete>;
+
+// A product on op(A) packed once (`pack_size`, `pack`), multiplied by `pre`, on every target:
+// within the reference bound, and bit for bit the result of `per_call`, the product that packs A
+// on every call; A is not read.
+template <class PackSize, class Pack, class Pre, class PerCall>
+void check_prepacked(const std::vector<Case>& all, PackSize pack_size, Pack pack, Pre pre,
+                     PerCall per_call) {
   for_each_simd_target([&] {
     for (const auto& c : all) {
       for (const Trans ta : {Trans::no, Trans::yes}) {
@@ -128,25 +171,26 @@ TEST(SimdParity, GemmPrepackedAEveryTarget) {
           const std::int64_t lda = (ta == Trans::no ? c.k : c.m) + 3;
           const std::int64_t a_rows = ta == Trans::no ? c.m : c.k;
           const auto a = random_vector(a_rows * lda, 11 + static_cast<std::uint64_t>(c.m), -1, 1);
-          std::vector<float> panels(
-              static_cast<std::size_t>(detail::sgemm_packed_a_size(c.m, c.k)));
-          detail::sgemm_pack_a(ta, c.m, c.k, a.data(), lda, panels.data());
-          // sgemm_packed's signature, A given only as its panels.
+          const auto floats =
+              static_cast<std::size_t>(std::max<std::int64_t>(pack_size(c.m, c.k), 1));
+          const Panels panels(
+              static_cast<float*>(::operator new[](floats * sizeof(float), std::align_val_t{64})));
+          pack(ta, c.m, c.k, a.data(), lda, panels.get());
+          // The product's signature, A given only as its panels.
           const auto prepacked = [&](Trans, Trans tb_, std::int64_t m, std::int64_t n,
                                      std::int64_t k, float alpha, const float*, std::int64_t,
                                      const float* b, std::int64_t ldb, float beta, float* cc,
                                      std::int64_t ldc) {
-            detail::sgemm_packed_pre(panels.data(), tb_, m, n, k, alpha, b, ldb, beta, cc, ldc);
+            pre(panels.get(), tb_, m, n, k, alpha, b, ldb, beta, cc, ldc);
           };
           check_case(c, ta, tb, prepacked);
           const std::int64_t ldb = (tb == Trans::no ? c.n : c.k) + 1;
           const auto b = random_vector((tb == Trans::no ? c.k : c.n) * ldb, 5, -1, 1);
           std::vector<float> want(static_cast<std::size_t>(c.m * c.n), 0.5f);
           std::vector<float> got = want;
-          detail::sgemm_packed(ta, tb, c.m, c.n, c.k, c.alpha, a.data(), lda, b.data(), ldb, c.beta,
-                               want.data(), c.n);
-          detail::sgemm_packed_pre(panels.data(), tb, c.m, c.n, c.k, c.alpha, b.data(), ldb, c.beta,
-                                   got.data(), c.n);
+          per_call(ta, tb, c.m, c.n, c.k, c.alpha, a.data(), lda, b.data(), ldb, c.beta,
+                   want.data(), c.n);
+          pre(panels.get(), tb, c.m, c.n, c.k, c.alpha, b.data(), ldb, c.beta, got.data(), c.n);
           EXPECT_EQ(got, want) << c.m << "x" << c.n << "x" << c.k;
         }
       }
@@ -154,24 +198,49 @@ TEST(SimdParity, GemmPrepackedAEveryTarget) {
   });
 }
 
-// A PackedA made on one target and used on another with a different register tile falls back
-// to packing per call: the result is still that target's sgemm.
+// op(A) packed once (a layer's weight, detail::PackedA): the same panels as the per-call packing.
+TEST(SimdParity, GemmPrepackedAEveryTarget) {
+  check_prepacked(cases(), detail::sgemm_packed_a_size, detail::sgemm_pack_a,
+                  detail::sgemm_packed_pre, detail::sgemm_packed);
+}
+
+// op(A)ᵀ packed once for the swapped product (PackedA's transposed form).
+TEST(SimdParity, GemmPrepackedTransposedEveryTarget) {
+  auto all = cases();
+  all.push_back({130, 49, 513, 0.5f, 1.0f});
+  check_prepacked(all, detail::sgemm_packed_at_size, detail::sgemm_pack_at,
+                  detail::sgemm_packed_pre_swapped, detail::sgemm_packed_swapped);
+}
+
+// A PackedA made on one target and used on another with a different register tile, or in the
+// other form than sgemm takes for the shape, falls back to packing per call: the result is still
+// that target's sgemm, bit for bit. Both shapes, one product sgemm swaps on 256- and 512-bit
+// targets and one it does not, with both forms.
 TEST(SimdParity, GemmPackedAOnAnotherTarget) {
-  const std::int64_t m = 29, n = 41, k = 300;
-  const auto a = random_vector(m * k, 3, -1, 1);
-  const auto b = random_vector(k * n, 4, -1, 1);
-  const detail::PackedA packed(Trans::no, m, k, a.data(), k);  // the best target's tile
-  for_each_simd_target([&] {
-    std::vector<float> want(static_cast<std::size_t>(m * n), 0.0f);
-    std::vector<float> got = want;
-    detail::sgemm(Trans::no, Trans::no, m, n, k, 1.0f, a.data(), k, b.data(), n, 0.0f, want.data(),
-                  n);
-    detail::sgemm_prepacked(packed, Trans::no, Trans::no, m, n, k, 1.0f, a.data(), k, b.data(), n,
-                            0.0f, got.data(), n);
-    EXPECT_EQ(got, want);
-  });
-  EXPECT_EQ(detail::PackedA().panels_for(m, k), nullptr);
-  EXPECT_EQ(packed.panels_for(m + 1, k), nullptr);
+  struct Shape3 {
+    std::int64_t m, n, k;
+  };
+  using Form = detail::PackedA::Form;
+  for (const Shape3 s : {Shape3{29, 41, 300}, Shape3{200, 49, 300}}) {
+    const auto a = random_vector(s.m * s.k, 3, -1, 1);
+    const auto b = random_vector(s.k * s.n, 4, -1, 1);
+    for (const Form form : {Form::rows, Form::transposed}) {
+      const detail::PackedA packed(Trans::no, s.m, s.k, a.data(), s.k, form);  // the best target's
+      for_each_simd_target([&] {
+        SCOPED_TRACE(std::to_string(s.m) + "x" + std::to_string(s.n) + " form " +
+                     std::to_string(form == Form::transposed));
+        std::vector<float> want(static_cast<std::size_t>(s.m * s.n), 0.25f);
+        std::vector<float> got = want;
+        detail::sgemm(Trans::no, Trans::no, s.m, s.n, s.k, 1.0f, a.data(), s.k, b.data(), s.n, 1.0f,
+                      want.data(), s.n);
+        detail::sgemm_prepacked(packed, Trans::no, Trans::no, s.m, s.n, s.k, 1.0f, a.data(), s.k,
+                                b.data(), s.n, 1.0f, got.data(), s.n);
+        EXPECT_EQ(got, want);
+      });
+      EXPECT_EQ(packed.panels_for(s.m + 1, s.k), nullptr);
+    }
+  }
+  EXPECT_EQ(detail::PackedA().panels_for(29, 300), nullptr);
 }
 
 TEST(SimdParity, GemmEmptyShapesTouchNothing) {

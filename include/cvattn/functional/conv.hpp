@@ -58,8 +58,10 @@ class CVATTN_EXPORT Conv2dWeight {
   [[nodiscard]] const Tensor& winograd43() const;
   [[nodiscard]] float winograd_scale() const noexcept { return winograd_scale_; }
   // Internal: per group, the weight packed for conv2d's matrix product where that product is
-  // cvattn's own (docs/performance.md#matrix-products), else null.
-  [[nodiscard]] const std::vector<::cvattn::detail::PackedA>* gemm_panels() const;
+  // cvattn's own (docs/performance.md#matrix-products), else null; `transposed`: for products
+  // computed as their transpose (few output positions). Each form is made on first use.
+  [[nodiscard]] const std::vector<::cvattn::detail::PackedA>* gemm_panels(
+      bool transposed = false) const;
   // Internal: winograd43() of each (position, group) packed for the matrix product
   // ([36 * groups], position-major), for kernels whose Winograd products run on it; null where
   // the product is not cvattn's own. Made without keeping winograd43() itself.

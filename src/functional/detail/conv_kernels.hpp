@@ -40,9 +40,13 @@ struct PreparedWeights {
   [[nodiscard]] const std::vector<cvattn::detail::PackedA>* u43_panels() const {
     return weight != nullptr ? weight->winograd43_panels() : nullptr;
   }
-  // Group `group`'s [Cout_g, K] weight packed for the GEMM (im2col and 1x1 paths).
-  [[nodiscard]] const cvattn::detail::PackedA* gemm_group(std::int64_t group) const {
-    const auto* gemm = weight != nullptr ? weight->gemm_panels() : nullptr;
+  // Group `group`'s [Cout_g, K] weight packed for the GEMM (im2col and 1x1 paths) in the form
+  // its product with `cols` columns takes (cvattn::detail::sgemm_swaps).
+  [[nodiscard]] const cvattn::detail::PackedA* gemm_group(std::int64_t group, std::int64_t cout_g,
+                                                          std::int64_t cols, std::int64_t k) const {
+    const auto* gemm = weight != nullptr
+                           ? weight->gemm_panels(cvattn::detail::sgemm_swaps(cout_g, cols, k))
+                           : nullptr;
     return gemm != nullptr && static_cast<std::size_t>(group) < gemm->size()
                ? &(*gemm)[static_cast<std::size_t>(group)]
                : nullptr;

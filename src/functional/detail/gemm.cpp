@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <new>
 #include <string>
 
 #include "cvattn/core/error.hpp"
@@ -130,35 +131,65 @@ void sgemm(Trans ta, Trans tb, std::int64_t m, std::int64_t n, std::int64_t k, f
     return;
   }
 #endif
-  sgemm_packed(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+  if (sgemm_packed_swaps(m, n, k)) {
+    sgemm_packed_swapped(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+  } else {
+    sgemm_packed(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+  }
 }
 
-PackedA::PackedA(Trans ta, std::int64_t m, std::int64_t k, const float* a, std::int64_t lda) {
+bool sgemm_swaps(std::int64_t m, std::int64_t n, std::int64_t k) {
+#if defined(CVATTN_HAS_OPENBLAS)
+  if (!use_packed()) return false;
+#endif
+  return sgemm_packed_swaps(m, n, k);
+}
+
+PackedA::PackedA(Trans ta, std::int64_t m, std::int64_t k, const float* a, std::int64_t lda,
+                 Form form)
+    : form_(form) {
   if (m <= 0 || k <= 0) return;
 #if defined(CVATTN_HAS_OPENBLAS)
   if (!use_packed()) return;
 #endif
-  rows_ = sgemm_packed_rows();
-  panels_.resize(static_cast<std::size_t>(sgemm_packed_a_size(m, k)));
-  sgemm_pack_a(ta, m, k, a, lda, panels_.data());
+  const bool rows = form == Form::rows;
+  tile_ = rows ? sgemm_packed_rows() : sgemm_packed_cols();
+  const std::int64_t floats = rows ? sgemm_packed_a_size(m, k) : sgemm_packed_at_size(m, k);
+  // std::aligned_alloc wants a multiple of the alignment (the sizes are overflow-checked above).
+  const auto bytes = static_cast<std::size_t>((floats * 4 + 63) / 64 * 64);
+  panels_.reset(static_cast<float*>(std::aligned_alloc(64, bytes)));
+  if (!panels_) throw std::bad_alloc();
+  if (rows) {
+    sgemm_pack_a(ta, m, k, a, lda, panels_.get());
+  } else {
+    sgemm_pack_at(ta, m, k, a, lda, panels_.get());
+  }
   m_ = m;
   k_ = k;
 }
 
 const float* PackedA::panels_for(std::int64_t m, std::int64_t k) const {
-  if (panels_.empty() || m != m_ || k != k_) return nullptr;
+  if (!panels_ || m != m_ || k != k_) return nullptr;
 #if defined(CVATTN_HAS_OPENBLAS)
   if (!use_packed()) return nullptr;
 #endif
   // Another target (CVATTN_SIMD, or a test switching targets) may tile differently.
-  return sgemm_packed_rows() == rows_ ? panels_.data() : nullptr;
+  const std::int64_t tile = form_ == Form::rows ? sgemm_packed_rows() : sgemm_packed_cols();
+  return tile == tile_ ? panels_.get() : nullptr;
 }
 
 void sgemm_prepacked(const PackedA& packed, Trans ta, Trans tb, std::int64_t m, std::int64_t n,
                      std::int64_t k, float alpha, const float* a, std::int64_t lda, const float* b,
                      std::int64_t ldb, float beta, float* c, std::int64_t ldc) {
-  if (const float* panels = packed.panels_for(m, k)) {
-    sgemm_packed_pre(panels, tb, m, n, k, alpha, b, ldb, beta, c, ldc);
+  const bool swap = sgemm_swaps(m, n, k);
+  const float* panels = packed.panels_for(m, k);
+  if (panels != nullptr &&
+      packed.form() == (swap ? PackedA::Form::transposed : PackedA::Form::rows)) {
+    if (swap) {
+      sgemm_packed_pre_swapped(panels, tb, m, n, k, alpha, b, ldb, beta, c, ldc);
+    } else {
+      sgemm_packed_pre(panels, tb, m, n, k, alpha, b, ldb, beta, c, ldc);
+    }
     return;
   }
   sgemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);

@@ -37,15 +37,23 @@ constexpr std::int64_t kMc = kMr * 16;
 static_assert(kMc <= kGemmMcMax, "packing buffer bound");
 static_assert(kNv * HWY_MAX_BYTES / sizeof(float) <= kGemmNrMax, "stack tile bound");
 
-// dst[p * step + r] = src[r * ld + p] for r < rows, p < kc (rows <= step): the packing of a
-// transposed operand. 4 x 4 blocks are transposed in 128-bit registers (4 loads, 8 shuffles, 4
-// stores per 16 floats); one float at a time, the copy of a 512 x 4608 conv weight took a third of
-// a 7x7-plane conv's time (perf, Zen 5, docs/performance.md#matrix-products).
-inline void TransposeCopy(const float* HWY_RESTRICT src, std::int64_t ld, std::int64_t rows,
-                          std::int64_t kc, float* HWY_RESTRICT dst, std::int64_t step) {
+// dst[p * step + r] = src[r * ld + p] for r < rows, p < kc (rows <= step), or with kAdd
+// beta * dst[p * step + r] + src[r * ld + p]: the packing of a transposed operand, and the
+// transposed product's C (SgemmPackedSwapped). 4 x 4 blocks are transposed in 128-bit registers
+// (4 loads, 8 shuffles, 4 stores per 16 floats); one float at a time, the copy of a 512 x 4608
+// conv weight took a third of a 7x7-plane conv's time (perf, Zen 5,
+// docs/performance.md#matrix-products).
+template <bool kAdd>
+inline void TransposeInto(const float* HWY_RESTRICT src, std::int64_t ld, std::int64_t rows,
+                          std::int64_t kc, float* HWY_RESTRICT dst, std::int64_t step, float beta) {
   std::int64_t r = 0;
 #if HWY_TARGET != HWY_SCALAR
   const hn::FixedTag<float, 4> d4;
+  const auto vbeta = hn::Set(d4, beta);
+  const auto put = [&](hn::Vec<decltype(d4)> v, float* o) {
+    if constexpr (kAdd) v = hn::MulAdd(vbeta, hn::LoadU(d4, o), v);
+    hn::StoreU(v, d4, o);
+  };
   for (; r + 4 <= rows; r += 4) {
     const float* s = src + r * ld;
     std::int64_t p = 0;
@@ -59,20 +67,31 @@ inline void TransposeCopy(const float* HWY_RESTRICT src, std::int64_t ld, std::i
       const auto t2 = hn::InterleaveUpper(d4, r0, r1);  // r0[2] r1[2] r0[3] r1[3]
       const auto t3 = hn::InterleaveUpper(d4, r2, r3);
       float* o = dst + p * step + r;
-      hn::StoreU(hn::ConcatLowerLower(d4, t1, t0), d4, o);
-      hn::StoreU(hn::ConcatUpperUpper(d4, t1, t0), d4, o + step);
-      hn::StoreU(hn::ConcatLowerLower(d4, t3, t2), d4, o + 2 * step);
-      hn::StoreU(hn::ConcatUpperUpper(d4, t3, t2), d4, o + 3 * step);
+      put(hn::ConcatLowerLower(d4, t1, t0), o);
+      put(hn::ConcatUpperUpper(d4, t1, t0), o + step);
+      put(hn::ConcatLowerLower(d4, t3, t2), o + 2 * step);
+      put(hn::ConcatUpperUpper(d4, t3, t2), o + 3 * step);
     }
     for (; p < kc; ++p) {
-      for (int i = 0; i < 4; ++i) dst[p * step + r + i] = s[i * ld + p];
+      for (int i = 0; i < 4; ++i) {
+        float& o = dst[p * step + r + i];
+        o = kAdd ? beta * o + s[i * ld + p] : s[i * ld + p];
+      }
     }
   }
 #endif
   for (; r < rows; ++r) {
     const float* s = src + r * ld;
-    for (std::int64_t p = 0; p < kc; ++p) dst[p * step + r] = s[p];
+    for (std::int64_t p = 0; p < kc; ++p) {
+      float& o = dst[p * step + r];
+      o = kAdd ? beta * o + s[p] : s[p];
+    }
   }
+}
+
+inline void TransposeCopy(const float* HWY_RESTRICT src, std::int64_t ld, std::int64_t rows,
+                          std::int64_t kc, float* HWY_RESTRICT dst, std::int64_t step) {
+  TransposeInto<false>(src, ld, rows, kc, dst, step, 0.0f);
 }
 
 // pa[p * kMr + r] = op(A)(i0 + r, p0 + p) for r < rows, 0 for rows <= r < kMr.
@@ -252,25 +271,82 @@ inline void SgemmPackA(Trans ta, std::int64_t m, std::int64_t k, const float* HW
   }
 }
 
+// The columns of the register tile: the width of op(B)'s packed panels.
+inline std::int64_t SgemmPackedCols() {
+  return kNv * static_cast<std::int64_t>(hn::Lanes(hn::ScalableTag<float>()));
+}
+
+// op(B) [k, n] packed whole, in the panels SgemmPacked packs block by block: the block of K at p0
+// at pb + p0 * np, where np is n rounded up to the panel width, and in it the panel of columns j
+// at + j * kc.
+inline void SgemmPackB(Trans tb, std::int64_t k, std::int64_t n, const float* HWY_RESTRICT b,
+                       std::int64_t ldb, float* HWY_RESTRICT pb) {
+  const std::int64_t nr = SgemmPackedCols();
+  const std::int64_t np = (n + nr - 1) / nr * nr;
+  for (std::int64_t p0 = 0; p0 < k; p0 += kGemmKc) {
+    const std::int64_t kc = std::min(kGemmKc, k - p0);
+    for (std::int64_t j = 0; j < n; j += nr) {
+      PackB(tb, b, ldb, p0, kc, j, std::min(nr, n - j), nr, pb + p0 * np + j * kc);
+    }
+  }
+}
+
+// Whether C [m, n] costs fewer vector lanes computed as its transpose (SgemmPacked on
+// Cᵀ = op(B)ᵀ op(A)ᵀ, then Cᵀ transposed into C): the register tile spends whole vectors on C's
+// columns and thirds of kMr on its rows, so 49 columns (a 7x7 plane) take 64 lanes of 16 where
+// 49 rows take 52. The transposition costs about one lane-vector's step per element of C, and
+// the swap must save 5 % more than that.
+inline bool SgemmPackedSwaps(std::int64_t m, std::int64_t n, std::int64_t k) {
+  const auto L = static_cast<std::int64_t>(hn::Lanes(hn::ScalableTag<float>()));
+  constexpr std::int64_t kQ = kMr / 3;
+  const auto lanes = [&](std::int64_t rows, std::int64_t cols) {
+    return static_cast<double>((rows + kQ - 1) / kQ * kQ) *
+           static_cast<double>((cols + L - 1) / L * L);
+  };
+  const double kd = static_cast<double>(k);
+  const double swapped =
+      lanes(n, m) * kd + static_cast<double>(L) * static_cast<double>(m) * static_cast<double>(n);
+  return 1.05 * swapped < lanes(m, n) * kd;
+}
+
+// c[i * ldc + j] = ct[j * ldct + i] + beta * c[i * ldc + j] for i < m, j < n (c not read with
+// beta 0): the swapped product's Cᵀ [n, m] into C.
+inline void TransposeAdd(const float* HWY_RESTRICT ct, std::int64_t ldct, std::int64_t m,
+                         std::int64_t n, float beta, float* HWY_RESTRICT c, std::int64_t ldc) {
+  if (beta == 0.0f) {
+    TransposeInto<false>(ct, ldct, n, m, c, ldc, 0.0f);
+  } else {
+    TransposeInto<true>(ct, ldct, n, m, c, ldc, beta);
+  }
+}
+
 // sgemm_packed for k > 0 and alpha != 0, with packing buffers of kGemmMcMax x kGemmKc (pa) and
 // min(n rounded up to kGemmNrMax, kGemmNc) x kGemmKc (pb) floats, 64-byte aligned. With
-// `packed_a` (SgemmPackA's panels of this op(A)) A is not read and pa is not used.
+// `packed_a` (SgemmPackA's panels of this op(A)) A is not read and pa is not used; likewise
+// `packed_b` (SgemmPackB's), B and pb.
 inline void SgemmPacked(Trans ta, Trans tb, std::int64_t m, std::int64_t n, std::int64_t k,
                         float alpha, const float* HWY_RESTRICT a, std::int64_t lda,
                         const float* HWY_RESTRICT b, std::int64_t ldb, float beta,
                         float* HWY_RESTRICT c, std::int64_t ldc, const float* HWY_RESTRICT packed_a,
-                        float* HWY_RESTRICT pa, float* HWY_RESTRICT pb) {
+                        const float* HWY_RESTRICT packed_b, float* HWY_RESTRICT pa,
+                        float* HWY_RESTRICT pb) {
   const hn::ScalableTag<float> d;
   const std::int64_t nr = kNv * static_cast<std::int64_t>(hn::Lanes(d));
   const std::int64_t mp = (m + kMr - 1) / kMr * kMr;
+  const std::int64_t np = (n + nr - 1) / nr * nr;
   for (std::int64_t j0 = 0; j0 < n; j0 += kGemmNc) {
     const std::int64_t nc = std::min(kGemmNc, n - j0);
     for (std::int64_t p0 = 0; p0 < k; p0 += kGemmKc) {
       const std::int64_t kc = std::min(kGemmKc, k - p0);
       // The first block of K applies the caller's beta, the later ones add onto it.
       const float beta_here = p0 == 0 ? beta : 1.0f;
-      for (std::int64_t j = 0; j < nc; j += nr) {
-        PackB(tb, b, ldb, p0, kc, j0 + j, std::min(nr, nc - j), nr, pb + j * kc);
+      const float* panels_b = pb;
+      if (packed_b != nullptr) {
+        panels_b = packed_b + p0 * np + j0 * kc;
+      } else {
+        for (std::int64_t j = 0; j < nc; j += nr) {
+          PackB(tb, b, ldb, p0, kc, j0 + j, std::min(nr, nc - j), nr, pb + j * kc);
+        }
       }
       for (std::int64_t i0 = 0; i0 < m; i0 += kMc) {
         const std::int64_t mc = std::min(kMc, m - i0);
@@ -282,7 +358,7 @@ inline void SgemmPacked(Trans ta, Trans tb, std::int64_t m, std::int64_t n, std:
             PackA(ta, a, lda, i0 + i, std::min<std::int64_t>(kMr, mc - i), p0, kc, pa + i * kc);
           }
         }
-        BlockTiles(d, mc, nc, kc, panels, pb, alpha, beta_here, c + i0 * ldc + j0, ldc);
+        BlockTiles(d, mc, nc, kc, panels, panels_b, alpha, beta_here, c + i0 * ldc + j0, ldc);
       }
     }
   }

@@ -39,6 +39,28 @@ void sgemm_packed_pre(const float* packed_a, Trans tb, std::int64_t m, std::int6
                       std::int64_t k, float alpha, const float* b, std::int64_t ldb, float beta,
                       float* c, std::int64_t ldc);
 
+// C computed as its transpose, Cᵀ = op(B)ᵀ op(A)ᵀ, then transposed into C: same contract as
+// sgemm_packed, rounded as differently as two orders of the same products. It wastes fewer vector
+// lanes where C has few columns and many rows (a conv's [Cout, 49] output on a 7x7 plane);
+// sgemm_packed_swaps says where it should, by the register tile of the target in use.
+bool sgemm_packed_swaps(std::int64_t m, std::int64_t n, std::int64_t k);
+void sgemm_packed_swapped(Trans ta, Trans tb, std::int64_t m, std::int64_t n, std::int64_t k,
+                          float alpha, const float* a, std::int64_t lda, const float* b,
+                          std::int64_t ldb, float beta, float* c, std::int64_t ldc);
+
+// op(A)ᵀ packed once for the swapped product, where it is the right operand (a layer's weight
+// multiplying narrow inputs): sgemm_pack_at writes sgemm_packed_at_size(m, k) floats of panels
+// sgemm_packed_cols() wide (ShapeError when that overflows) to a 64-byte aligned `out`, whose
+// vectors the product loads whole; sgemm_packed_pre_swapped multiplies with them, on a target with
+// the same sgemm_packed_cols(), and gives exactly sgemm_packed_swapped(ta, ...)'s result.
+std::int64_t sgemm_packed_cols();
+std::int64_t sgemm_packed_at_size(std::int64_t m, std::int64_t k);
+void sgemm_pack_at(Trans ta, std::int64_t m, std::int64_t k, const float* a, std::int64_t lda,
+                   float* out);
+void sgemm_packed_pre_swapped(const float* packed_at, Trans tb, std::int64_t m, std::int64_t n,
+                              std::int64_t k, float alpha, const float* b, std::int64_t ldb,
+                              float beta, float* c, std::int64_t ldc);
+
 // Whether the SIMD target in use has vectors of 512 bits, where the packed product measured level
 // with OpenBLAS's AVX-512 kernels and far ahead of its AVX2 ones (docs/performance.md).
 bool sgemm_packed_wide();
