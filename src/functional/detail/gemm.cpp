@@ -155,8 +155,9 @@ PackedA::PackedA(Trans ta, std::int64_t m, std::int64_t k, const float* a, std::
   const bool rows = form == Form::rows;
   tile_ = rows ? sgemm_packed_rows() : sgemm_packed_cols();
   const std::int64_t floats = rows ? sgemm_packed_a_size(m, k) : sgemm_packed_at_size(m, k);
-  // std::aligned_alloc wants a multiple of the alignment (the sizes are overflow-checked above).
-  const auto bytes = static_cast<std::size_t>((floats * 4 + 63) / 64 * 64);
+  // std::aligned_alloc wants a multiple of the alignment: whole blocks of 16 floats (floats * 4
+  // fits, as the size functions check, so this cannot overflow).
+  const auto bytes = static_cast<std::size_t>((floats + 15) / 16 * 64);
   panels_.reset(static_cast<float*>(std::aligned_alloc(64, bytes)));
   if (!panels_) throw std::bad_alloc();
   if (rows) {

@@ -39,7 +39,7 @@ static_assert(kNv * HWY_MAX_BYTES / sizeof(float) <= kGemmNrMax, "stack tile bou
 
 // dst[p * step + r] = src[r * ld + p] for r < rows, p < kc (rows <= step), or with kAdd
 // beta * dst[p * step + r] + src[r * ld + p]: the packing of a transposed operand, and the
-// transposed product's C (SgemmPackedSwapped). 4 x 4 blocks are transposed in 128-bit registers
+// transposed product's C (TransposeAdd). 4 x 4 blocks are transposed in 128-bit registers
 // (4 loads, 8 shuffles, 4 stores per 16 floats); one float at a time, the copy of a 512 x 4608
 // conv weight took a third of a 7x7-plane conv's time (perf, Zen 5,
 // docs/performance.md#matrix-products).
