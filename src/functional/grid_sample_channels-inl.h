@@ -1,9 +1,8 @@
 // Channel-group forward kernels of grid_sample (issue 17), compiled once for every Highway target
 // by grid_sample.cpp after the per-channel kernels of grid_sample-inl.h.
 //
-// For C >= 8 the image is first packed into blocks of L channels (L = the lanes of the 8x8 / 4x4
-// transpose tiles, functional/detail/transpose-inl.h): packed[cb][pixel][l] = input[cb*L + l]
-// [pixel], with one extra pixel of zeros after each block's h*w pixels. Then every output pixel
+// For C >= 8 the image is first packed into blocks of L channels with a zero pixel after each
+// (functional/detail/channel_tiles-inl.h, L = 8 or 4). Then every output pixel
 // computes its taps once and, per channel block, reads each tap with one vector load of L
 // channels; an outside tap reads the zero pixel, so it contributes 0 * weight exactly like
 // detail::bilinear_read (NaN for a NaN weight). The sums are PyTorch's (and the reference
@@ -28,19 +27,16 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "functional/detail/channel_tiles-inl.h"
 #include "functional/detail/grid_sample_job.hpp"
-#include "functional/detail/transpose-inl.h"
 #include "functional/grid_sample-inl.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace cvattn::detail::HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
-#if HWY_NATIVE_FMA && HWY_TARGET != HWY_SCALAR && !HWY_HAVE_SCALABLE
+#if HWY_NATIVE_FMA && defined(CVATTN_HAVE_CHANNEL_TILES)
 
-constexpr std::int64_t kChannelLanes = TransposeBlockSize();
-using ChannelTag = TransposeTag;
-using ChannelVec = hn::VFromD<ChannelTag>;
 constexpr std::int64_t kPrefetchPixels = 32;  // prefetch distance in output pixels
 
 // Channels per block of the packed image (0: no channel-group kernels on this target).
@@ -49,44 +45,15 @@ inline std::int64_t GridSampleChannelLanes() { return kChannelLanes; }
 // Channel block cb of image n into packed ([h*w + 1][L], the last pixel zero).
 inline void GridSamplePackChannels(const GridSampleJob& g, std::int64_t n, std::int64_t cb,
                                    float* packed) {
-  const std::int64_t hw = g.in_plane();
-  Transpose(g.input + (n * g.c + cb * kChannelLanes) * hw, packed, kChannelLanes, hw);
-  std::fill(packed + hw * kChannelLanes, packed + (hw + 1) * kChannelLanes, 0.0f);
+  PackChannelBlock(g.input + (n * g.c + cb * kChannelLanes) * g.in_plane(), g.in_plane(), packed);
 }
 
-// The L channels of pixel o (an index into [0, h*w], h*w being the zero pixel) of one block.
-HWY_INLINE ChannelVec load_pixel(const float* block, std::int32_t o) {
-  return hn::Load(ChannelTag(), block + static_cast<std::int64_t>(o) * kChannelLanes);
-}
-
-// Runs pixel(s, p) -> ChannelVec (the L channels of output pixel p read from the packed channel
-// block s) for every full channel block of g and p in [0, count), and writes the results to
-// out[c * out_plane + p]: L pixels per register tile, transposed, then a tile of the remaining
-// pixels through a stack buffer.
+// ChannelTiles over every full channel block of g.
 template <class Pixel>
 HWY_INLINE void channel_tiles(const Geometry& g, const float* packed, float* out,
                               std::int64_t count, const Pixel& pixel) {
-  constexpr std::int64_t L = kChannelLanes;
-  const std::int64_t block_size = (g.in_plane() + 1) * L;
-  const std::int64_t out_plane = g.out_plane();
-  for (std::int64_t cb = 0; cb < g.c / L; ++cb) {
-    const float* s = packed + cb * block_size;
-    float* o = out + cb * L * out_plane;
-    std::int64_t p = 0;
-    for (; p + L <= count; p += L) {
-      ChannelVec tile[L];
-      for (std::int64_t j = 0; j < L; ++j) tile[j] = pixel(s, p + j);
-      TransposeTileStore(tile, o + p, out_plane);
-    }
-    if (p < count) {
-      alignas(64) float tile[L][L];
-      const std::int64_t rest = count - p;
-      for (std::int64_t j = 0; j < rest; ++j) hn::Store(pixel(s, p + j), ChannelTag(), tile[j]);
-      for (std::int64_t l = 0; l < L; ++l) {
-        for (std::int64_t j = 0; j < rest; ++j) o[l * out_plane + p + j] = tile[j][l];
-      }
-    }
-  }
+  ChannelTiles(g.c / kChannelLanes, packed, (g.in_plane() + 1) * kChannelLanes, out, g.out_plane(),
+               count, pixel);
 }
 
 template <PaddingMode P, bool AC>
@@ -123,8 +90,8 @@ void bilinear_channel_block(const Geometry& g, const Axis<P, AC>& ax, const Axis
     prefetch_read(s + static_cast<std::int64_t>(off[0][ahead]) * kChannelLanes);
     prefetch_read(s + static_cast<std::int64_t>(off[2][ahead]) * kChannelLanes);
     // sum nw, ne, sw, se as detail::bilinear_read does
-    const ChannelVec v0 = load_pixel(s, off[0][p]), v1 = load_pixel(s, off[1][p]);
-    const ChannelVec v2 = load_pixel(s, off[2][p]), v3 = load_pixel(s, off[3][p]);
+    const ChannelVec v0 = LoadPackedPixel(s, off[0][p]), v1 = LoadPackedPixel(s, off[1][p]);
+    const ChannelVec v2 = LoadPackedPixel(s, off[2][p]), v3 = LoadPackedPixel(s, off[3][p]);
     return hn::MulAdd(
         v3, hn::Set(d, b.w[3][p]),
         hn::MulAdd(v2, hn::Set(d, b.w[2][p]),
@@ -143,7 +110,7 @@ void nearest_channel_block(const Geometry& g, const Axis<P, AC>& ax, const Axis<
   channel_tiles(g, packed, out, count, [&](const float* s, std::int64_t p) {
     prefetch_read(s + static_cast<std::int64_t>(off[std::min(p + kPrefetchPixels, count - 1)]) *
                           kChannelLanes);
-    return load_pixel(s, off[p]);
+    return LoadPackedPixel(s, off[p]);
   });
 }
 
@@ -178,10 +145,11 @@ void bicubic_channel_block(const Geometry& g, const Axis<P, AC>& ax, const Axis<
     ChannelVec rows[4];
     for (int j = 0; j < 4; ++j) {
       const std::int32_t* r = o + 4 * j;
-      rows[j] = hn::MulAdd(hn::Set(d, wt[3]), load_pixel(s, r[3]),
-                           hn::MulAdd(hn::Set(d, wt[2]), load_pixel(s, r[2]),
-                                      hn::MulAdd(hn::Set(d, wt[1]), load_pixel(s, r[1]),
-                                                 hn::Mul(hn::Set(d, wt[0]), load_pixel(s, r[0])))));
+      rows[j] =
+          hn::MulAdd(hn::Set(d, wt[3]), LoadPackedPixel(s, r[3]),
+                     hn::MulAdd(hn::Set(d, wt[2]), LoadPackedPixel(s, r[2]),
+                                hn::MulAdd(hn::Set(d, wt[1]), LoadPackedPixel(s, r[1]),
+                                           hn::Mul(hn::Set(d, wt[0]), LoadPackedPixel(s, r[0])))));
     }
     return hn::MulAdd(
         hn::Set(d, wt[7]), rows[3],

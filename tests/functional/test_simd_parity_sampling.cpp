@@ -13,9 +13,12 @@
 
 #include "cvattn/functional/deform_conv.hpp"
 #include "cvattn/functional/sampling.hpp"
+#include "cvattn/functional/sampling3d.hpp"
+#include "functional/detail/grid_sample3d_job.hpp"
 #include "functional/detail/grid_sample_job.hpp"
 #include "functional/reference/deform_conv.hpp"
 #include "functional/reference/grid_sample.hpp"
+#include "functional/reference/grid_sample3d.hpp"
 #include "support/random.hpp"
 #include "support/simd_targets.hpp"
 
@@ -186,6 +189,104 @@ TEST(SimdParitySampling, GridSampleBackwardAgreesAcrossTargets) {
         const F::GridSampleGrads got = F::grid_sample_backward(x, grid, gout, o);
         expect_close(got.grad_input, best.grad_input, 1e-5f, 1e-5f);
         expect_close(got.grad_grid, best.grad_grid, 1e-5f, 1e-5f);
+      });
+    }
+  }
+}
+
+// Volumetric grid_sample (grid_sample3d-inl.h): every element bit-identical to the reference
+// twin on every target, channel groups (C >= 8), the channels after them and C < 8 alike.
+// Grids hold in-range values, a margin outside, and every kind of value PyTorch treats
+// specially: NaN, +-inf, beyond int32, past 2^24 (where x0 + 1 rounds), and the exact edges;
+// the input has NaN and inf too, inside voxels propagating them and outside ones not.
+TEST(SimdParitySampling, GridSample3dBitExact) {
+  struct Case {
+    std::int64_t n, c, d, h, w, dout, hout, wout;
+  };
+  // Odd sizes, 1-voxel axes, C below, at and past a channel group, and outputs of one partial
+  // block and of several blocks (256 voxels) with partial vectors at the end.
+  const Case cases[] = {{2, 3, 5, 7, 6, 3, 5, 19},  {1, 8, 4, 9, 5, 7, 6, 11},
+                        {2, 9, 3, 5, 7, 9, 4, 13},  {1, 16, 6, 6, 6, 5, 9, 13},
+                        {2, 19, 1, 1, 7, 3, 5, 17}, {1, 12, 7, 1, 5, 2, 3, 1},
+                        {1, 8, 2, 3, 1, 1, 1, 1}};
+  const float inf = std::numeric_limits<float>::infinity();
+  const float specials[] = {std::numeric_limits<float>::quiet_NaN(),
+                            inf,
+                            -inf,
+                            1e10f,
+                            -3e9f,
+                            4e6f,
+                            -2.5e7f,
+                            -1.0f,
+                            1.0f,
+                            0.0f,
+                            -0.999999f,
+                            1.0000001f};
+  int grouped_targets = 0;
+  for_each_simd_target([&] {
+    std::uint64_t seed = 900;
+    bool grouped = false;
+    for (const Case& k : cases) {
+      Tensor x = random_tensor({k.n, k.c, k.d, k.h, k.w}, seed++);
+      x[1] = std::numeric_limits<float>::quiet_NaN();
+      x[x.numel() - 1] = -inf;
+      grouped = grouped || detail::grid_sample3d_channel_group(k.c, k.d * k.h * k.w) > 0;
+      for (const bool special : {false, true}) {
+        Tensor grid = random_tensor({k.n, k.dout, k.hout, k.wout, 3}, seed++, -1.25f, 1.25f);
+        if (special) {
+          for (std::int64_t i = 0; i < grid.numel(); i += 5) grid[i] = specials[(i / 5) % 12];
+        }
+        for (const auto mode : {F::Interpolation::bilinear, F::Interpolation::nearest}) {
+          for (const auto pad :
+               {F::PaddingMode::zeros, F::PaddingMode::border, F::PaddingMode::reflection}) {
+            for (const bool align : {false, true}) {
+              const auto o =
+                  F::GridSampleOptions().mode(mode).padding_mode(pad).align_corners(align);
+              SCOPED_TRACE(std::string(F::interpolation_name(mode)) + " " +
+                           F::padding_mode_name(pad) + (align ? " align" : "") + " C " +
+                           std::to_string(k.c) + (special ? " specials" : ""));
+              const Tensor got = F::grid_sample(x, grid, o);
+              const Tensor want = reference::grid_sample3d(x, grid, o);
+              ASSERT_EQ(got.shape(), want.shape());
+              std::int64_t bad = 0;
+              for (std::int64_t i = 0; i < got.numel(); ++i) {
+                const float a = got[i], b = want[i];
+                if ((std::isnan(a) && std::isnan(b)) || std::memcmp(&a, &b, sizeof a) == 0) {
+                  continue;
+                }
+                if (bad++ < 5) ADD_FAILURE() << "element " << i << ": got " << a << ", want " << b;
+              }
+              EXPECT_EQ(bad, 0);
+            }
+          }
+        }
+      }
+    }
+    // Every target with more than one fixed-width lane samples channel groups.
+    const std::string t = cvattn::simd::current_target();
+    EXPECT_EQ(grouped, t != "scalar" && t.rfind("sve", 0) != 0) << "target " << t;
+    grouped_targets += grouped ? 1 : 0;
+  });
+  EXPECT_GT(grouped_targets, 0);
+}
+
+// The volumetric backward is the same scalar source on every target: bit-identical results.
+TEST(SimdParitySampling, GridSample3dBackwardAgreesAcrossTargets) {
+  const Tensor x = random_tensor({2, 5, 4, 7, 6}, 31);
+  Tensor grid = random_tensor({2, 3, 5, 9, 3}, 32, -1.25f, 1.25f);
+  grid[4] = std::numeric_limits<float>::quiet_NaN();
+  grid[10] = 1e10f;
+  const Tensor gout = random_tensor({2, 5, 3, 5, 9}, 33);
+  for (const auto mode : {F::Interpolation::bilinear, F::Interpolation::nearest}) {
+    for (const auto pad :
+         {F::PaddingMode::zeros, F::PaddingMode::border, F::PaddingMode::reflection}) {
+      const auto o = F::GridSampleOptions().mode(mode).padding_mode(pad);
+      const F::GridSampleGrads best = F::grid_sample_backward(x, grid, gout, o);
+      for_each_simd_target([&] {
+        SCOPED_TRACE(std::string(F::interpolation_name(mode)) + " " + F::padding_mode_name(pad));
+        const F::GridSampleGrads got = F::grid_sample_backward(x, grid, gout, o);
+        expect_close(got.grad_input, best.grad_input, 0.0f, 0.0f);
+        expect_close(got.grad_grid, best.grad_grid, 0.0f, 0.0f);
       });
     }
   }
