@@ -74,26 +74,18 @@ void top_k_row(const float* scores, std::int64_t S, std::int64_t k, float* tmp, 
   const float lowest = -std::numeric_limits<float>::infinity();
   float* vals = tmp;      // scores with NaN as -inf
   float* cand = tmp + S;  // candidate values
-  for (std::int64_t j = 0; j < S; ++j) vals[j] = std::isnan(scores[j]) ? lowest : scores[j];
+  detail::nan_as_lowest(scores, S, vals);
   float bound = lowest;
   if (2 * k <= S) {
     const std::int64_t block = S / k;  // k full blocks; the tail joins no block (still a bound)
     bound = detail::min_of_block_maxima(vals, k, block);
   }
-  std::int64_t c = 0;
-  for (std::int64_t j = 0; j < S; ++j) {
-    if (vals[j] >= bound) cand[c++] = vals[j];
-  }
+  const std::int64_t c = detail::values_at_least(vals, S, bound, cand);
   std::nth_element(cand, cand + (k - 1), cand + c, std::greater<float>());
   const float thr = cand[k - 1];
-  std::int64_t n = 0;
-  for (std::int64_t j = 0; j < S && n < k; ++j) {
-    if (vals[j] > thr) out[n++] = static_cast<std::int32_t>(j);
-  }
+  const std::int64_t above = detail::indices_where(vals, S, thr, true, out, k);
   // Ties at the threshold (and NaN when the threshold is -inf) fill up in index order.
-  for (std::int64_t j = 0; j < S && n < k; ++j) {
-    if (vals[j] == thr) out[n++] = static_cast<std::int32_t>(j);
-  }
+  (void)detail::indices_where(vals, S, thr, false, out + above, k - above);
   std::sort(out, out + k, ByScore{scores});
 }
 

@@ -210,5 +210,46 @@ TEST(SparseKernelParity, GatheredWeightedSums) {
   });
 }
 
+// select_keys' top-k scans: exact comparisons, so every target must give the reference's values
+// and indices exactly. Values on a coarse grid (many ties), NaN and +-inf, lengths around the
+// vector widths, bounds and thresholds at values present and absent, limits that stop a scan
+// inside a vector, unaligned pointers, and the outputs' ends guarded.
+TEST(SparseKernelParity, TopKScans) {
+  const float inf = std::numeric_limits<float>::infinity();
+  test::for_each_simd_target([&] {
+    std::uint64_t seed = 70;
+    for (const std::int64_t n : {0, 1, 3, 7, 15, 16, 17, 31, 33, 64, 100, 257, 1000}) {
+      std::vector<float> s = values(static_cast<std::size_t>(n + 1), seed++, -4.0f, 4.0f);
+      for (std::size_t j = 1; j < s.size(); ++j) {
+        s[j] = std::round(s[j] * 2.0f) / 2.0f;  // ties
+        if (j % 11 == 0) s[j] = std::numeric_limits<float>::quiet_NaN();
+        if (j % 13 == 0) s[j] = (j % 2 != 0) ? inf : -inf;
+      }
+      const float* in = s.data() + 1;  // unaligned
+      std::vector<float> vals(static_cast<std::size_t>(n + 2), kSentinel);
+      std::vector<float> want_vals(static_cast<std::size_t>(n + 2), kSentinel);
+      detail::nan_as_lowest(in, n, vals.data() + 1);
+      reference::nan_as_lowest(in, n, want_vals.data() + 1);
+      ASSERT_EQ(vals, want_vals) << "nan_as_lowest, n " << n;
+      const float* v = vals.data() + 1;
+      for (const float t : {-inf, -4.0f, -1.5f, -0.25f, 0.0f, 1.0f, 3.5f, 4.0f, inf}) {
+        SCOPED_TRACE("n " + std::to_string(n) + " threshold " + std::to_string(t));
+        std::vector<float> got(static_cast<std::size_t>(n + 1), kSentinel), want = got;
+        const std::int64_t c = detail::values_at_least(v, n, t, got.data());
+        EXPECT_EQ(c, reference::values_at_least(v, n, t, want.data()));
+        EXPECT_EQ(got, want);
+        for (const bool above : {true, false}) {
+          for (const std::int64_t limit : {std::int64_t{0}, std::int64_t{1}, std::int64_t{5}, n}) {
+            std::vector<std::int32_t> gi(static_cast<std::size_t>(limit + 1), -7), wi = gi;
+            const std::int64_t k = detail::indices_where(v, n, t, above, gi.data(), limit);
+            EXPECT_EQ(k, reference::indices_where(v, n, t, above, wi.data(), limit));
+            EXPECT_EQ(gi, wi) << (above ? "above" : "equal") << ", limit " << limit;
+          }
+        }
+      }
+    }
+  });
+}
+
 }  // namespace
 }  // namespace cvattn

@@ -11,7 +11,9 @@
 #include <hwy/highway.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
+#include <limits>
 #include <type_traits>
 
 HWY_BEFORE_NAMESPACE();
@@ -298,6 +300,74 @@ inline void GatheredWeightedSum(const float* w, const float* v, std::int64_t Ev,
     });
   }
   if (full * N < Ev) WeightedSumTile<1>(d, w, v + Ev - N, Ev, idx, count, out + Ev - N);
+}
+
+// ---- select_keys' exact top-k scans (sparse_kernels.hpp) ----
+
+inline void NanAsLowest(const float* HWY_RESTRICT s, std::int64_t n, float* HWY_RESTRICT vals) {
+  const hn::ScalableTag<float> d;
+  const auto N = static_cast<std::int64_t>(hn::Lanes(d));
+  const auto lowest = hn::Set(d, -std::numeric_limits<float>::infinity());
+  std::int64_t j = 0;
+  for (; j + N <= n; j += N) {
+    const auto v = hn::LoadU(d, s + j);
+    hn::StoreU(hn::IfThenElse(hn::IsNaN(v), lowest, v), d, vals + j);
+  }
+  for (; j < n; ++j) vals[j] = std::isnan(s[j]) ? -std::numeric_limits<float>::infinity() : s[j];
+}
+
+// Appends the lanes of v selected by m to out[count..]: compressed in registers, then copied
+// from the stack (a compressing store to memory is microcoded on AMD Zen 4 and later, and a
+// full-vector store could run past out's end).
+template <class D, class M>
+HWY_INLINE std::int64_t AppendSelected(D d, hn::VFromD<D> v, M m, hn::TFromD<D>* out,
+                                       std::int64_t count) {
+  HWY_ALIGN hn::TFromD<D> lanes[hn::MaxLanes(d)];
+  hn::Store(hn::Compress(v, m), d, lanes);
+  const auto k = static_cast<std::int64_t>(hn::CountTrue(d, m));
+  std::copy(lanes, lanes + k, out + count);
+  return count + k;
+}
+
+inline std::int64_t ValuesAtLeast(const float* HWY_RESTRICT vals, std::int64_t n, float bound,
+                                  float* HWY_RESTRICT out) {
+  const hn::ScalableTag<float> d;
+  const auto N = static_cast<std::int64_t>(hn::Lanes(d));
+  const auto b = hn::Set(d, bound);
+  std::int64_t count = 0, j = 0;
+  for (; j + N <= n; j += N) {
+    const auto v = hn::LoadU(d, vals + j);
+    const auto m = hn::Ge(v, b);
+    if (!hn::AllFalse(d, m)) count = AppendSelected(d, v, m, out, count);
+  }
+  for (; j < n; ++j) {
+    if (vals[j] >= bound) out[count++] = vals[j];
+  }
+  return count;
+}
+
+inline std::int64_t IndicesWhere(const float* HWY_RESTRICT vals, std::int64_t n, float thr,
+                                 bool above, std::int32_t* HWY_RESTRICT out, std::int64_t limit) {
+  const hn::ScalableTag<float> d;
+  const hn::RebindToSigned<decltype(d)> di;
+  const auto N = static_cast<std::int64_t>(hn::Lanes(d));
+  const auto t = hn::Set(d, thr);
+  HWY_ALIGN std::int32_t found[hn::MaxLanes(di)];
+  std::int64_t count = 0, j = 0;
+  for (; j + N <= n && count < limit; j += N) {
+    const auto v = hn::LoadU(d, vals + j);
+    const auto m = above ? hn::Gt(v, t) : hn::Eq(v, t);
+    if (hn::AllFalse(d, m)) continue;
+    const auto idx = hn::Iota(di, static_cast<std::int32_t>(j));
+    const std::int64_t k =
+        std::min(AppendSelected(di, idx, hn::RebindMask(di, m), found, 0), limit - count);
+    std::copy(found, found + k, out + count);
+    count += k;
+  }
+  for (; j < n && count < limit; ++j) {
+    if (above ? vals[j] > thr : vals[j] == thr) out[count++] = static_cast<std::int32_t>(j);
+  }
+  return count;
 }
 
 }  // namespace cvattn::detail::HWY_NAMESPACE

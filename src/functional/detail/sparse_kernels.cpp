@@ -17,6 +17,9 @@ HWY_EXPORT(LocalScoresRow);
 HWY_EXPORT(LocalSumRow);
 HWY_EXPORT(GatheredDots);
 HWY_EXPORT(GatheredWeightedSum);
+HWY_EXPORT(NanAsLowest);
+HWY_EXPORT(ValuesAtLeast);
+HWY_EXPORT(IndicesWhere);
 
 void local_scores_row(const float* q, std::int64_t q_cs, const float* k, std::int64_t k_cs,
                       std::int64_t k_rs, std::int64_t C, std::int64_t W, std::int64_t D,
@@ -38,6 +41,19 @@ void gathered_dots(const float* q, const float* k, std::int64_t E, const std::in
 void gathered_weighted_sum(const float* w, const float* v, std::int64_t Ev, const std::int32_t* idx,
                            std::int64_t count, float* out) {
   CVATTN_DISPATCH(GatheredWeightedSum)(w, v, Ev, idx, count, out);
+}
+
+void nan_as_lowest(const float* s, std::int64_t n, float* vals) {
+  CVATTN_DISPATCH(NanAsLowest)(s, n, vals);
+}
+
+std::int64_t values_at_least(const float* vals, std::int64_t n, float bound, float* out) {
+  return CVATTN_DISPATCH(ValuesAtLeast)(vals, n, bound, out);
+}
+
+std::int64_t indices_where(const float* vals, std::int64_t n, float thr, bool above,
+                           std::int32_t* out, std::int64_t limit) {
+  return CVATTN_DISPATCH(IndicesWhere)(vals, n, thr, above, out, limit);
 }
 
 }  // namespace cvattn::detail

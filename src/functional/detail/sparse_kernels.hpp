@@ -1,5 +1,6 @@
 #pragma once
-// The products of local_attention, attend_selected and select_keys' re-ranking
+// The products of local_attention, attend_selected and select_keys' re-ranking, and the scans of
+// its exact top-k
 // (functional/sparse_attention.cpp): the local-window scores and weighted sums of one pixel row,
 // and the dot products and weighted sums over gathered key/value rows. Dispatched at run time to
 // the best SIMD target (sparse_kernels-inl.h); the reference twin is
@@ -44,5 +45,19 @@ void gathered_dots(const float* q, const float* k, std::int64_t E, const std::in
 // out[c] = sum_i w[i] * v[idx[i] * Ev + c] for c < Ev, over i < count in order.
 void gathered_weighted_sum(const float* w, const float* v, std::int64_t Ev, const std::int32_t* idx,
                            std::int64_t count, float* out);
+
+// The scans of select_keys' exact top-k (sparse_attention.cpp), element by element in order
+// with exact comparisons, so every target gives the same results:
+// vals[j] = s[j] for j < n, NaN as -inf.
+void nan_as_lowest(const float* s, std::int64_t n, float* vals);
+
+// The values of vals[0..n) that are >= bound, in order, into out (room for n floats); returns
+// how many.
+std::int64_t values_at_least(const float* vals, std::int64_t n, float bound, float* out);
+
+// The indices j < n, in increasing order, with vals[j] > thr (above) or vals[j] == thr (not
+// above), the first `limit` of them into out; returns how many were written.
+std::int64_t indices_where(const float* vals, std::int64_t n, float thr, bool above,
+                           std::int32_t* out, std::int64_t limit);
 
 }  // namespace cvattn::detail

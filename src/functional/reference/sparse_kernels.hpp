@@ -3,7 +3,9 @@
 // double sums, the oracles of the parity test run on every SIMD target. Same arguments and
 // layouts as the kernels; only the in-image terms are summed (the kernels' padding terms are +0
 // or masked by the caller).
+#include <cmath>
 #include <cstdint>
+#include <limits>
 
 namespace cvattn::reference {
 
@@ -63,6 +65,30 @@ inline void gathered_weighted_sum(const float* w, const float* v, std::int64_t E
     for (std::int64_t i = 0; i < count; ++i) s += double{w[i]} * v[std::int64_t{idx[i]} * Ev + c];
     out[c] = static_cast<float>(s);
   }
+}
+
+// detail::nan_as_lowest, values_at_least and indices_where: select_keys' top-k scans.
+inline void nan_as_lowest(const float* s, std::int64_t n, float* vals) {
+  for (std::int64_t j = 0; j < n; ++j) {
+    vals[j] = std::isnan(s[j]) ? -std::numeric_limits<float>::infinity() : s[j];
+  }
+}
+
+inline std::int64_t values_at_least(const float* vals, std::int64_t n, float bound, float* out) {
+  std::int64_t count = 0;
+  for (std::int64_t j = 0; j < n; ++j) {
+    if (vals[j] >= bound) out[count++] = vals[j];
+  }
+  return count;
+}
+
+inline std::int64_t indices_where(const float* vals, std::int64_t n, float thr, bool above,
+                                  std::int32_t* out, std::int64_t limit) {
+  std::int64_t count = 0;
+  for (std::int64_t j = 0; j < n && count < limit; ++j) {
+    if (above ? vals[j] > thr : vals[j] == thr) out[count++] = static_cast<std::int32_t>(j);
+  }
+  return count;
 }
 
 }  // namespace cvattn::reference
