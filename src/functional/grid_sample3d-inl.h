@@ -357,7 +357,7 @@ inline void trilinear_lanes(const Job& g, const float* xs, const float* ys, cons
   const hn::RebindToSigned<decltype(d)> di;
   using VF = hn::VFromD<decltype(d)>;
   using VI = hn::VFromD<decltype(di)>;
-  using MI = hn::MFromD<decltype(di)>;
+  using MI = hn::Mask<decltype(di)>;
   const std::int64_t lanes = static_cast<std::int64_t>(hn::Lanes(d));
   // One axis: corner 0 at floor(c), its weights (x1 - c, c - x0) and in-bounds masks. A
   // coordinate beyond [-1, size] puts both corners outside, so it is first clamped to
