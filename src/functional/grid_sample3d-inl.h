@@ -317,7 +317,7 @@ inline void nearest_lanes(const Job& g, const float* xs, const float* ys, const 
   const hn::RebindToSigned<decltype(d)> di;
   const std::int64_t lanes = static_cast<std::int64_t>(hn::Lanes(d));
   // round_half_away, lane by lane: -1 where |v| >= 1e9 or NaN.
-  const auto round = [&](hn::VFromD<decltype(d)> v) {
+  const auto round = [&](hn::VFromD<decltype(d)> v) HWY_ATTR {
     const auto ok = hn::Lt(hn::Abs(v), hn::Set(d, 1e9f));
     const auto t = hn::IfThenElseZero(ok, v);
     const auto i = hn::ConvertTo(di, t);  // toward zero
@@ -328,7 +328,7 @@ inline void nearest_lanes(const Job& g, const float* xs, const float* ys, const 
                            hn::IfThenElseZero(down, hn::Set(di, 1)));
     return hn::IfThenElse(hn::RebindMask(di, ok), r, hn::Set(di, -1));
   };
-  const auto in = [&](hn::VFromD<decltype(di)> v, std::int64_t size) {
+  const auto in = [&](hn::VFromD<decltype(di)> v, std::int64_t size) HWY_ATTR {
     return hn::And(hn::Gt(v, hn::Set(di, -1)),
                    hn::Lt(v, hn::Set(di, static_cast<std::int32_t>(size))));
   };
@@ -367,18 +367,18 @@ inline void trilinear_lanes(const Job& g, const float* xs, const float* ys, cons
     VF w[2];
     MI in[2];
   };
-  const auto axis = [&](VF c, std::int64_t size) {
+  // Built by aggregate initialisation: a default-constructed local struct of vectors does not
+  // compile for NEON (its implicit constructor lacks the target attribute).
+  const auto axis = [&](VF c, std::int64_t size) HWY_ATTR {
     const auto s = static_cast<float>(size);
     c = hn::Min(hn::Max(c, hn::Set(d, -2.0f)), hn::Set(d, s + 1.0f));
     const VF f = hn::Floor(c);
-    Corner k;
-    k.i0 = hn::ConvertTo(di, f);
-    k.w[0] = hn::Sub(hn::Add(f, hn::Set(d, 1.0f)), c);
-    k.w[1] = hn::Sub(c, f);
+    const VI i0 = hn::ConvertTo(di, f);
     const auto n = static_cast<std::int32_t>(size);
-    k.in[0] = hn::And(hn::Gt(k.i0, hn::Set(di, -1)), hn::Lt(k.i0, hn::Set(di, n)));
-    k.in[1] = hn::And(hn::Gt(k.i0, hn::Set(di, -2)), hn::Lt(k.i0, hn::Set(di, n - 1)));
-    return k;
+    return Corner{i0,
+                  {hn::Sub(hn::Add(f, hn::Set(d, 1.0f)), c), hn::Sub(c, f)},
+                  {hn::And(hn::Gt(i0, hn::Set(di, -1)), hn::Lt(i0, hn::Set(di, n))),
+                   hn::And(hn::Gt(i0, hn::Set(di, -2)), hn::Lt(i0, hn::Set(di, n - 1)))}};
   };
   const auto h = hn::Set(di, static_cast<std::int32_t>(g.h));
   const auto w = hn::Set(di, static_cast<std::int32_t>(g.w));
@@ -390,8 +390,8 @@ inline void trilinear_lanes(const Job& g, const float* xs, const float* ys, cons
     const VI base = hn::Add(hn::Mul(hn::Add(hn::Mul(cz.i0, h), cy.i0), w), cx.i0);
     for (int k = 0; k < 8; ++k) {
       const int dx = k & 1, dy = (k >> 1) & 1, dz = (k >> 2) & 1;
-      // Only the scalar clamp-free ix is what PyTorch weighs; they differ only where every
-      // corner is outside, whose weights nothing reads.
+      // The clamp above changes the weights only where every corner is outside: nothing reads
+      // those.
       hn::Store(hn::Mul(hn::Mul(cx.w[dx], cy.w[dy]), cz.w[dz]), d, weight[k] + p);
       const VI o =
           hn::Add(base, hn::Set(di, static_cast<std::int32_t>((dz * g.h + dy) * g.w + dx)));
@@ -432,7 +432,8 @@ inline void GridSample3dChannelBlock(const Job& g, const float* packed, std::int
     alignas(64) std::int32_t off[kBlock3];
     nearest_lanes(g, xs, ys, zs, count, zero, off);
     ChannelTiles(groups, packed, block_size, out_b, vol_out, count,
-                 [&](const float* s, std::int64_t p) { return LoadPackedPixel(s, off[p]); });
+                 [&](const float* s, std::int64_t p)
+                     HWY_ATTR { return LoadPackedPixel(s, off[p]); });
   } else {
     alignas(64) std::int32_t off[8][kBlock3];
     alignas(64) float weight[8][kBlock3];
