@@ -58,7 +58,9 @@ struct PreparedWeights {
 
 // Items per chunk when `count` independent jobs of `items` items each are cut into chunks of at
 // most `cap` items: smaller (down to `min_chunk`) when that is needed to give every thread
-// kTasksPerThread tasks, and a multiple of `align` unless it covers everything.
+// kTasksPerThread tasks, below `min_chunk` only when there would otherwise be fewer tasks than
+// threads (a 7x7 plane of one image: the other threads would idle), and a multiple of `align`
+// unless it covers everything.
 inline std::int64_t chunk_size(std::int64_t items, std::int64_t cap, std::int64_t count,
                                std::int64_t min_chunk, std::int64_t align) {
   const std::int64_t threads = cvattn::detail::max_threads();
@@ -67,6 +69,9 @@ inline std::int64_t chunk_size(std::int64_t items, std::int64_t cap, std::int64_
   if (threads > 1 && count * ceil_div(items, chunk) < wanted) {
     const std::int64_t per_job = ceil_div(wanted, std::max<std::int64_t>(count, 1));
     chunk = std::max(std::min(chunk, min_chunk), ceil_div(items, per_job));
+    if (count * ceil_div(items, chunk) < threads) {
+      chunk = ceil_div(items, ceil_div(threads, std::max<std::int64_t>(count, 1)));
+    }
   }
   if (chunk < items) chunk = std::min(items, ceil_div(chunk, align) * align);
   return chunk;
