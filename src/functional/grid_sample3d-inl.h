@@ -428,35 +428,46 @@ inline void GridSample3dChannelBlock(const Job& g, const float* packed, std::int
   alignas(64) float ys[kBlock3];
   alignas(64) float zs[kBlock3];
   source_coords(g, ax, ay, az, grid, count, xs, ys, zs);
+  // The channels after the last full group read the same taps from the unpacked input, channel
+  // by channel, skipping the outside ones (offset `zero`) as GridSample3dForwardBlock does.
+  const float* in_n = g.input + n * g.c * g.in_volume();
+  const std::int64_t first = groups * kChannelLanes;
   if (g.mode == Interpolation::nearest) {
     alignas(64) std::int32_t off[kBlock3];
     nearest_lanes(g, xs, ys, zs, count, zero, off);
     ChannelTiles(groups, packed, block_size, out_b, vol_out, count,
                  [&](const float* s, std::int64_t p)
                      HWY_ATTR { return LoadPackedPixel(s, off[p]); });
-  } else {
-    alignas(64) std::int32_t off[8][kBlock3];
-    alignas(64) float weight[8][kBlock3];
-    trilinear_lanes(g, xs, ys, zs, count, zero, off, weight);
-    const ChannelTag d;
-    ChannelTiles(
-        groups, packed, block_size, out_b, vol_out, count, [&](const float* s, std::int64_t p) {
-          auto acc = hn::Zero(d);
-          for (int k = 0; k < 8; ++k) {
-            acc = hn::Add(acc, hn::Mul(LoadPackedPixel(s, off[k][p]), hn::Set(d, weight[k][p])));
-          }
-          return acc;
-        });
+    for (std::int64_t c = first; c < g.c; ++c) {
+      const float* src = in_n + c * g.in_volume();
+      float* dst = out_b + c * vol_out;
+      for (std::int64_t p = 0; p < count; ++p) dst[p] = off[p] != zero ? src[off[p]] : 0.0f;
+    }
+    return;
   }
-  const std::int64_t first = groups * kChannelLanes;
-  if (first < g.c) {
-    Job rest = g;
-    rest.n = 1;
-    rest.c = g.c - first;
-    rest.input = g.input + (n * g.c + first) * g.in_volume();
-    rest.grid = g.grid + n * vol_out * 3;
-    rest.output = g.output + (n * g.c + first) * vol_out;
-    GridSample3dForwardBlock(rest, 0, p0, count);
+  alignas(64) std::int32_t off[8][kBlock3];
+  alignas(64) float weight[8][kBlock3];
+  trilinear_lanes(g, xs, ys, zs, count, zero, off, weight);
+  const ChannelTag d;
+  ChannelTiles(groups, packed, block_size, out_b, vol_out, count,
+               [&](const float* s, std::int64_t p) HWY_ATTR {
+                 auto acc = hn::Zero(d);
+                 for (int k = 0; k < 8; ++k) {
+                   acc = hn::Add(acc,
+                                 hn::Mul(LoadPackedPixel(s, off[k][p]), hn::Set(d, weight[k][p])));
+                 }
+                 return acc;
+               });
+  for (std::int64_t c = first; c < g.c; ++c) {
+    const float* src = in_n + c * g.in_volume();
+    float* dst = out_b + c * vol_out;
+    for (std::int64_t p = 0; p < count; ++p) {
+      float acc = 0.0f;
+      for (int k = 0; k < 8; ++k) {
+        if (off[k][p] != zero) acc += src[off[k][p]] * weight[k][p];
+      }
+      dst[p] = acc;
+    }
   }
 }
 
@@ -469,8 +480,8 @@ inline void GridSample3dChannelBlock(const Job&, const float*, std::int64_t, std
 
 #endif
 
-// grad_input (zeroed by the caller) and grad_grid of volume n: its scatter is this call's alone,
-// in PyTorch's voxel order within each channel.
+// grad_input and grad_grid (both zeroed by the caller; nearest leaves grad_grid so) of volume n:
+// its scatter is this call's alone, in PyTorch's voxel order within each channel.
 void GridSample3dBackwardVolume(const Job& g, std::int64_t n) {
   const Axis3 ax(g.w, g.padding, g.align_corners);
   const Axis3 ay(g.h, g.padding, g.align_corners);
@@ -504,8 +515,7 @@ void GridSample3dBackwardVolume(const Job& g, std::int64_t n) {
           if (off[p] >= 0) gi[off[p]] += go[p];
         }
       }
-      std::fill(ggrid_b, ggrid_b + 3 * count, 0.0f);
-      continue;
+      continue;  // grad_grid stays zero
     }
     Taps3 taps[kBlock3];
     float mult[kBlock3][3];

@@ -18,7 +18,7 @@ struct GridSample3dJob {
   float* output;             // forward: [n, c, dout, hout, wout]
   const float* grad_output;  // backward: [n, c, dout, hout, wout]
   float* grad_input;         // backward: [n, c, d, h, w], zeroed by the caller
-  float* grad_grid;          // backward: [n, dout, hout, wout, 3]
+  float* grad_grid;          // backward: [n, dout, hout, wout, 3], zeroed by the caller
   [[nodiscard]] std::int64_t in_volume() const { return d * h * w; }
   [[nodiscard]] std::int64_t out_volume() const { return dout * hout * wout; }
 };

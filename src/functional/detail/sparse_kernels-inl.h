@@ -316,15 +316,15 @@ inline void NanAsLowest(const float* HWY_RESTRICT s, std::int64_t n, float* HWY_
   for (; j < n; ++j) vals[j] = std::isnan(s[j]) ? -std::numeric_limits<float>::infinity() : s[j];
 }
 
-// Appends the lanes of v selected by m to out[count..]: compressed in registers, then copied
-// from the stack (a compressing store to memory is microcoded on AMD Zen 4 and later, and a
-// full-vector store could run past out's end).
+// Appends the lanes of v selected by m to out[count..], at most up to out[limit): compressed in
+// registers, then copied from the stack (a compressing store to memory is microcoded on AMD Zen 4
+// and later, and a full-vector store could run past out's end). Returns the new count.
 template <class D, class M>
 HWY_INLINE std::int64_t AppendSelected(D d, hn::VFromD<D> v, M m, hn::TFromD<D>* out,
-                                       std::int64_t count) {
+                                       std::int64_t count, std::int64_t limit) {
   HWY_ALIGN hn::TFromD<D> lanes[hn::MaxLanes(d)];
   hn::Store(hn::Compress(v, m), d, lanes);
-  const auto k = static_cast<std::int64_t>(hn::CountTrue(d, m));
+  const auto k = std::min(static_cast<std::int64_t>(hn::CountTrue(d, m)), limit - count);
   std::copy(lanes, lanes + k, out + count);
   return count + k;
 }
@@ -338,7 +338,7 @@ inline std::int64_t ValuesAtLeast(const float* HWY_RESTRICT vals, std::int64_t n
   for (; j + N <= n; j += N) {
     const auto v = hn::LoadU(d, vals + j);
     const auto m = hn::Ge(v, b);
-    if (!hn::AllFalse(d, m)) count = AppendSelected(d, v, m, out, count);
+    if (!hn::AllFalse(d, m)) count = AppendSelected(d, v, m, out, count, n);
   }
   for (; j < n; ++j) {
     if (vals[j] >= bound) out[count++] = vals[j];
@@ -352,17 +352,13 @@ inline std::int64_t IndicesWhere(const float* HWY_RESTRICT vals, std::int64_t n,
   const hn::RebindToSigned<decltype(d)> di;
   const auto N = static_cast<std::int64_t>(hn::Lanes(d));
   const auto t = hn::Set(d, thr);
-  HWY_ALIGN std::int32_t found[hn::MaxLanes(di)];
   std::int64_t count = 0, j = 0;
   for (; j + N <= n && count < limit; j += N) {
     const auto v = hn::LoadU(d, vals + j);
     const auto m = above ? hn::Gt(v, t) : hn::Eq(v, t);
     if (hn::AllFalse(d, m)) continue;
     const auto idx = hn::Iota(di, static_cast<std::int32_t>(j));
-    const std::int64_t k =
-        std::min(AppendSelected(di, idx, hn::RebindMask(di, m), found, 0), limit - count);
-    std::copy(found, found + k, out + count);
-    count += k;
+    count = AppendSelected(di, idx, hn::RebindMask(di, m), out, count, limit);
   }
   for (; j < n && count < limit; ++j) {
     if (above ? vals[j] > thr : vals[j] == thr) out[count++] = static_cast<std::int32_t>(j);
