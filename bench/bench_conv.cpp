@@ -45,6 +45,11 @@ void run_conv(benchmark::State& state, const cvattn::Shape& in_shape, const cvat
 void BM_Conv3x3_64(benchmark::State& state) {
   run_conv(state, {1, 64, 56, 56}, {64, 64, 3, 3}, F::Conv2dOptions().padding(1));
 }
+// The same through a Conv2dWeight (Winograd weights transformed and packed once), as a
+// network's layer and compare_torch.py's conv2d row run it.
+void BM_Conv3x3_64_Prepared(benchmark::State& state) {
+  run_conv(state, {1, 64, 56, 56}, {64, 64, 3, 3}, F::Conv2dOptions().padding(1), true);
+}
 void BM_Conv1x1_64(benchmark::State& state) {
   run_conv(state, {1, 64, 56, 56}, {64, 64, 1, 1}, F::Conv2dOptions());
 }
@@ -95,6 +100,7 @@ void BM_ConvDepthwise5x5Act(benchmark::State& state) {
 }  // namespace
 
 BENCHMARK(BM_Conv3x3_64)->Apply(cvattn::bench::one_and_all_threads);
+BENCHMARK(BM_Conv3x3_64_Prepared)->Apply(cvattn::bench::one_and_all_threads);
 BENCHMARK(BM_Conv1x1_64)->Apply(cvattn::bench::one_and_all_threads);
 BENCHMARK(BM_ConvDepthwise3x3_64)->Apply(cvattn::bench::one_and_all_threads);
 BENCHMARK(BM_Conv3x3_64_Stride2)->Apply(cvattn::bench::one_and_all_threads);

@@ -7,6 +7,7 @@
 // Layout: the transformed weights U[P][Cout][Cin_g] (P = 16 or 36 tile positions), and per
 // task (image, group, run of tile rows) the transformed input V[P][Cin_g][T] and the products
 // M[P][Cout_g][T] for T tiles, so each tile position is one GEMM M[xi] = U[xi] * V[xi].
+#include <atomic>
 #include <cmath>
 #include <limits>
 #include <optional>
@@ -250,41 +251,48 @@ struct Scratch43 {
   float* t;     // 6 rows transformed along y, the same size
 };
 
-// V for every tile of tile rows [ty0, ty1) and every channel of one group. Each channel's input
-// rows are copied once into zero-padded rows (zeroed once per task: the padding and the rows
-// outside the image are the same for every channel).
-void transform_input43(const ConvGeometry& g, const float* planes, std::int64_t ty0,
-                       std::int64_t ty1, std::int64_t tw, std::int64_t ld, const Scratch43& s) {
+// V for every tile of tile rows [ty0, ty1) and every channel of one group, tile row ty at
+// (ty - ty0) rs in each channel's row of ld floats; with rs > tw the rs - tw tiles past the
+// image's edge are transformed too (finite values that no output reads), so that the rows are
+// whole and aligned vectors. Each channel's input rows are copied once into zero-padded rows
+// (zeroed once per task: the padding and the rows outside the image are the same for every
+// channel). Returns max |x| over the input rows it read (+infinity for NaN or infinity).
+float transform_input43(const ConvGeometry& g, const float* planes, std::int64_t ty0,
+                        std::int64_t ty1, std::int64_t tw, std::int64_t rs, std::int64_t ld,
+                        const Scratch43& s) {
   const std::int64_t len = winograd43_row_floats(tw);
   const std::int64_t count = 4 * (ty1 - ty0) + 2;
   const std::int64_t y0 = 4 * ty0 - g.ph;  // input row of padded row 0
   const ValidRange valid = valid_range(g.h, count, 1, y0);
   const std::int64_t cols = std::max<std::int64_t>(0, std::min(len, g.pw + g.w) - g.pw);
   std::fill(s.rows, s.rows + count * len, 0.0f);
+  float top = 0.0f;
   for (std::int64_t c = 0; c < g.cin_g; ++c) {
     const float* plane = planes + c * g.h * g.w;
-    for (std::int64_t r = valid.lo; r < valid.hi; ++r) {
-      const float* src = plane + (y0 + r) * g.w;
-      std::copy(src, src + cols, s.rows + r * len + g.pw);
+    if (valid.hi > valid.lo) {
+      top =
+          std::max(top, winograd_copy_rows(plane + (y0 + valid.lo) * g.w, g.w, valid.hi - valid.lo,
+                                           cols, s.rows + valid.lo * len + g.pw, len));
     }
     for (std::int64_t ty = ty0; ty < ty1; ++ty) {
       const float* rows[6];
       for (int r = 0; r < 6; ++r) rows[r] = s.rows + (4 * (ty - ty0) + r) * len;
-      winograd43_input(rows, tw, s.t, s.v + c * ld + (ty - ty0) * tw, s.v_plane);
+      winograd43_input(rows, rs, s.t, s.v + c * ld + (ty - ty0) * rs, s.v_plane);
     }
   }
+  return top;
 }
 
 // Y = A^T M A + bias for every tile, written into the output planes of one group, dropping the
 // rows and columns past the output size.
 void transform_output43(const ConvGeometry& g, const float* bias, std::int64_t ty0,
-                        std::int64_t ty1, std::int64_t tw, std::int64_t ld, const Scratch43& s,
-                        float* planes) {
+                        std::int64_t ty1, std::int64_t tw, std::int64_t rs, std::int64_t ld,
+                        const Scratch43& s, float* planes) {
   for (std::int64_t oc = 0; oc < g.cout_g; ++oc) {
     const float b = bias ? bias[oc] : 0.0f;
     float* plane = planes + oc * g.ho * g.wo;
     for (std::int64_t ty = ty0; ty < ty1; ++ty) {
-      winograd43_output(s.m + oc * ld + (ty - ty0) * tw, s.m_plane, tw, b, plane + 4 * ty * g.wo,
+      winograd43_output(s.m + oc * ld + (ty - ty0) * rs, s.m_plane, tw, b, plane + 4 * ty * g.wo,
                         g.wo, std::min<std::int64_t>(4, g.ho - 4 * ty), g.wo);
     }
   }
@@ -333,7 +341,7 @@ struct TilePlan {
 };
 
 // M[xi] = U[xi] V[xi] for the `positions` tile positions of one task (V and M planes v_plane
-// and m_plane floats apart, rows of `tiles` tiles ld floats apart), beta 0 (no zeroing pass).
+// and m_plane floats apart, rows of `tiles` columns ld floats apart), beta 0 (no zeroing pass).
 // `panels`, if any, holds U[xi] of each group packed for the product (index xi * groups + gi,
 // Conv2dWeight::winograd43_panels); u may then be null.
 void tile_products(const ConvGeometry& g, std::int64_t positions, const float* u, std::int64_t gi,
@@ -396,9 +404,13 @@ void conv_winograd_2x2(const ConvGeometry& g, const float* in, const float* bias
   });
 }
 
-void conv_winograd_4x4(const ConvGeometry& g, const float* in, const float* bias, float* out,
+// F(4x4, 3x3) while max |x| * scale <= kWinograd43Bound, x over the input rows the tasks copy
+// (every row and column that reaches an output, so the same maximum as a pass over the input).
+// Returns false, with part of `out` written, when a task finds the bound broken: the caller then
+// takes F(2x2, 3x3), which writes every output again.
+bool conv_winograd_4x4(const ConvGeometry& g, const float* in, const float* bias, float* out,
                        const float* u, const std::vector<cvattn::detail::PackedA>* panels,
-                       ActLayer act) {
+                       ActLayer act, float scale) {
   const TilePlan plan(g, 4, chunk_tiles43(g));
   const std::int64_t tw = plan.tw;
   const std::int64_t tiles_cap = plan.rows * tw;
@@ -411,9 +423,17 @@ void conv_winograd_4x4(const ConvGeometry& g, const float* in, const float* bias
   const std::int64_t m_size = kPositions43 * (g.cout_g * row_stride(tiles_cap) + kWinogradLanes);
   const std::int64_t rows_size = (4 * plan.rows + 2) * len;
   const std::int64_t slot_size = detail::slot_stride(v_size + m_size + rows_size + 6 * len);
+  // Each tile row at a multiple of 16 floats where that costs no product columns (rows of 14
+  // tiles in 16, as the tiles of a 56x56 map, against 98 tiles padded to 112): the transforms'
+  // vectors are then aligned and V's padding is their own output, with no zeroing pass.
+  const std::int64_t rs_whole = row_stride(tw);
+  std::atomic<bool> over{false};
   plan.run(g, slot_size, [&](const TilePlan::Task& k, float* base) {
+    if (over.load(std::memory_order_relaxed)) return;
     float* rows = base + v_size + m_size;
-    const std::int64_t ld = row_stride(k.tiles);
+    const bool whole_rows = (k.ty1 - k.ty0) * rs_whole <= row_stride(k.tiles);
+    const std::int64_t rs = whole_rows ? rs_whole : tw;
+    const std::int64_t ld = whole_rows ? (k.ty1 - k.ty0) * rs : row_stride(k.tiles);
     const Scratch43 s{
         base, base + v_size,   g.cin_g * ld + kWinogradLanes, g.cout_g * ld + kWinogradLanes,
         rows, rows + rows_size};
@@ -421,18 +441,25 @@ void conv_winograd_4x4(const ConvGeometry& g, const float* in, const float* bias
     // padding columns of V enter the products: zero too.
     for (std::int64_t xi = 0; xi < kPositions43; ++xi) {
       std::fill_n(s.m + xi * s.m_plane + g.cout_g * ld, kWinogradLanes, 0.0f);
-      if (ld == k.tiles) continue;
+      if (whole_rows || ld == k.tiles) continue;
       for (std::int64_t c = 0; c < g.cin_g; ++c) {
         std::fill(s.v + xi * s.v_plane + c * ld + k.tiles, s.v + xi * s.v_plane + (c + 1) * ld,
                   0.0f);
       }
     }
-    transform_input43(g, in + (k.ni * g.cin + k.gi * g.cin_g) * g.h * g.w, k.ty0, k.ty1, tw, ld, s);
-    tile_products(g, kPositions43, u, k.gi, s.v, s.v_plane, s.m, s.m_plane, k.tiles, ld, panels);
+    const float top = transform_input43(g, in + (k.ni * g.cin + k.gi * g.cin_g) * g.h * g.w, k.ty0,
+                                        k.ty1, tw, rs, ld, s);
+    if (!(top * scale <= kWinograd43Bound)) {
+      over.store(true, std::memory_order_relaxed);
+      return;
+    }
+    tile_products(g, kPositions43, u, k.gi, s.v, s.v_plane, s.m, s.m_plane,
+                  whole_rows ? ld : k.tiles, ld, panels);
     float* o = out + (k.ni * g.cout + k.gi * g.cout_g) * g.ho * g.wo;
-    transform_output43(g, bias ? bias + k.gi * g.cout_g : nullptr, k.ty0, k.ty1, tw, ld, s, o);
+    transform_output43(g, bias ? bias + k.gi * g.cout_g : nullptr, k.ty0, k.ty1, tw, rs, ld, s, o);
     act_rows(g, act, o, 4 * k.ty0, std::min(g.ho, 4 * k.ty1));
   });
+  return !over.load();
 }
 
 }  // namespace
@@ -517,8 +544,9 @@ void conv_winograd_3x3(const ConvGeometry& g, const float* in, const float* wt, 
   if (winograd43_pays(g)) {
     const float scale =
         prepared.weight != nullptr ? prepared.scale() : winograd_weight_scale(g, wt);
-    const float bound = winograd_max_abs(in, g.n * g.cin * g.h * g.w) * scale;
-    if (bound <= kWinograd43Bound) {
+    // The input's bound is checked as the tasks copy it (conv_winograd_4x4); a scale that no
+    // input can pass skips the attempt.
+    if (0.0f * scale <= kWinograd43Bound) {
       // Over many input channels the products run on the GEMM: the prepared kernel packed for
       // it once, where it would pack U on every call (half a 14x14 conv's product time).
       const std::vector<cvattn::detail::PackedA>* panels = nullptr;
@@ -533,8 +561,7 @@ void conv_winograd_3x3(const ConvGeometry& g, const float* in, const float* wt, 
         winograd43_weights(g, wt, own->data());
         u43 = own->data();
       }
-      conv_winograd_4x4(g, in, bias, out, u43, panels, act);
-      return;
+      if (conv_winograd_4x4(g, in, bias, out, u43, panels, act, scale)) return;
     }
   }
   const float* u22 = prepared.u22();

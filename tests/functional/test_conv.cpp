@@ -85,6 +85,8 @@ TEST(Conv2d, MatchesDirectEvaluationOnLargerShapes) {
       // Winograd: several chunks of tile rows, odd sizes, groups, asymmetric padding.
       {{2, 16, 37, 45}, {24, 16, 3, 3}, 1, 1, 1, 1, true},
       {{1, 32, 30, 21}, {16, 8, 3, 3}, 1, {0, 2}, 1, 4, false},
+      // Winograd F(4x4) with each row of 14 tiles stored in 16 (conv_winograd.cpp).
+      {{1, 24, 56, 56}, {16, 24, 3, 3}, 1, 1, 1, 1, true},
   };
   std::uint64_t seed = 100;
   for (const auto& c : cases) {
@@ -139,6 +141,37 @@ TEST(Conv2d, Winograd4x4StaysAccurateUpToItsBound) {
         EXPECT_TENSOR_NEAR(F::conv2d(x, w, b, options), expected, kTol) << "threads " << threads;
       }
     }
+  }
+}
+
+// The bound is checked as each task copies its input rows: one value past it, in the last rows
+// only, must send every task to F(2x2, 3x3), also the tasks that finished F(4x4, 3x3) before.
+// The first output rows, far from that value, then differ from the F(4x4) ones of the same
+// input without it, and the whole output meets the bar against the direct sum.
+TEST(Conv2d, Winograd4x4BoundBrokenInOneTaskFallsBackEverywhere) {
+  const Shape input{1, 144, 40, 56}, weight{16, 144, 3, 3};  // two runs of tile rows
+  const float k = 1.0f / std::sqrt(144.0f * 9.0f);
+  const Tensor w = test::random_tensor(weight, 320, -k, k);
+  const Tensor b = test::random_tensor({16}, 321);
+  const Tensor clean = test::random_tensor(input, 322);
+  F::detail::ConvGeometry g{};
+  g.cout = 16, g.cin_g = 144;
+  const float limit = F::detail::kWinograd43Bound / F::detail::winograd_weight_scale(g, w.data());
+  ASSERT_LT(F::detail::winograd_max_abs(clean.data(), clean.numel()), 0.5f * limit);
+  Tensor outlier = clean.clone();
+  outlier.data()[outlier.numel() - 1] = 2.0f * limit;  // last channel, row and column
+  const auto options = F::Conv2dOptions().padding(1);
+  const Tensor expected = naive_conv2d(outlier, w, b, 1, 1, 1, 1);
+  for (int threads : {1, 2, 3}) {
+    ThreadScope scope(threads);
+    const Tensor f43 = F::conv2d(clean, w, b, options);
+    const Tensor got = F::conv2d(outlier, w, b, options);
+    EXPECT_TENSOR_NEAR(got, expected, kTol) << "threads " << threads;
+    std::int64_t differ = 0;  // over output rows 0-15, the first run's, of every channel
+    for (std::int64_t i = 0; i < 16 * 40 * 56; ++i) {
+      if ((i / 56) % 40 < 16) differ += got.data()[i] != f43.data()[i] ? 1 : 0;
+    }
+    EXPECT_GT(differ, 0) << "threads " << threads << ": the first rows kept F(4x4, 3x3)";
   }
 }
 
@@ -395,6 +428,7 @@ TEST(Conv2d, PreparedWeightPackedForTheProductOnEveryTarget) {
       {{1, 16, 9, 9}, {16, 16, 1, 1}, 2, 0, 1},      // 1x1 stride 2 (downsample)
       {{1, 130, 14, 14}, {24, 130, 3, 3}, 1, 1, 1},  // Winograd F(4x4) products on the GEMM
       {{2, 240, 12, 12}, {32, 120, 3, 3}, 1, 1, 2},  // the same, groups and batch
+      {{1, 130, 8, 56}, {24, 130, 3, 3}, 1, 1, 1},   // the same, rows of 14 tiles stored in 16
       // [Cout, 49] products computed as their transpose on 256- and 512-bit targets, the weight
       // packed in that form (cvattn::detail::sgemm_swaps).
       {{1, 300, 7, 7}, {128, 300, 3, 3}, 1, 1, 1},

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <utility>
 #include <vector>
 
 #include "cvattn/core/error.hpp"
@@ -532,6 +533,31 @@ TEST(SimdParity, Winograd43Transforms) {
         y[static_cast<std::size_t>(n / 2)] = bad;
         EXPECT_EQ(functional::detail::winograd_max_abs(y.data(), n),
                   std::numeric_limits<float>::infinity());
+      }
+    }
+    // The input rows copied and bounded in one pass: rows of every length around the vector
+    // widths, strided source and destination, NaN and infinity in a vector and in a row's tail.
+    for (const std::int64_t cols : {1, 3, 15, 16, 17, 56, 63}) {
+      const std::int64_t rows = 5, src_ld = cols + 3, dst_ld = cols + 21;
+      auto src = random_vector(rows * src_ld, static_cast<std::uint64_t>(cols) + 43, -3.0f, 2.0f);
+      const std::int64_t first = 2 * src_ld, last = 3 * src_ld + cols - 1;
+      const std::pair<std::int64_t, float> bad[] = {
+          {-1, 0.0f}, {first, nan}, {first, -HUGE_VALF}, {last, nan}, {last, HUGE_VALF}};
+      for (const auto& [bad_at, value] : bad) {
+        auto x = src;
+        if (bad_at >= 0) x[static_cast<std::size_t>(bad_at)] = value;
+        std::vector<float> got(static_cast<std::size_t>(rows * dst_ld), nan), want = got;
+        const float top = functional::detail::winograd_copy_rows(x.data(), src_ld, rows, cols,
+                                                                 got.data(), dst_ld);
+        EXPECT_EQ(top,
+                  reference::winograd_copy_rows(x.data(), src_ld, rows, cols, want.data(), dst_ld))
+            << "cols " << cols << " bad at " << bad_at;
+        for (std::size_t i = 0; i < got.size(); ++i) {
+          ASSERT_EQ(std::isnan(got[i]), std::isnan(want[i])) << "cols " << cols << " at " << i;
+          if (!std::isnan(want[i])) {
+            ASSERT_EQ(got[i], want[i]) << "cols " << cols << " at " << i;
+          }
+        }
       }
     }
   });

@@ -76,13 +76,25 @@ void Winograd43Input(const float* const* rows, std::int64_t tw, float* HWY_RESTR
     hn::StoreU(t5, d, tr[5] + k);
   }
   // Along x, L tiles at a time: columns 4 tx + j, j < 4 from one interleaved load, j = 4, 5 as
-  // columns 0, 1 of the next tiles. The last vector may run past tw (see the header).
+  // columns 0, 1 of the next tiles: those vectors moved down one lane, the next block's first
+  // tile's in the last lane. (A second interleaved load 4 floats further would straddle the
+  // stores just made above, and wait for them to reach the cache: 40 % of this kernel on Sapphire
+  // Rapids-class Xeons, docs/performance.md.) The last vector may run past tw (see the header).
+  const hn::RebindToSigned<WinogradTag> di;
+  HWY_ALIGN std::int32_t next_lane[kWinogradLanes] = {};
+  for (std::int64_t l = 0; l < L; ++l)
+    next_lane[l] = static_cast<std::int32_t>(std::min(l + 1, L - 1));
+  const auto down = hn::SetTableIndices(d, next_lane);
+  const auto last =
+      hn::RebindMask(d, hn::Eq(hn::Iota(di, 0), hn::Set(di, static_cast<std::int32_t>(L - 1))));
   for (int i = 0; i < 6; ++i) {
     float* HWY_RESTRICT out = v + 6 * i * step;
     for (std::int64_t tx = 0; tx < tw; tx += L) {
-      V c0, c1, c2, c3, c4, c5, unused0, unused1;
+      V c0, c1, c2, c3;
       hn::LoadInterleaved4(d, tr[i] + 4 * tx, c0, c1, c2, c3);
-      hn::LoadInterleaved4(d, tr[i] + 4 * tx + 4, c4, c5, unused0, unused1);
+      const float* next = tr[i] + 4 * (tx + L);
+      const V c4 = hn::IfThenElse(last, hn::Set(d, next[0]), hn::TableLookupLanes(c0, down));
+      const V c5 = hn::IfThenElse(last, hn::Set(d, next[1]), hn::TableLookupLanes(c1, down));
       V o0, o1, o2, o3, o4, o5;
       InputRows(d, c0, c1, c2, c3, c4, c5, o0, o1, o2, o3, o4, o5);
       hn::StoreU(o0, d, out + tx);
@@ -163,6 +175,32 @@ float WinogradMaxAbs(const float* HWY_RESTRICT x, std::int64_t n) {
     result = std::max(result, a);
   }
   return result;
+}
+
+float WinogradCopyRows(const float* HWY_RESTRICT src, std::int64_t src_ld, std::int64_t rows,
+                       std::int64_t cols, float* HWY_RESTRICT dst, std::int64_t dst_ld) {
+  const WinogradTag d;
+  using V = hn::Vec<WinogradTag>;
+  const auto L = static_cast<std::int64_t>(hn::Lanes(d));
+  const V inf = hn::Set(d, std::numeric_limits<float>::infinity());
+  V top = hn::Zero(d);
+  float tail = 0.0f;
+  for (std::int64_t r = 0; r < rows; ++r) {
+    const float* s = src + r * src_ld;
+    float* o = dst + r * dst_ld;
+    std::int64_t i = 0;
+    for (; i + L <= cols; i += L) {
+      const V x = hn::LoadU(d, s + i);
+      hn::StoreU(x, d, o + i);
+      top = hn::Max(top, hn::IfThenElse(hn::IsFinite(x), hn::Abs(x), inf));
+    }
+    for (; i < cols; ++i) {
+      o[i] = s[i];
+      tail = std::max(
+          tail, std::isfinite(s[i]) ? std::fabs(s[i]) : std::numeric_limits<float>::infinity());
+    }
+  }
+  return std::max(tail, hn::GetLane(hn::MaxOfLanes(d, top)));
 }
 
 }  // namespace cvattn::functional::detail::HWY_NAMESPACE

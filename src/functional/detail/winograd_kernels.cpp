@@ -15,6 +15,7 @@ namespace cvattn::functional::detail {
 HWY_EXPORT(Winograd43Input);
 HWY_EXPORT(Winograd43Output);
 HWY_EXPORT(WinogradMaxAbs);
+HWY_EXPORT(WinogradCopyRows);
 
 void winograd43_input(const float* const* rows, std::int64_t tw, float* t, float* v,
                       std::int64_t step) {
@@ -28,6 +29,11 @@ void winograd43_output(const float* m, std::int64_t step, std::int64_t tw, float
 
 float winograd_max_abs(const float* x, std::int64_t n) {
   return CVATTN_DISPATCH(WinogradMaxAbs)(x, n);
+}
+
+float winograd_copy_rows(const float* src, std::int64_t src_ld, std::int64_t rows,
+                         std::int64_t cols, float* dst, std::int64_t dst_ld) {
+  return CVATTN_DISPATCH(WinogradCopyRows)(src, src_ld, rows, cols, dst, dst_ld);
 }
 
 }  // namespace cvattn::functional::detail

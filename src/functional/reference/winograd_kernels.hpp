@@ -79,4 +79,15 @@ inline float winograd_max_abs(const float* x, std::int64_t n) {
   return result;
 }
 
+// winograd_copy_rows: the copy, then winograd_max_abs row by row.
+inline float winograd_copy_rows(const float* src, std::int64_t src_ld, std::int64_t rows,
+                                std::int64_t cols, float* dst, std::int64_t dst_ld) {
+  float top = 0.0f;
+  for (std::int64_t r = 0; r < rows; ++r) {
+    std::copy(src + r * src_ld, src + r * src_ld + cols, dst + r * dst_ld);
+    top = std::max(top, winograd_max_abs(src + r * src_ld, cols));
+  }
+  return top;
+}
+
 }  // namespace cvattn::reference
