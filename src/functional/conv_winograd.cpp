@@ -546,7 +546,7 @@ void conv_winograd_3x3(const ConvGeometry& g, const float* in, const float* wt, 
         prepared.weight != nullptr ? prepared.scale() : winograd_weight_scale(g, wt);
     // The input's bound is checked as the tasks copy it (conv_winograd_4x4); a scale that no
     // input can pass skips the attempt.
-    if (0.0f * scale <= kWinograd43Bound) {
+    if (std::isfinite(scale)) {
       // Over many input channels the products run on the GEMM: the prepared kernel packed for
       // it once, where it would pack U on every call (half a 14x14 conv's product time).
       const std::vector<cvattn::detail::PackedA>* panels = nullptr;

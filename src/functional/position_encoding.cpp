@@ -27,7 +27,7 @@ Tensor position_encoding_sine(const Shape& size, const PositionEncodingOptions& 
                ": size expected C to be a positive multiple of 4 (num_pos_feats = C/2 must be "
                "even), got ",
                to_string(size));
-  checked_numel(size, where);
+  const std::int64_t numel = checked_numel(size, where);
   const double temperature = options.temperature();
   CVATTN_CHECK(std::isfinite(temperature) && temperature > 0, ValueError, where,
                ": temperature must be finite and positive, got ", temperature);
@@ -43,6 +43,9 @@ Tensor position_encoding_sine(const Shape& size, const PositionEncodingOptions& 
                    " at flat index ", i);
     }
   }
+  // An empty output may still have one huge extent (H = 2^34, W = 0; or C = 2^46, N = 0): return
+  // before anything is sized by an extent.
+  if (numel == 0) return Tensor::empty(size);
   const std::int64_t F = C / 2;
   // dim_t[t] = T^(2*floor(t/2)/F), the float32 exponent formed as DETR's tensor ops do.
   std::vector<float> dim_t(static_cast<std::size_t>(F));
@@ -53,8 +56,6 @@ Tensor position_encoding_sine(const Shape& size, const PositionEncodingOptions& 
   const float scale = static_cast<float>(scale_d);
   const float eps = 1e-6f;
   Tensor out = Tensor::empty(size);
-  // An empty output may still have one huge extent (H = 2^34, W = 0): loop over nothing.
-  if (out.numel() == 0) return out;
   const std::int64_t HW = H * W;
   float* o = out.data();
   // Running counts of valid pixels down each column (y) and along each row (x); float32 sums

@@ -9,7 +9,7 @@
 #include "cvattn/functional/activation.hpp"
 #include "cvattn/functional/conv.hpp"
 #include "functional/detail/conv_kernels.hpp"
-#include "functional/detail/winograd_kernels.hpp"
+#include "functional/reference/winograd_kernels.hpp"
 #include "support/fixtures.hpp"
 #include "support/naive_conv.hpp"
 #include "support/random.hpp"
@@ -130,7 +130,7 @@ TEST(Conv2d, Winograd4x4StaysAccurateUpToItsBound) {
       F::detail::ConvGeometry g{};
       g.cout = c.weight[0], g.cin_g = c.weight[1];
       const float scale = F::detail::winograd_weight_scale(g, w.data());
-      const float top = F::detail::winograd_max_abs(x.data(), x.numel());
+      const float top = cvattn::reference::winograd_max_abs(x.data(), x.numel());
       const float factor = share * F::detail::kWinograd43Bound / (scale * top);
       for (std::int64_t i = 0; i < x.numel(); ++i) x[i] *= factor;
       const Tensor b = c.bias ? test::random_tensor({c.weight[0]}, seed++) : Tensor();
@@ -157,7 +157,7 @@ TEST(Conv2d, Winograd4x4BoundBrokenInOneTaskFallsBackEverywhere) {
   F::detail::ConvGeometry g{};
   g.cout = 16, g.cin_g = 144;
   const float limit = F::detail::kWinograd43Bound / F::detail::winograd_weight_scale(g, w.data());
-  ASSERT_LT(F::detail::winograd_max_abs(clean.data(), clean.numel()), 0.5f * limit);
+  ASSERT_LT(cvattn::reference::winograd_max_abs(clean.data(), clean.numel()), 0.5f * limit);
   Tensor outlier = clean.clone();
   outlier.data()[outlier.numel() - 1] = 2.0f * limit;  // last channel, row and column
   const auto options = F::Conv2dOptions().padding(1);

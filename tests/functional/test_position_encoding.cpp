@@ -60,6 +60,12 @@ TEST(PositionEncodingSine, EmptySizeWithAHugeExtentReturnsAtOnce) {
   const Tensor pos = F::position_encoding_sine({4, 8, huge, 0});
   EXPECT_EQ(pos.shape(), (cvattn::Shape{4, 8, huge, 0}));
   EXPECT_EQ(pos.numel(), 0);
+  // N = 0 with a huge channel count: the frequency table is not sized by C either (the fuzzer's
+  // [0, 92233720189036, 5, 7] asked for 184 TB).
+  const std::int64_t channels = std::int64_t{1} << 46;
+  const Tensor none = F::position_encoding_sine({0, channels, 5, 7});
+  EXPECT_EQ(none.shape(), (cvattn::Shape{0, channels, 5, 7}));
+  EXPECT_EQ(none.numel(), 0);
 }
 
 TEST(PositionEncodingSine, RejectsBadInput) {

@@ -156,27 +156,6 @@ void Winograd43Output(const float* HWY_RESTRICT m, std::int64_t step, std::int64
   }
 }
 
-float WinogradMaxAbs(const float* HWY_RESTRICT x, std::int64_t n) {
-  const WinogradTag d;
-  using V = hn::Vec<WinogradTag>;
-  const auto L = static_cast<std::int64_t>(hn::Lanes(d));
-  const V inf = hn::Set(d, std::numeric_limits<float>::infinity());
-  // Non-finite values count as infinity, whatever the target's Max does with NaN.
-  const auto magnitude = [&](V v) { return hn::IfThenElse(hn::IsFinite(v), hn::Abs(v), inf); };
-  V m0 = hn::Zero(d), m1 = m0;
-  std::int64_t i = 0;
-  for (; i + 2 * L <= n; i += 2 * L) {
-    m0 = hn::Max(m0, magnitude(hn::LoadU(d, x + i)));
-    m1 = hn::Max(m1, magnitude(hn::LoadU(d, x + i + L)));
-  }
-  float result = hn::GetLane(hn::MaxOfLanes(d, hn::Max(m0, m1)));
-  for (; i < n; ++i) {
-    const float a = std::isfinite(x[i]) ? std::fabs(x[i]) : std::numeric_limits<float>::infinity();
-    result = std::max(result, a);
-  }
-  return result;
-}
-
 float WinogradCopyRows(const float* HWY_RESTRICT src, std::int64_t src_ld, std::int64_t rows,
                        std::int64_t cols, float* HWY_RESTRICT dst, std::int64_t dst_ld) {
   const WinogradTag d;

@@ -14,7 +14,6 @@ namespace cvattn::functional::detail {
 
 HWY_EXPORT(Winograd43Input);
 HWY_EXPORT(Winograd43Output);
-HWY_EXPORT(WinogradMaxAbs);
 HWY_EXPORT(WinogradCopyRows);
 
 void winograd43_input(const float* const* rows, std::int64_t tw, float* t, float* v,
@@ -25,10 +24,6 @@ void winograd43_input(const float* const* rows, std::int64_t tw, float* t, float
 void winograd43_output(const float* m, std::int64_t step, std::int64_t tw, float bias, float* out,
                        std::int64_t ld, std::int64_t rows, std::int64_t wo) {
   CVATTN_DISPATCH(Winograd43Output)(m, step, tw, bias, out, ld, rows, wo);
-}
-
-float winograd_max_abs(const float* x, std::int64_t n) {
-  return CVATTN_DISPATCH(WinogradMaxAbs)(x, n);
 }
 
 float winograd_copy_rows(const float* src, std::int64_t src_ld, std::int64_t rows,

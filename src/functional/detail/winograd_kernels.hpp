@@ -38,12 +38,9 @@ void winograd43_input(const float* const* rows, std::int64_t tw, float* t, float
 void winograd43_output(const float* m, std::int64_t step, std::int64_t tw, float bias, float* out,
                        std::int64_t ld, std::int64_t rows, std::int64_t wo);
 
-// max |x[i]| over i < n, or +infinity when any x[i] is NaN or infinite.
-[[nodiscard]] float winograd_max_abs(const float* x, std::int64_t n);
-
 // Copies `rows` rows of `cols` floats (src rows src_ld floats apart, dst rows dst_ld apart) and
-// returns winograd_max_abs over what it copied: the F(4x4, 3x3) path's input rows, bounded as they
-// are copied instead of in a pass of its own over the input.
+// returns max |x| over what it copied (+infinity if any x is NaN or infinite): the F(4x4, 3x3)
+// path's input rows, bounded as they are copied instead of in a pass of its own over the input.
 [[nodiscard]] float winograd_copy_rows(const float* src, std::int64_t src_ld, std::int64_t rows,
                                        std::int64_t cols, float* dst, std::int64_t dst_ld);
 

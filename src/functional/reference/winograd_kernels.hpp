@@ -70,6 +70,7 @@ inline void winograd43_output(const float* m, std::int64_t step, std::int64_t tw
   }
 }
 
+// max |x[i]| over i < n, or +infinity when any x[i] is NaN or infinite.
 inline float winograd_max_abs(const float* x, std::int64_t n) {
   float result = 0.0f;
   for (std::int64_t i = 0; i < n; ++i) {
