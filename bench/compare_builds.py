@@ -5,7 +5,8 @@ Issue 17 asks that a portable build (Highway choosing the SIMD target at run tim
 of a native one (-march=native) on every benchmark row. This runs each bench_* program that both
 trees have, in rounds that alternate which tree goes first, and compares the mean CPU time per
 row over all repetitions of all rounds (the statistic Google Benchmark's own mean reports; --stat
-median where a shared host's bursts land in a few samples).
+median where a shared host's bursts land in a few samples; --stat min, each build's least
+disturbed sample, where the host's speed drifts for whole runs).
 Rows outside the bound are run again for --recheck more rounds, so that one noisy pass on a
 shared machine does not decide them; the table reports every sample taken.
 
@@ -154,13 +155,14 @@ def main():
                         "(for one-thread rows on a machine whose speed moves between processes; "
                         "multi-thread rows then compete for the cores: use --filter)")
     p.add_argument("--cores", default="0,1", help="the two cores of --together (default 0,1)")
-    p.add_argument("--stat", choices=["mean", "median"], default="mean",
+    p.add_argument("--stat", choices=["mean", "median", "min"], default="mean",
                    help="per row and build, over all samples (default mean, Google Benchmark's "
                         "own; median where a shared host's bursts, seen at 5-10x a row's time, "
-                        "land in a few samples)")
+                        "land in a few samples; min, the least disturbed sample, where the "
+                        "host's speed drifts for whole runs)")
     p.add_argument("--json", help="write every sample here")
     args = p.parse_args()
-    args.statistic = median if args.stat == "median" else mean
+    args.statistic = {"mean": mean, "median": median, "min": min}[args.stat]
     for side in ("a_env", "b_env"):
         pairs = getattr(args, side)
         if any("=" not in x for x in pairs):

@@ -258,8 +258,7 @@ Geometry validate(const Tensor& input, const Tensor& weight, const Tensor& bias,
   return g;
 }
 
-// The input-independent half of conv2d's Winograd test (the tile count depends on the input):
-// also what Conv2dWeight prepares for.
+// The input-independent half of conv2d's Winograd test (the tile count depends on the input).
 bool winograd_kernel(const Geometry& g) {
   return g.kh == 3 && g.kw == 3 && g.sh == 1 && g.sw == 1 && g.dh == 1 && g.dw == 1 &&
          g.cin_g >= kWinogradMinChannels && g.cout_g >= kWinogradMinChannels;
@@ -288,7 +287,7 @@ void conv2d_into(const Tensor& input, const Tensor& weight, const Tensor& bias,
   } else if (g.cin_g == 1) {
     conv_depthwise(g, input.data(), weight.data(), b, out, act);
   } else if (g.n > 0 && detail::use_polyphase(g)) {
-    detail::conv_polyphase(g, input, weight, bias, out, act);
+    detail::conv_polyphase(g, input, weight, bias, out, prepared, act);
   } else if (winograd_kernel(g) && ceil_div(g.ho, 2) * ceil_div(g.wo, 2) >= kWinogradMinTiles) {
     detail::conv_winograd_3x3(g, input.data(), weight.data(), b, out, prepared, act);
   } else {
@@ -358,7 +357,10 @@ Conv2dWeight::Conv2dWeight(const Tensor& weight, const Conv2dOptions& options)
   Geometry g = kernel_geometry(weight, options);
   g.sh = options.stride().h, g.sw = options.stride().w;
   g.dh = options.dilation().h, g.dw = options.dilation().w;
-  winograd_ok_ = winograd_kernel(g);
+  // Winograd transforms for 3x3 kernels of dilation 1, and for the dilated ones that conv2d splits
+  // into sub-images (their convs are of dilation 1, with the same weight).
+  g.ph = options.padding().h, g.pw = options.padding().w;
+  winograd_ok_ = winograd_kernel(g) || detail::polyphase_kernel(g);
   if (winograd_ok_) winograd_scale_ = detail::winograd_weight_scale(g, weight.data());
   lazy_ = std::make_shared<Lazy>();
 }

@@ -18,34 +18,41 @@
 
 namespace cvattn::functional::detail {
 
-HWY_EXPORT(DeinterleaveRow);
-HWY_EXPORT(InterleaveRow);
+HWY_EXPORT(DeinterleaveRows);
+HWY_EXPORT(InterleaveRows);
 
-void deinterleave_row(const float* src, float* const* dst, std::int64_t d, std::int64_t full) {
-  CVATTN_DISPATCH(DeinterleaveRow)(src, dst, d, full);
+void deinterleave_rows(const float* src, std::int64_t src_ld, std::int64_t rows, std::int64_t w,
+                       std::int64_t d, float* const* dst, std::int64_t dst_ld) {
+  CVATTN_DISPATCH(DeinterleaveRows)(src, src_ld, rows, w, d, dst, dst_ld);
 }
 
-void interleave_row(const float* const* src, float* dst, std::int64_t d, std::int64_t full) {
-  CVATTN_DISPATCH(InterleaveRow)(src, dst, d, full);
+void interleave_rows(const float* const* src, std::int64_t src_ld, std::int64_t rows,
+                     std::int64_t w, std::int64_t d, float* dst, std::int64_t dst_ld) {
+  CVATTN_DISPATCH(InterleaveRows)(src, src_ld, rows, w, d, dst, dst_ld);
+}
+
+bool polyphase_kernel(const ConvGeometry& g) {
+  return g.kh == 3 && g.kw == 3 && g.sh == 1 && g.sw == 1 && g.dh == g.dw && g.dh >= 2 &&
+         g.dh <= kMaxPolyphase && g.ph == g.dh && g.pw == g.dw && g.cin_g >= kWinogradMinChannels &&
+         g.cout_g >= kWinogradMinChannels;
 }
 
 bool use_polyphase(const ConvGeometry& g) {
-  if (g.kh != 3 || g.kw != 3 || g.sh != 1 || g.sw != 1 || g.dh != g.dw || g.dh < 2 ||
-      g.dh > kMaxPolyphase || g.ph != g.dh || g.pw != g.dw) {
-    return false;
-  }
+  if (!polyphase_kernel(g)) return false;
   const std::int64_t hm = ceil_div(g.h, g.dh), wm = ceil_div(g.w, g.dw);
-  return g.cin_g >= kWinogradMinChannels && g.cout_g >= kWinogradMinChannels &&
-         ceil_div(hm, 2) * ceil_div(wm, 2) >= kWinogradMinTiles;
+  return ceil_div(hm, 2) * ceil_div(wm, 2) >= kWinogradMinTiles;
 }
 
 void conv_polyphase(const ConvGeometry& g, const Tensor& input, const Tensor& weight,
-                    const Tensor& bias, float* y, ActLayer act) {
+                    const Tensor& bias, float* y, const PreparedWeights& prepared, ActLayer act) {
   const std::int64_t d = g.dh;
   const std::int64_t hm = ceil_div(g.h, d), wm = ceil_div(g.w, d);
-  const std::int64_t full = g.w / d;  // column groups with all d phases inside the row
   const std::int64_t subs = d * d;
   const std::int64_t channels = g.cin;
+  // Input rows a, a + d, ... of row phase a (none when a >= h).
+  const auto phase_rows = [&](std::int64_t a) {
+    return std::max<std::int64_t>(0, ceil_div(g.h - a, d));
+  };
   // Scratch kept for the next call (core/workspace.hpp); conv2d only reads it.
   const cvattn::detail::Workspace xs_buffer({g.n * subs, channels, hm, wm},
                                             "conv2d (dilated, polyphase input)");
@@ -57,44 +64,36 @@ void conv_polyphase(const ConvGeometry& g, const Tensor& input, const Tensor& we
     const std::int64_t c = t % channels;
     const std::int64_t a = (t / channels) % d;
     const std::int64_t n = t / (channels * d);
-    const float* plane = src + (n * channels + c) * g.h * g.w;
-    float* rows[kMaxPolyphase];
-    for (std::int64_t q = 0; q < hm; ++q) {
-      for (std::int64_t b = 0; b < d; ++b) {
-        rows[b] = xsd + ((((n * d + a) * d + b) * channels + c) * hm + q) * wm;
-      }
-      const std::int64_t iy = q * d + a;
-      if (iy >= g.h) {  // the zero extension of a shorter phase
-        for (std::int64_t b = 0; b < d; ++b) std::fill(rows[b], rows[b] + wm, 0.0f);
-        continue;
-      }
-      const float* in = plane + iy * g.w;
-      deinterleave_row(in, rows, d, full);
-      for (std::int64_t b = 0; b < d; ++b) {  // ragged last group, then zero extension
-        if (full < wm) rows[b][full] = full * d + b < g.w ? in[full * d + b] : 0.0f;
-      }
+    float* planes[kMaxPolyphase];
+    for (std::int64_t b = 0; b < d; ++b) {
+      planes[b] = xsd + (((n * d + a) * d + b) * channels + c) * hm * wm;
+    }
+    const std::int64_t rows = phase_rows(a);
+    deinterleave_rows(src + ((n * channels + c) * g.h + a) * g.w, d * g.w, rows, g.w, d, planes,
+                      wm);
+    for (std::int64_t b = 0; b < d; ++b) {  // the zero extension of a shorter phase
+      std::fill(planes[b] + rows * wm, planes[b] + hm * wm, 0.0f);
     }
   });
   const std::int64_t cout = g.cout;
   const cvattn::detail::Workspace ys({g.n * subs, cout, hm, wm},
                                      "conv2d (dilated, polyphase output)");
   // act is elementwise, so applying it to the sub-images' outputs before interleaving them
-  // gives the same values.
-  conv2d_into(xs, weight, bias, Conv2dOptions().padding(1).groups(g.groups), ys.data(), {}, act);
+  // gives the same values. The sub-images' convs are 3x3 of dilation 1 with the same weight:
+  // the transforms Conv2dWeight prepared serve them.
+  conv2d_into(xs, weight, bias, Conv2dOptions().padding(1).groups(g.groups), ys.data(), prepared,
+              act);
   const float* ysd = ys.data();
   cvattn::detail::parallel_for(g.n * cout, [&](std::int64_t t) {
     const std::int64_t o = t % cout;
     const std::int64_t n = t / cout;
     float* out = y + t * g.h * g.w;
-    const float* rows[kMaxPolyphase];
-    for (std::int64_t i = 0; i < g.h; ++i) {
-      const std::int64_t a = i % d, q = i / d;
+    for (std::int64_t a = 0; a < d; ++a) {  // output rows a, a + d, ...
+      const float* planes[kMaxPolyphase];
       for (std::int64_t b = 0; b < d; ++b) {
-        rows[b] = ysd + ((((n * d + a) * d + b) * cout + o) * hm + q) * wm;
+        planes[b] = ysd + (((n * d + a) * d + b) * cout + o) * hm * wm;
       }
-      float* row = out + i * g.w;
-      interleave_row(rows, row, d, full);
-      for (std::int64_t b = 0; full * d + b < g.w; ++b) row[full * d + b] = rows[b][full];
+      interleave_rows(planes, wm, phase_rows(a), g.w, d, out + a * g.w, d * g.w);
     }
   });
 }

@@ -235,6 +235,11 @@ void SelectiveKernel::fold() {
         F::fold_batch_norm(s.conv_weight, {}, s.bn_mean, s.bn_var, s.bn_weight, s.bn_bias);
     s.weight = folded.first;
     s.bias = folded.second;
+    s.conv = F::Conv2dWeight(s.weight, F::Conv2dOptions()
+                                           .stride(options_.stride())
+                                           .padding(s.geometry.padding)
+                                           .dilation(s.geometry.dilation)
+                                           .groups(groups_));
   }
   auto folded = F::fold_batch_norm(reduce_weight_.reshape({attn_, cout_}), {}, attn_bn_mean_,
                                    attn_bn_var_, attn_bn_weight_, attn_bn_bias_);
@@ -270,7 +275,6 @@ Attended SelectiveKernel::run(const Tensor& x, bool keep_maps) const {
   f.reserve(static_cast<std::size_t>(paths));
   for (std::int64_t p = 0; p < paths; ++p) {
     const PathState& ps = paths_[static_cast<std::size_t>(p)];
-    const auto& g = ps.geometry;
     Tensor xp = x;
     if (split && paths > 1) {
       if (s.n == 1) {  // channels [c0, c0 + Cin_p) of one sample are contiguous
@@ -284,12 +288,7 @@ Attended SelectiveKernel::run(const Tensor& x, bool keep_maps) const {
         }
       }
     }
-    f.push_back(F::conv2d(xp, ps.weight, ps.bias,
-                          F::Conv2dOptions()
-                              .stride(options_.stride())
-                              .padding(g.padding)
-                              .dilation(g.dilation)
-                              .groups(groups_)));
+    f.push_back(F::conv2d(xp, ps.conv, ps.bias));
   }
   const F::SelectiveKernelFused fused = F::selective_kernel_attention(
       f, reduce_folded_weight_, reduce_folded_bias_, select_weight_, /*overwrite_first_path=*/true);

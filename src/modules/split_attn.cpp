@@ -89,6 +89,11 @@ void SplitAttn::fold() {
   std::tie(folded_weight_, folded_bias_) =
       F::fold_batch_norm(conv_->weight(), conv_->bias(), bn0_->running_mean(), bn0_->running_var(),
                          bn0_->weight(), bn0_->bias(), bn0_->options().eps());
+  prepared_ = F::Conv2dWeight(folded_weight_, F::Conv2dOptions()
+                                                  .stride(Pair2(options_.stride()))
+                                                  .padding(Pair2(options_.effective_padding()))
+                                                  .dilation(Pair2(options_.dilation()))
+                                                  .groups(options_.groups() * options_.radix()));
 }
 
 std::string SplitAttn::describe() const {
@@ -110,14 +115,10 @@ Attended SplitAttn::forward_with_maps(const Tensor& x) const { return run(x, tru
 Attended SplitAttn::run(const Tensor& x, bool keep_maps) const {
   check_shape(x, {kAny, options_.in_channels(), kAny, kAny}, "x", "SplitAttn::forward");
   const std::int64_t r = options_.radix(), out = options_.out_channels();
-  // conv then bn0 as one conv with the folded weights (one pass over [N, r*C, ..] fewer).
-  const Tensor u = F::relu(bn0_ ? F::conv2d(x, folded_weight_, folded_bias_,
-                                            F::Conv2dOptions()
-                                                .stride(Pair2(options_.stride()))
-                                                .padding(Pair2(options_.effective_padding()))
-                                                .dilation(Pair2(options_.dilation()))
-                                                .groups(options_.groups() * r))
-                                : conv_->forward(x));  // [N, r*C, ..]
+  // conv then bn0 as one conv with the folded weights (one pass over [N, r*C, ..] fewer), the
+  // ReLU fused into it.
+  const Tensor u = bn0_ ? F::conv2d(x, prepared_, folded_bias_, ActLayer::relu)
+                        : F::relu(conv_->forward(x));  // [N, r*C, ..]
   const std::int64_t n = u.dim(0);
   const Tensor s = F::radix_pool(u, r).reshape({n, out, 1, 1});
   const Tensor z = fc2_->forward(F::relu(detail::maybe_batch_norm(bn1_, fc1_->forward(s))));

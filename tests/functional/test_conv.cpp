@@ -82,6 +82,10 @@ TEST(Conv2d, MatchesDirectEvaluationOnLargerShapes) {
       {{2, 7, 1, 2}, {7, 1, 5, 5}, 2, 2, 1, 7, true},
       {{2, 32, 19, 21}, {48, 32, 1, 1}, 1, 0, 1, 1, true},
       {{1, 8, 64, 64}, {8, 8, 3, 3}, 1, 4, 4, 1, true},
+      // Dilated 3x3 as sub-images (conv_polyphase): 56 columns at d = 2 (28 groups a row), N > 1;
+      // d = 3 with ragged rows and columns and groups.
+      {{2, 16, 30, 56}, {24, 16, 3, 3}, 1, 2, 2, 1, true},
+      {{1, 24, 25, 31}, {16, 12, 3, 3}, 1, 3, 3, 2, false},
       // Winograd: several chunks of tile rows, odd sizes, groups, asymmetric padding.
       {{2, 16, 37, 45}, {24, 16, 3, 3}, 1, 1, 1, 1, true},
       {{1, 32, 30, 21}, {16, 8, 3, 3}, 1, {0, 2}, 1, 4, false},
@@ -339,6 +343,20 @@ TEST(Conv2d, PreparedWeightMatchesPyTorchAndTheUnpreparedCall) {
     ThreadScope scope(threads);
     EXPECT_TENSOR_NEAR(F::conv2d(x, weight, b), F::conv2d(x, w, b, options), kExact);
   }
+  // A dilated 3x3 with padding = dilation runs as 3x3 convs of its sub-images, with the same
+  // transforms, prepared too.
+  for (const std::int64_t d : {2, 3}) {
+    const auto dilated = F::Conv2dOptions().padding(d).dilation(d).groups(2);
+    const F::Conv2dWeight prepared_dilated(w, dilated);
+    ASSERT_TRUE(prepared_dilated.winograd43().defined()) << "dilation " << d;
+    for (int threads : {1, 2}) {
+      ThreadScope scope(threads);
+      EXPECT_TENSOR_NEAR(F::conv2d(x, prepared_dilated, b), F::conv2d(x, w, b, dilated), kExact)
+          << "dilation " << d << ", threads " << threads;
+    }
+  }
+  EXPECT_FALSE(
+      F::Conv2dWeight(w, F::Conv2dOptions().padding(1).dilation(2).groups(2)).winograd().defined());
   EXPECT_FALSE(F::Conv2dWeight(w, F::Conv2dOptions().stride(2).groups(2)).winograd().defined());
   EXPECT_FALSE(F::Conv2dWeight(test::random_tensor({4, 4, 3, 3}, 1), {}).winograd().defined());
 }

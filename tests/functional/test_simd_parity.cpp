@@ -330,29 +330,48 @@ TEST(SimdParity, ReluPathSum) {
   });
 }
 
+// Rows of a polyphase split and back: widths around every vector width (56 at d = 2 is 28 groups:
+// 16 + 8 + 4 on AVX-512), ragged last groups, strided rows; NaN marks what must stay unwritten.
 TEST(SimdParity, PolyphaseRows) {
   test::Random rng(31);
+  const auto same = [](const std::vector<float>& got, const std::vector<float>& want) {
+    ASSERT_EQ(got.size(), want.size());
+    for (std::size_t i = 0; i < got.size(); ++i) {
+      ASSERT_EQ(std::isnan(got[i]), std::isnan(want[i])) << "at " << i;
+      if (!std::isnan(want[i])) {
+        ASSERT_EQ(got[i], want[i]) << "at " << i;
+      }
+    }
+  };
   for_each_simd_target([&] {
     for (const std::int64_t d : {2, 3, 4, 5, 16}) {
-      for (int i = 0; i < 3; ++i) {
-        const std::int64_t full = random_size(rng, 0, 61);
-        SCOPED_TRACE("d = " + std::to_string(d) + ", full = " + std::to_string(full));
-        const auto src = random_vector(full * d + 1, static_cast<std::uint64_t>(d + i), -1, 1);
+      std::vector<std::int64_t> widths = {1, d, 2 * d - 1, 56, 57, 12 * d + 1, 31 * d};
+      for (int i = 0; i < 3; ++i) widths.push_back(random_size(rng, 1, 150));
+      for (const std::int64_t w : widths) {
+        SCOPED_TRACE("d = " + std::to_string(d) + ", w = " + std::to_string(w));
+        const std::int64_t rows = 3, wm = (w + d - 1) / d;
+        const std::int64_t src_ld = w + 5, sub_ld = wm + 3, out_ld = w + 7;
+        const auto src = random_vector(rows * src_ld, static_cast<std::uint64_t>(d * 1000 + w));
         std::vector<std::vector<float>> got(static_cast<std::size_t>(d)), want;
-        for (auto& v : got) v.assign(static_cast<std::size_t>(full + 1), 0.0f);
+        for (auto& v : got) v.assign(static_cast<std::size_t>(rows * sub_ld), NAN);
         want = got;
         std::vector<float*> gp, wp;
         for (auto& v : got) gp.push_back(v.data());
         for (auto& v : want) wp.push_back(v.data());
-        functional::detail::deinterleave_row(src.data() + 1, gp.data(), d, full);
-        reference::deinterleave_row(src.data() + 1, wp.data(), d, full);
-        EXPECT_EQ(got, want);
-        std::vector<float> back(static_cast<std::size_t>(full * d + 1), 0.0f), rback = back;
+        functional::detail::deinterleave_rows(src.data(), src_ld, rows, w, d, gp.data(), sub_ld);
+        reference::deinterleave_rows(src.data(), src_ld, rows, w, d, wp.data(), sub_ld);
+        for (std::int64_t b = 0; b < d; ++b) same(got[b], want[b]);
+        std::vector<float> back(static_cast<std::size_t>(rows * out_ld), NAN), rback = back;
         std::vector<const float*> cp(gp.begin(), gp.end());
-        functional::detail::interleave_row(cp.data(), back.data() + 1, d, full);
-        reference::interleave_row(cp.data(), rback.data() + 1, d, full);
-        EXPECT_EQ(back, rback);
-        EXPECT_TRUE(std::equal(back.begin() + 1, back.end(), src.begin() + 1));
+        functional::detail::interleave_rows(cp.data(), sub_ld, rows, w, d, back.data(), out_ld);
+        reference::interleave_rows(cp.data(), sub_ld, rows, w, d, rback.data(), out_ld);
+        same(back, rback);
+        for (std::int64_t q = 0; q < rows; ++q) {
+          for (std::int64_t x = 0; x < w; ++x) {
+            ASSERT_EQ(back[static_cast<std::size_t>(q * out_ld + x)],
+                      src[static_cast<std::size_t>(q * src_ld + x)]);
+          }
+        }
       }
     }
   });

@@ -83,6 +83,25 @@ TEST(SelectiveKernel, MatchesTimm) {
   }
 }
 
+// The paths' convs keep their Winograd transforms (made on the first forward, also for the
+// dilated paths, which conv2d runs as sub-images): weights loaded again must replace them. Each
+// module runs first with other weights, then must match timm with the fixture's.
+TEST(SelectiveKernel, WeightsLoadedAgainReplaceThePreparedConvs) {
+  int polyphase = 0;
+  for (const auto& fx : test::fixtures_in("sk")) {
+    SCOPED_TRACE(fx.name());
+    const StateDict dict = weights(fx);
+    const SelectiveKernelOptions o = options_for(fx, dict);
+    SelectiveKernel sk = random_sk(o, 77);
+    const Tensor x = fx.tensor("input");
+    (void)sk.forward(x);
+    sk.load_state_dict(dict);
+    EXPECT_TENSOR_NEAR(sk.forward(x), fx.tensor("output"), test::Tolerance{});
+    polyphase += fx.name().rfind("polyphase", 0) == 0 ? 1 : 0;
+  }
+  EXPECT_GE(polyphase, 3);
+}
+
 TEST(SelectiveKernel, StateDictKeysAreTimms) {
   const auto fx = test::fixture("sk/paths3_keep3x3");
   const StateDict dict = weights(fx);

@@ -27,6 +27,7 @@
 #include "cvattn/core/state_dict.hpp"
 #include "cvattn/core/tensor.hpp"
 #include "cvattn/export.hpp"
+#include "cvattn/functional/conv.hpp"
 
 namespace cvattn {
 
@@ -122,6 +123,7 @@ class CVATTN_EXPORT SelectiveKernel final : public UnaryModule {
     SelectiveKernelOptions::Path geometry;
     Tensor conv_weight, bn_weight, bn_bias, bn_mean, bn_var;  // as loaded
     Tensor weight, bias;                                      // BN folded in
+    functional::Conv2dWeight conv;  // weight with the path's options, transforms made once
   };
   [[nodiscard]] Attended run(const Tensor& x, bool keep_maps) const;
   void fold();

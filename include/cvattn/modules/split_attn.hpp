@@ -24,6 +24,7 @@
 #include "cvattn/core/state_dict.hpp"
 #include "cvattn/core/tensor.hpp"
 #include "cvattn/export.hpp"
+#include "cvattn/functional/conv.hpp"
 #include "cvattn/modules/batch_norm2d.hpp"
 #include "cvattn/modules/conv2d.hpp"
 
@@ -86,13 +87,14 @@ class CVATTN_EXPORT SplitAttn final : public UnaryModule {
  private:
   [[nodiscard]] Attended run(const Tensor& x, bool keep_maps) const;
   void on_weights_loaded() override;
-  void fold();  // bn0 folded into conv (folded_weight_, folded_bias_)
+  void fold();  // bn0 folded into conv (folded_weight_, folded_bias_, prepared_)
 
   SplitAttnOptions options_;
   std::int64_t attn_;
   std::shared_ptr<Conv2d> conv_, fc1_, fc2_;
   std::shared_ptr<BatchNorm2d> bn0_, bn1_;
   Tensor folded_weight_, folded_bias_;  // with bn0: conv then bn0 as one conv
+  functional::Conv2dWeight prepared_;   // folded_weight_, its conv2d transforms made once
 };
 
 }  // namespace cvattn

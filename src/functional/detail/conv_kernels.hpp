@@ -136,13 +136,22 @@ inline constexpr std::int64_t kMaxPolyphase = 16;
 // those go to conv2d as one batch of N*d*d images, where its Winograd path applies (about 1.6x
 // faster than im2col at SelectiveKernel's shapes). Sub-images are zero-extended to
 // ceil(H/d) x ceil(W/d): the extra row/column stands where the original conv reads padding, so
-// valid outputs are exact. use_polyphase: the geometry qualifies and conv2d would take Winograd
-// on the sub-images (conv_dilated.cpp).
+// valid outputs are exact. polyphase_kernel: the kernel, stride, dilation, padding and channels
+// qualify (what Conv2dWeight prepares Winograd transforms for, since the sub-images' convs use
+// them); use_polyphase: also the input is large enough for conv2d to take Winograd on the
+// sub-images (conv_dilated.cpp).
+[[nodiscard]] bool polyphase_kernel(const ConvGeometry& g);
 [[nodiscard]] bool use_polyphase(const ConvGeometry& g);
 void conv_polyphase(const ConvGeometry& g, const Tensor& input, const Tensor& weight,
-                    const Tensor& bias, float* out, ActLayer act = ActLayer::identity);
-// dst[b][r] = src[r*d + b] for b < d, r < full, and the inverse (SIMD for d = 2..4).
-void deinterleave_row(const float* src, float* const* dst, std::int64_t d, std::int64_t full);
-void interleave_row(const float* const* src, float* dst, std::int64_t d, std::int64_t full);
+                    const Tensor& bias, float* out, const PreparedWeights& prepared = {},
+                    ActLayer act = ActLayer::identity);
+// Sub-image rows of a polyphase split, d <= kMaxPolyphase (SIMD for d = 2..4). deinterleave_rows:
+// for each of `rows` rows (src + q * src_ld, w floats), dst[b][q * dst_ld + r] = src[r*d + b] for
+// b < d and r < ceil(w / d), 0 where r*d + b >= w. interleave_rows, the inverse:
+// dst[q * dst_ld + r*d + b] = src[b][q * src_ld + r] for r*d + b < w.
+void deinterleave_rows(const float* src, std::int64_t src_ld, std::int64_t rows, std::int64_t w,
+                       std::int64_t d, float* const* dst, std::int64_t dst_ld);
+void interleave_rows(const float* const* src, std::int64_t src_ld, std::int64_t rows,
+                     std::int64_t w, std::int64_t d, float* dst, std::int64_t dst_ld);
 
 }  // namespace cvattn::functional::detail
