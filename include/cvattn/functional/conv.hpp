@@ -35,13 +35,14 @@ struct Conv2dOptions {
 
 // A conv2d weight prepared once for repeated calls (ncnn and ONNX Runtime prepack weights at
 // load the same way): when the kernel can take conv2d's Winograd path (3x3, stride 1, dilation
-// 1, at least 8 input and output channels per group) its transformed kernels are kept here
-// instead of being computed on every call, and a kernel that takes a matrix product (im2col,
-// wide 1x1) is kept packed for it. Each is made on first use, by the first call that takes its
-// path (or the accessor), once, safely from concurrent calls: a network keeps only what its
-// input sizes use (a transform is 16/9 or 36/9 of the weight, docs/performance.md). It shares the
-// weight's storage: after changing those values in place, prepare it again (the transforms and
-// the packed copy would be stale).
+// 1, at least 8 input and output channels per group; or dilation d in [2, 16] with padding d,
+// which conv2d runs as 3x3 convs of dilation 1 over the d*d polyphase sub-images) its transformed
+// kernels are kept here instead of being computed on every call, and a kernel that takes a
+// matrix product (im2col, wide 1x1) is kept packed for it. Each is made on first use, by the
+// first call that takes its path (or the accessor), once, safely from concurrent calls: a network
+// keeps only what its input sizes use (a transform is 16/9 or 36/9 of the weight,
+// docs/performance.md). It shares the weight's storage: after changing those values in place,
+// prepare it again (the transforms and the packed copy would be stale).
 class CVATTN_EXPORT Conv2dWeight {
  public:
   Conv2dWeight() = default;
