@@ -69,8 +69,10 @@ void conv_polyphase(const ConvGeometry& g, const Tensor& input, const Tensor& we
       planes[b] = xsd + (((n * d + a) * d + b) * channels + c) * hm * wm;
     }
     const std::int64_t rows = phase_rows(a);
-    deinterleave_rows(src + ((n * channels + c) * g.h + a) * g.w, d * g.w, rows, g.w, d, planes,
-                      wm);
+    if (rows > 0) {  // (row a may lie past the plane: H < d)
+      deinterleave_rows(src + ((n * channels + c) * g.h + a) * g.w, d * g.w, rows, g.w, d, planes,
+                        wm);
+    }
     for (std::int64_t b = 0; b < d; ++b) {  // the zero extension of a shorter phase
       std::fill(planes[b] + rows * wm, planes[b] + hm * wm, 0.0f);
     }
@@ -88,7 +90,7 @@ void conv_polyphase(const ConvGeometry& g, const Tensor& input, const Tensor& we
     const std::int64_t o = t % cout;
     const std::int64_t n = t / cout;
     float* out = y + t * g.h * g.w;
-    for (std::int64_t a = 0; a < d; ++a) {  // output rows a, a + d, ...
+    for (std::int64_t a = 0; a < std::min(d, g.h); ++a) {  // output rows a, a + d, ...
       const float* planes[kMaxPolyphase];
       for (std::int64_t b = 0; b < d; ++b) {
         planes[b] = ysd + (((n * d + a) * d + b) * cout + o) * hm * wm;

@@ -86,6 +86,8 @@ TEST(Conv2d, MatchesDirectEvaluationOnLargerShapes) {
       // d = 3 with ragged rows and columns and groups.
       {{2, 16, 30, 56}, {24, 16, 3, 3}, 1, 2, 2, 1, true},
       {{1, 24, 25, 31}, {16, 12, 3, 3}, 1, 3, 3, 2, false},
+      // One input row, fewer than d: row phase 1 is empty.
+      {{1, 8, 1, 120}, {8, 8, 3, 3}, 1, 2, 2, 1, true},
       // Winograd: several chunks of tile rows, odd sizes, groups, asymmetric padding.
       {{2, 16, 37, 45}, {24, 16, 3, 3}, 1, 1, 1, 1, true},
       {{1, 32, 30, 21}, {16, 8, 3, 3}, 1, {0, 2}, 1, 4, false},
