@@ -13,6 +13,7 @@
 #include <optional>
 #include <vector>
 
+#include "core/cache_sizes.hpp"
 #include "core/workspace.hpp"
 #include "cvattn/core/error.hpp"
 #include "cvattn/core/tensor.hpp"
@@ -234,13 +235,20 @@ void transform_output(const ConvGeometry& g, const float* bias, std::int64_t ty0
 // ---- F(4x4, 3x3) -------------------------------------------------------------------------
 
 constexpr std::int64_t kPositions43 = 36;  // a transformed tile is 6x6
-// Tiles per task: at most 128 (measured best on [1,64,56,56]: 64 was 8% slower, a whole image
-// 15%), fewer when V and M of one task (36 x (Cin_g + Cout_g) x T floats) would pass 2.5 MB.
+// Tiles per task. Where 60 % of the core's L2 holds V and M of at least 64 tiles (36 x (Cin_g +
+// Cout_g) floats per tile; the rest of the L2 is for U and the input rows), the most it holds,
+// up to 128: on an Emerald Rapids Xeon (2 MiB L2) [1,64,56,56] in runs of 4 tile rows (56 tiles,
+// 1.2 MB) is 6 % faster than in runs of 7 (98 tiles, 2.1 MB, which spill to the slower L3).
+// Otherwise at most 128 tiles and 2.5 MB from the L3: on Zen 3 (512 KiB L2) 128 tiles was best
+// on that shape, 64 8 % slower, a whole image 15 % (docs/performance.md).
 constexpr std::int64_t kChunkTiles43 = 128;
+constexpr std::int64_t kL2MinTiles43 = 64;
 constexpr std::int64_t kChunkFloats43 = 640 * 1024;
 std::int64_t chunk_tiles43(const ConvGeometry& g) {
-  const std::int64_t fit = kChunkFloats43 / (kPositions43 * (g.cin_g + g.cout_g));
-  return std::clamp<std::int64_t>(fit, 16, kChunkTiles43);
+  const std::int64_t per_tile = kPositions43 * (g.cin_g + g.cout_g);
+  const std::int64_t in_l2 = cvattn::detail::cache_bytes(2) / 10 * 6 / 4 / per_tile;
+  if (in_l2 >= kL2MinTiles43) return std::min(in_l2, kChunkTiles43);
+  return std::clamp<std::int64_t>(kChunkFloats43 / per_tile, 16, kChunkTiles43);
 }
 
 struct Scratch43 {

@@ -545,12 +545,16 @@ TEST(SimdParity, Winograd43Transforms) {
     }
     // The input rows copied and bounded in one pass: rows of every length around the vector
     // widths, strided source and destination, NaN and infinity in a vector and in a row's tail.
-    for (const std::int64_t cols : {1, 3, 15, 16, 17, 56, 63}) {
+    // Tails of 8 and 4 lanes and single floats: 28 = 16 + 8 + 4 on AVX-512, 29 and 63 end in
+    // every step of the cascade; a bad value also one before a row's end.
+    for (const std::int64_t cols : {1, 3, 4, 7, 8, 12, 15, 16, 17, 24, 28, 29, 56, 63}) {
       const std::int64_t rows = 5, src_ld = cols + 3, dst_ld = cols + 21;
       auto src = random_vector(rows * src_ld, static_cast<std::uint64_t>(cols) + 43, -3.0f, 2.0f);
       const std::int64_t first = 2 * src_ld, last = 3 * src_ld + cols - 1;
+      const std::int64_t before = 3 * src_ld + std::max<std::int64_t>(0, cols - 2);
       const std::pair<std::int64_t, float> bad[] = {
-          {-1, 0.0f}, {first, nan}, {first, -HUGE_VALF}, {last, nan}, {last, HUGE_VALF}};
+          {-1, 0.0f},        {first, nan},         {first, -HUGE_VALF}, {last, nan},
+          {last, HUGE_VALF}, {before, -HUGE_VALF}, {before, nan}};
       for (const auto& [bad_at, value] : bad) {
         auto x = src;
         if (bad_at >= 0) x[static_cast<std::size_t>(bad_at)] = value;

@@ -13,38 +13,16 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
-#include <fstream>
-#include <string>
 
+#include "core/cache_sizes.hpp"
 #include "core/dispatch.hpp"
 #include "functional/detail/channel_kernels.hpp"
 
 namespace cvattn::detail {
-namespace {
-
-// "32768K" / "32M" / "1048576" in bytes; 0 when unreadable.
-std::int64_t read_cache_size(const char* path) {
-  std::ifstream in(path);
-  std::string text;
-  if (!(in >> text) || text.empty()) return 0;
-  std::int64_t value = 0;
-  std::size_t i = 0;
-  for (; i < text.size() && text[i] >= '0' && text[i] <= '9' && value < (std::int64_t{1} << 40);
-       ++i) {
-    value = value * 10 + (text[i] - '0');
-  }
-  if (i == text.size()) return value;
-  if (text[i] == 'K') return value << 10;
-  if (text[i] == 'M') return value << 20;
-  if (text[i] == 'G') return value << 30;
-  return 0;
-}
-
-}  // namespace
 
 std::int64_t streaming_store_bytes() {
   static const std::int64_t bytes = [] {
-    const std::int64_t llc = read_cache_size("/sys/devices/system/cpu/cpu0/cache/index3/size");
+    const std::int64_t llc = cache_bytes(3);
     return llc > 0 ? llc : std::int64_t{32} << 20;
   }();
   return bytes;
