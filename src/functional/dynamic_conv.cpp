@@ -1,5 +1,6 @@
 #include "cvattn/functional/dynamic_conv.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 #include "core/parallel_for.hpp"
@@ -7,6 +8,7 @@
 #include "cvattn/functional/activation.hpp"
 #include "cvattn/functional/gates.hpp"
 #include "cvattn/functional/linear.hpp"
+#include "functional/detail/elementwise_kernels.hpp"
 
 namespace cvattn::functional {
 
@@ -22,20 +24,22 @@ Tensor aggregate_experts(const Tensor& routing, const Tensor& experts) {
   const std::int64_t n = routing.dim(0), k = routing.dim(1);
   const std::int64_t per = k > 0 ? experts.numel() / k : 0;
   // routing [N, K] x experts [K, P]: linear with the experts as a transposed weight is a copy,
-  // so the products run here, P-contiguous (vectorised over P).
+  // so the products run here, P-contiguous, in blocks of columns spread over the threads (N is
+  // often 1 at inference).
   Shape shape = experts.shape();
   shape[0] = n;
-  Tensor out = Tensor::zeros(shape);
+  if (k == 0) return Tensor::zeros(shape);  // no experts: an empty sum
+  Tensor out = Tensor::empty(shape);
   const float* r = routing.data();
   const float* e = experts.data();
   float* o = out.data();
-  cvattn::detail::parallel_for(n, [&](std::int64_t i) {
-    float* dst = o + i * per;
-    for (std::int64_t j = 0; j < k; ++j) {
-      const float w = r[i * k + j];
-      const float* src = e + j * per;
-      for (std::int64_t p = 0; p < per; ++p) dst[p] += w * src[p];
-    }
+  constexpr std::int64_t kBlock = 4096;
+  const std::int64_t blocks = (per + kBlock - 1) / kBlock;
+  cvattn::detail::parallel_for(n * blocks, [&](std::int64_t t) {
+    const std::int64_t i = t / blocks;
+    const std::int64_t p0 = (t % blocks) * kBlock;
+    cvattn::detail::weighted_sum_rows(e + p0, k, per, r + i * k, o + i * per + p0,
+                                      std::min(kBlock, per - p0));
   });
   return out;
 }

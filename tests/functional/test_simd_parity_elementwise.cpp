@@ -131,6 +131,34 @@ TEST(SimdParity, FillRowsEveryWidthWithAndWithoutValues) {
   });
 }
 
+TEST(SimdParity, WeightedSumRowsEveryWidthAndExpertCount) {
+  // K from 0 (zeros) to 5, widths around the 4-vector block and the single vectors, unaligned
+  // rows a stride apart, NaN, infinities and signed zeros among the values and the weights.
+  const std::int64_t stride = 211;
+  const std::vector<float> x = values(static_cast<std::size_t>(stride * 5 + 4), 21, true);
+  const std::vector<float> w = values(6, 22, true);
+  const std::vector<float> plain = {0.25f, -1.5f, 3.0f, -0.0f, 2.0f, 0.5f};
+  test::for_each_simd_target([&] {
+    for (const std::vector<float>* weights : {&plain, &w}) {
+      for (const std::int64_t k : {0, 1, 2, 4, 5}) {
+        for (const std::int64_t n : {1, 3, 8, 15, 16, 17, 31, 32, 63, 64, 65, 100, 129, 207}) {
+          SCOPED_TRACE(testing::Message() << "k " << k << " n " << n);
+          std::vector<float> got(static_cast<std::size_t>(n) + 2, 7.0f), want(got);
+          detail::weighted_sum_rows(x.data() + 3, k, stride, weights->data(), got.data() + 1, n);
+          reference::weighted_sum_rows(x.data() + 3, k, stride, weights->data(), want.data() + 1,
+                                       n);
+          for (std::size_t i = 0; i < got.size(); ++i) {
+            expect_same(got[i], want[i]);
+            if (!std::isnan(want[i]) && want[i] == 0.0f) {
+              EXPECT_EQ(std::signbit(got[i]), std::signbit(want[i])) << i;
+            }
+          }
+        }
+      }
+    }
+  });
+}
+
 TEST(SimdParity, ColumnSumsEveryWidthAndRowBlock) {
   // Rows past one block of kColumnRowBlock, a row stride wider than the columns summed.
   const std::int64_t stride = 203;

@@ -3,6 +3,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -14,6 +15,7 @@
 #include "modules/gates_support.hpp"
 #include "support/concurrency.hpp"
 #include "support/tensor_near.hpp"
+#include "support/threads.hpp"
 
 namespace cvattn {
 namespace {
@@ -41,6 +43,32 @@ TEST(DynamicConv2d, MatchesTheReference) {
     EXPECT_TENSOR_NEAR(r.maps.at(maps::kAttention), fx.tensor("attention"), test::Tolerance{});
     EXPECT_TENSOR_NEAR(m.forward(x), r.output, (test::Tolerance{0, 0}));
   }
+}
+
+TEST(AggregateExperts, ManySamplesAndColumnsAreTheWeightedSum) {
+  // P past several column blocks and not a multiple of a vector; each output against the sum in
+  // double, on one and two threads (the same bits: the blocks do not change the order of terms).
+  const std::int64_t n = 3, k = 4, p = 9001;
+  const Tensor routing = test::random_tensor({n, k}, 4);
+  const Tensor experts = test::random_tensor({k, 1, p}, 5);
+  test::expect_same_on_one_and_two_threads([&] { return F::aggregate_experts(routing, experts); });
+  const Tensor one = F::aggregate_experts(routing, experts);
+  ASSERT_EQ(one.shape(), (Shape{n, 1, p}));
+  for (std::int64_t i = 0; i < n; ++i) {
+    for (std::int64_t c = 0; c < p; ++c) {
+      double want = 0.0;
+      for (std::int64_t j = 0; j < k; ++j) {
+        want += static_cast<double>(routing.data()[i * k + j]) * experts.data()[j * p + c];
+      }
+      ASSERT_NEAR(one.data()[i * p + c], want, 1e-5 * (1.0 + std::abs(want))) << i << ", " << c;
+    }
+  }
+}
+
+TEST(AggregateExperts, NoExpertsAreZeros) {
+  const Tensor y = F::aggregate_experts(Tensor::zeros({2, 0}), Tensor::zeros({0, 3, 5}));
+  ASSERT_EQ(y.shape(), (Shape{2, 3, 5}));
+  for (std::int64_t i = 0; i < y.numel(); ++i) EXPECT_EQ(y.data()[i], 0.0f);
 }
 
 TEST(DynamicConv2d, OneHotAttentionIsThatKernelsConv) {

@@ -126,6 +126,44 @@ void FillRowsKernel(float* HWY_RESTRICT out, std::int64_t rows, std::int64_t col
   }
 }
 
+void WeightedSumRows(const float* HWY_RESTRICT rows, std::int64_t k, std::int64_t stride,
+                     const float* HWY_RESTRICT weights, float* HWY_RESTRICT out, std::int64_t n) {
+  const hn::ScalableTag<float> d;
+  const auto lanes = static_cast<std::int64_t>(hn::Lanes(d));
+  std::int64_t i = 0;
+  // Four vectors at a time: the loads of K rows in flight, one store per vector of out.
+  for (; i + 4 * lanes <= n; i += 4 * lanes) {
+    auto a0 = hn::Zero(d), a1 = hn::Zero(d), a2 = hn::Zero(d), a3 = hn::Zero(d);
+    for (std::int64_t j = 0; j < k; ++j) {
+      const float* HWY_RESTRICT r = rows + j * stride + i;
+      const auto w = hn::Set(d, weights[j]);
+      a0 = hn::Add(a0, hn::Mul(w, hn::LoadU(d, r)));
+      a1 = hn::Add(a1, hn::Mul(w, hn::LoadU(d, r + lanes)));
+      a2 = hn::Add(a2, hn::Mul(w, hn::LoadU(d, r + 2 * lanes)));
+      a3 = hn::Add(a3, hn::Mul(w, hn::LoadU(d, r + 3 * lanes)));
+    }
+    hn::StoreU(a0, d, out + i);
+    hn::StoreU(a1, d, out + i + lanes);
+    hn::StoreU(a2, d, out + i + 2 * lanes);
+    hn::StoreU(a3, d, out + i + 3 * lanes);
+  }
+  for (; i + lanes <= n; i += lanes) {
+    auto a = hn::Zero(d);
+    for (std::int64_t j = 0; j < k; ++j) {
+      a = hn::Add(a, hn::Mul(hn::Set(d, weights[j]), hn::LoadU(d, rows + j * stride + i)));
+    }
+    hn::StoreU(a, d, out + i);
+  }
+  for (; i < n; ++i) {
+    float a = 0.0f;
+    for (std::int64_t j = 0; j < k; ++j) {
+      const float p = weights[j] * rows[j * stride + i];
+      a = a + p;
+    }
+    out[i] = a;
+  }
+}
+
 void ColumnSumsKernel(const float* HWY_RESTRICT base, std::int64_t stride, std::int64_t rows,
                       std::int64_t n, double* HWY_RESTRICT acc) {
   const hn::ScalableTag<float> d;

@@ -15,6 +15,7 @@ namespace cvattn::detail {
 HWY_EXPORT(BinaryRowsKernel);
 HWY_EXPORT(ColumnSumsKernel);
 HWY_EXPORT(FillRowsKernel);
+HWY_EXPORT(WeightedSumRows);
 
 void binary_row(BinaryOp op, const float* a, std::int64_t sa, const float* b, std::int64_t sb,
                 float* out, std::int64_t n) {
@@ -31,6 +32,11 @@ void binary_rows(BinaryOp op, const float* a, const std::int64_t* a_off, std::in
 void fill_rows(float* out, std::int64_t rows, std::int64_t cols, std::int64_t stride,
                const float* values) {
   CVATTN_DISPATCH(FillRowsKernel)(out, rows, cols, stride, values);
+}
+
+void weighted_sum_rows(const float* rows, std::int64_t k, std::int64_t stride, const float* weights,
+                       float* out, std::int64_t n) {
+  CVATTN_DISPATCH(WeightedSumRows)(rows, k, stride, weights, out, n);
 }
 
 void column_sums(const float* base, std::int64_t stride, std::int64_t rows, std::int64_t n,

@@ -1,6 +1,6 @@
 #pragma once
-// The inner loops of functional/tensor_ops.cpp's broadcasting binary ops and column means, and
-// the bias fill of the convolutions' GEMM outputs, as
+// The inner loops of functional/tensor_ops.cpp's broadcasting binary ops and column means, the
+// bias fill of the convolutions' GEMM outputs and the expert mix of dynamic convolutions, as
 // runtime-dispatched Highway kernels (bodies in elementwise_kernels-inl.h, reference twin in
 // functional/reference/elementwise.hpp). Private to cvattn.
 #include <cstdint>
@@ -25,6 +25,13 @@ void binary_rows(BinaryOp op, const float* a, const std::int64_t* a_off, std::in
 // baseline stored 16 bytes at a time, a tenth of a 1x1 convolution's time on Zen 4.
 void fill_rows(float* out, std::int64_t rows, std::int64_t cols, std::int64_t stride,
                const float* values);
+
+// out[i] = sum over j < k of weights[j] * rows[j * stride + i], for i < n: products and sums
+// each rounded (no fused multiply-add, so every target gives the same bits), added in j order
+// from 0; k = 0 gives zeros. functional::aggregate_experts' mix of K expert kernels: one pass
+// writing out, where adding one expert at a time read and wrote it K times.
+void weighted_sum_rows(const float* rows, std::int64_t k, std::int64_t stride, const float* weights,
+                       float* out, std::int64_t n);
 
 // Rows of a column sum summed in float before the block is added in double.
 inline constexpr std::int64_t kColumnRowBlock = 128;

@@ -35,6 +35,18 @@ inline void fill_rows(float* out, std::int64_t rows, std::int64_t cols, std::int
   }
 }
 
+inline void weighted_sum_rows(const float* rows, std::int64_t k, std::int64_t stride,
+                              const float* weights, float* out, std::int64_t n) {
+  for (std::int64_t i = 0; i < n; ++i) {
+    float a = 0.0f;
+    for (std::int64_t j = 0; j < k; ++j) {
+      const float p = weights[j] * rows[j * stride + i];
+      a = a + p;
+    }
+    out[i] = a;
+  }
+}
+
 inline void column_sums(const float* base, std::int64_t stride, std::int64_t rows, std::int64_t n,
                         double* acc) {
   for (std::int64_t i = 0; i < n; ++i) {
