@@ -110,12 +110,21 @@ Tensor affine_grid_3d(const Tensor& theta, const Shape& size, bool align_corners
   Tensor grid = Tensor::empty({s.n, s.d, s.h, s.w, 3});
   const float* th = theta.data();
   float* out = grid.data();
-  detail::parallel_for(s.n * s.d * s.h, [&](std::int64_t row) {
-    const std::int64_t n = row / (s.d * s.h);
-    const float y = ys[static_cast<std::size_t>(row % s.h)];
-    const float z = zs[static_cast<std::size_t>((row / s.h) % s.d)];
-    const float* t = th + n * 12;
-    detail::affine_grid_row_3d(xs.data(), y, z, t, out + row * s.w * 3, s.w);
+  // Runs of rows (about 32K floats each) in one dispatch, split where a depth plane ends.
+  const std::int64_t rows = s.n * s.d * s.h;
+  const std::int64_t per_task =
+      std::max<std::int64_t>(1, (std::int64_t{1} << 15) / std::max<std::int64_t>(3 * s.w, 1));
+  detail::parallel_for((rows + per_task - 1) / per_task, [&](std::int64_t task) {
+    const std::int64_t end = std::min(rows, (task + 1) * per_task);
+    for (std::int64_t row = task * per_task; row < end;) {
+      const std::int64_t h0 = row % s.h;
+      const std::int64_t count = std::min(end - row, s.h - h0);
+      const std::int64_t plane = row / s.h;  // n * D + depth
+      detail::affine_grid_rows_3d(xs.data(), ys.data() + h0, count,
+                                  zs[static_cast<std::size_t>(plane % s.d)],
+                                  th + (plane / s.d) * 12, out + row * s.w * 3, s.w);
+      row += count;
+    }
   });
   return grid;
 }

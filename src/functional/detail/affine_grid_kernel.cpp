@@ -14,16 +14,16 @@
 namespace cvattn::detail {
 
 HWY_EXPORT(AffineGridRows);
-HWY_EXPORT(AffineGridRow3d);
+HWY_EXPORT(AffineGridRows3d);
 
 void affine_grid_rows(const float* xs, const float* ys, std::int64_t rows, const float* theta,
                       float* out, std::int64_t w) {
   CVATTN_DISPATCH(AffineGridRows)(xs, ys, rows, theta, out, w);
 }
 
-void affine_grid_row_3d(const float* xs, float y, float z, const float* theta, float* out,
-                        std::int64_t w) {
-  CVATTN_DISPATCH(AffineGridRow3d)(xs, y, z, theta, out, w);
+void affine_grid_rows_3d(const float* xs, const float* ys, std::int64_t rows, float z,
+                         const float* theta, float* out, std::int64_t w) {
+  CVATTN_DISPATCH(AffineGridRows3d)(xs, ys, rows, z, theta, out, w);
 }
 
 }  // namespace cvattn::detail
