@@ -97,12 +97,11 @@ void for_each_grid_sample(const GridCase (&cases)[N], std::uint64_t seed, Check 
 
 TEST(SimdParitySampling, GridSampleForward) {
   // Odd sizes, a 1-pixel-wide plane, C not a multiple of the channel group, and one output plane
-  // of more than one block (1024 pixels).
-  const GridCase cases[] = {{2, 3, 7, 11, 5, 19},
-                            {1, 9, 13, 6, 37, 29},
-                            {3, 1, 1, 9, 4, 7},
-                            {2, 17, 10, 12, 9, 13},
-                            {1, 5, 2, 1, 3, 5}};
+  // of more than one block (1024 pixels); C = 1, 2, 3, 5, 6, 9 and 17 end the 4-plane groups of
+  // the nearest loop in every size.
+  const GridCase cases[] = {{2, 3, 7, 11, 5, 19},   {1, 9, 13, 6, 37, 29}, {3, 1, 1, 9, 4, 7},
+                            {2, 17, 10, 12, 9, 13}, {1, 5, 2, 1, 3, 5},    {2, 2, 6, 5, 4, 9},
+                            {1, 6, 5, 7, 6, 5}};
   for_each_simd_target([&] {
     for_each_grid_sample(
         cases, 1,
