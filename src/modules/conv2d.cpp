@@ -8,6 +8,18 @@ namespace cvattn {
 
 namespace F = functional;
 
+namespace {
+
+F::Conv2dOptions functional_options(const Conv2dOptions& o) {
+  return F::Conv2dOptions()
+      .stride(o.stride())
+      .padding(o.padding())
+      .dilation(o.dilation())
+      .groups(o.groups());
+}
+
+}  // namespace
+
 Conv2dOptions Conv2dOptions::from_state_dict(const StateDict& dict, const std::string& prefix,
                                              std::int64_t groups) {
   const std::string key = detail::key_prefix(prefix) + "weight";
@@ -52,12 +64,12 @@ Tensor Conv2d::forward(const Tensor& x) const {
   } else {
     check_shape(x, {kAny, in, kAny, kAny}, "x", "Conv2d::forward");
   }
-  return F::conv2d(x, weight_, bias_,
-                   F::Conv2dOptions()
-                       .stride(options_.stride())
-                       .padding(options_.padding())
-                       .dilation(options_.dilation())
-                       .groups(options_.groups()));
+  if (prepared_.weight().defined()) return F::conv2d(x, prepared_, bias_);
+  return F::conv2d(x, weight_, bias_, functional_options(options_));
+}
+
+void Conv2d::on_weights_loaded() {
+  prepared_ = F::Conv2dWeight(weight_, functional_options(options_));
 }
 
 std::string Conv2d::describe() const {

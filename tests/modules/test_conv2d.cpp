@@ -1,9 +1,13 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "cvattn/core/error.hpp"
+#include "cvattn/functional/conv.hpp"
 #include "cvattn/modules/conv2d.hpp"
 #include "modules/state_dict_fixture.hpp"
+#include "support/random.hpp"
 #include "support/tensor_near.hpp"
 
 namespace cvattn {
@@ -100,6 +104,67 @@ TEST(Conv2dModule, RejectsBadOptionsAndInputs) {
       },
       ThrowsMessage<ShapeError>(HasSubstr("larger than the padded input (2, 8)")));
   EXPECT_EQ(conv.forward(Tensor::zeros({64, 5, 6})).shape(), (Shape{8, 3, 4}));
+}
+
+// The module prepares its weight at load (functional::Conv2dWeight): every path conv2d takes
+// (Winograd F(4x4) with packed transforms, F(2x2) past the error bound, dilated sub-images,
+// im2col, 1x1 products, depthwise, unbatched input) gives the functional call's values exactly,
+// and loading again replaces what was prepared.
+TEST(Conv2dModule, PreparedAtLoadGivesTheFunctionalCallsValues) {
+  struct Case {
+    Conv2dOptions options;
+    Shape input;
+  };
+  const Case cases[] = {
+      {Conv2dOptions(64, 64, 3).padding(1), {1, 64, 20, 24}},
+      {Conv2dOptions(8, 12, 3).padding(1), {2, 8, 9, 11}},
+      {Conv2dOptions(16, 16, 3).padding(2).dilation(2), {1, 16, 14, 16}},
+      {Conv2dOptions(6, 8, {3, 5}).stride(2).padding({1, 2}).groups(2), {2, 6, 11, 13}},
+      {Conv2dOptions(96, 24, 1).bias(false), {1, 96, 7, 9}},
+      {Conv2dOptions(12, 12, 5).padding(2).groups(12), {1, 12, 10, 10}},
+      {Conv2dOptions(16, 16, 3).padding(1), {16, 12, 12}},
+  };
+  int seed = 10;
+  for (const Case& c : cases) {
+    SCOPED_TRACE(Conv2d(c.options).describe());
+    const auto& o = c.options;
+    const auto fopts = functional::Conv2dOptions()
+                           .stride(o.stride())
+                           .padding(o.padding())
+                           .dilation(o.dilation())
+                           .groups(o.groups());
+    const Shape wshape{o.out_channels(), o.in_channels() / o.groups(), o.kernel_size().h,
+                       o.kernel_size().w};
+    const Tensor x = test::random_tensor(c.input, ++seed);
+    Conv2d conv(o);
+    for (int load = 0; load < 2; ++load) {
+      StateDict dict;
+      dict.set("weight", test::random_tensor(wshape, ++seed, -0.2f, 0.2f));
+      if (o.bias()) dict.set("bias", test::random_tensor({o.out_channels()}, ++seed));
+      conv.load_state_dict(dict);
+      const Tensor want =
+          functional::conv2d(x, dict.at("weight"), o.bias() ? dict.at("bias") : Tensor(), fopts);
+      EXPECT_TENSOR_NEAR(conv.forward(x), want, (test::Tolerance{0, 0})) << "load " << load;
+      // Inputs past F(4x4)'s error bound take F(2x2): still the functional call's values.
+      const Tensor big = test::random_tensor(c.input, ++seed, -3e4f, 3e4f);
+      EXPECT_TENSOR_NEAR(
+          conv.forward(big),
+          functional::conv2d(big, dict.at("weight"), o.bias() ? dict.at("bias") : Tensor(), fopts),
+          (test::Tolerance{0, 0}))
+          << "load " << load;
+    }
+  }
+}
+
+TEST(Conv2dModule, BeforeAnyLoadTheWeightIsReadAsItIs) {
+  Conv2d conv(Conv2dOptions(4, 4, 3).padding(1).bias(false));
+  const Tensor x = test::random_tensor({1, 4, 6, 6}, 3);
+  const Tensor w = test::random_tensor({4, 4, 3, 3}, 4);
+  Tensor held = conv.weight();  // a handle on the module's storage
+  std::copy(w.data(), w.data() + w.numel(), held.data());
+  EXPECT_TENSOR_NEAR(conv.forward(x),
+                     functional::conv2d(x, w, {}, functional::Conv2dOptions().padding(1)),
+                     (test::Tolerance{0, 0}));
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include "cvattn/core/module.hpp"
 #include "cvattn/core/options.hpp"
 #include "cvattn/export.hpp"
+#include "cvattn/functional/conv.hpp"
 
 namespace cvattn {
 
@@ -36,7 +37,10 @@ class CVATTN_EXPORT Conv2d final : public UnaryModule {
   // ValueError on non-positive sizes or groups that do not divide both channel counts.
   explicit Conv2d(const Conv2dOptions& options);
 
-  // [N, in, H, W] (or [in, H, W]) -> [N, out, Ho, Wo].
+  // [N, in, H, W] (or [in, H, W]) -> [N, out, Ho, Wo]. After load_state_dict the weight's
+  // Winograd transforms and packed copies are made once (functional::Conv2dWeight) and shared
+  // by every call; values written into weight() in place after loading are not seen until the
+  // next load_state_dict (core/module.hpp). Before any load, forward reads weight() as it is.
   [[nodiscard]] Tensor forward(const Tensor& x) const override;
   // "Conv2d(3, 8, kernel_size=(3, 3), stride=(1, 1), padding=(1, 1), bias=False)"
   [[nodiscard]] std::string describe() const override;
@@ -47,9 +51,12 @@ class CVATTN_EXPORT Conv2d final : public UnaryModule {
   [[nodiscard]] const Tensor& bias() const noexcept { return bias_; }
 
  private:
+  void on_weights_loaded() override;
+
   Conv2dOptions options_;
   Tensor weight_;
   Tensor bias_;
+  functional::Conv2dWeight prepared_;  // weight_ with the options, prepared at load
 };
 
 }  // namespace cvattn
