@@ -64,6 +64,7 @@ void set_cap_by_name(const std::string& name, const char* where) {
     return;
   }
   const std::int64_t supported = cpu_targets() & HWY_TARGETS;
+  apply_cap(g_cap);  // cpu_targets() lifted the cap; a name rejected below must leave it as it was
   for (const std::int64_t t : bits(supported)) {
     if (lower(hwy::TargetName(t)) == want) {
       apply_cap(t);

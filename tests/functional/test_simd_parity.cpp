@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <limits>
 #include <utility>
 #include <vector>
@@ -49,8 +50,18 @@ TEST(SimdTargets, NamesAreConsistent) {
   for (const auto& s : supported) {
     EXPECT_NE(std::find(compiled.begin(), compiled.end(), s), compiled.end()) << s;
   }
-  EXPECT_EQ(simd::current_target(), supported.front());
+  // The best target, or the one CVATTN_SIMD caps dispatch at (CI's AVX2 pass on AVX-512 hosts).
+  const char* cap = std::getenv("CVATTN_SIMD");
+  const std::string want =
+      cap == nullptr || std::string(cap) == "best" ? supported.front() : std::string(cap);
+  EXPECT_EQ(simd::current_target(), want);
   EXPECT_THROW(simd::set_max_target("avx9000"), ValueError);
+  EXPECT_EQ(simd::current_target(), want);
+  // A rejected name leaves a cap set in code as it was, too.
+  simd::set_max_target(supported.back());
+  EXPECT_THROW(simd::set_max_target("avx9000"), ValueError);
+  EXPECT_EQ(simd::current_target(), supported.back());
+  simd::set_max_target("best");
   EXPECT_EQ(simd::current_target(), supported.front());
 }
 
@@ -446,8 +457,10 @@ TEST(SimdParity, FusedFunctionsAcrossTargets) {
     return o;
   };
   const auto targets = simd::supported_targets();
+  const std::string before = simd::current_target();
   simd::set_max_target(targets.back());
   const Outputs want = run();
+  simd::set_max_target(before);
   // The polyphase conv against the dilated conv in plain loops (double sums).
   {
     const std::int64_t cn = 2, ci = 9, co = 10, ch = 21, cwid = 23;

@@ -359,9 +359,10 @@ float affine_base(std::int64_t i, std::int64_t count, bool align) {
 void expect_affine_grid_on_every_target(const Tensor& theta, const Shape& size, bool align,
                                         const std::vector<float>& expected) {
   const Tensor lowest = [&] {
+    const std::string before = cvattn::simd::current_target();
     cvattn::simd::set_max_target(cvattn::simd::supported_targets().back());
     Tensor g = F::affine_grid(theta, size, align);
-    cvattn::simd::set_max_target("best");
+    cvattn::simd::set_max_target(before);
     return g;
   }();
   for_each_simd_target([&] {
