@@ -11,9 +11,11 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <map>
 #include <memory>
 #include <new>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "functional/detail/gemm.hpp"
@@ -33,6 +35,26 @@ struct Case {
   std::int64_t m, n, k;
   float alpha, beta;
 };
+
+// The reference of one case, computed once per program: every test and target below checks the
+// same operands (the seeds depend only on the case), and the double sums are most of this
+// program's time, above all under qemu's soft floating point (.ci/check-x86-cpus.sh).
+const reference::GemmResult& reference_for(const Case& c, Trans ta, Trans tb,
+                                           const std::vector<float>& a, std::int64_t lda,
+                                           const std::vector<float>& b, std::int64_t ldb,
+                                           const std::vector<float>& before, std::int64_t ldc) {
+  using Key = std::tuple<std::int64_t, std::int64_t, std::int64_t, float, float, bool, bool>;
+  static std::map<Key, reference::GemmResult> cache;
+  const Key key{c.m, c.n, c.k, c.alpha, c.beta, ta == Trans::yes, tb == Trans::yes};
+  auto it = cache.find(key);
+  if (it == cache.end()) {
+    it = cache
+             .emplace(key, reference::sgemm(ta, tb, c.m, c.n, c.k, c.alpha, a.data(), lda, b.data(),
+                                            ldb, c.beta, before.data(), ldc))
+             .first;
+  }
+  return it->second;
+}
 
 // Runs `product` (sgemm_packed or sgemm) on one case and checks every element of C, and that the
 // padding between rows is untouched.
@@ -58,8 +80,7 @@ void check_case(const Case& c, Trans ta, Trans tb, Product product) {
   }
   if (c.alpha == 0.0f && !a.empty()) a[0] = nan;
   const auto before = got;
-  const auto want = reference::sgemm(ta, tb, c.m, c.n, c.k, c.alpha, a.data(), lda, b.data(), ldb,
-                                     c.beta, before.data(), ldc);
+  const reference::GemmResult& want = reference_for(c, ta, tb, a, lda, b, ldb, before, ldc);
   product(ta, tb, c.m, c.n, c.k, c.alpha, a.data(), lda, b.data(), ldb, c.beta, got.data(), ldc);
   const double terms = static_cast<double>(std::min<std::int64_t>(c.k, detail::kGemmKc)) + 4.0;
   int bad = 0;
