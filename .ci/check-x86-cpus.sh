@@ -1,29 +1,33 @@
 #!/usr/bin/env bash
-# Older x86-64 CPU classes (issue 17), emulated: the ci build (portable, baseline x86-64 with
-# run-time dispatch) runs under user-mode qemu as an AVX2-only AMD Zen 1, an SSE4-only Westmere
-# and qemu's baseline x86-64 CPU. This proves that no code path outside the
-# dispatch needs more than the CPU has (an illegal instruction kills the test) and that each
-# target's kernels agree with their reference twins there; it says nothing about speed, which
-# only a real CPU of each class can measure (docs/performance.md#emulated-x86-64-cpu-classes).
+# Older x86-64 CPU classes (issue 17). The ci build (portable, baseline x86-64 with run-time
+# dispatch) runs under user-mode qemu as an AVX2-only AMD Zen 1, an SSE4-only Westmere and qemu's
+# baseline x86-64 CPU: no code path outside the dispatch may need more than the CPU has (an
+# illegal instruction kills the test), and each CPU's best target must agree with its reference
+# twins there. Then, on a host with AVX-512, every test program runs natively once more with
+# the kernels, OpenBLAS and OpenCV capped at AVX2: what an AVX2-only machine computes, at native
+# speed. Nothing here measures speed (docs/performance.md#emulated-x86-64-cpu-classes).
 #   X86_CPUS        qemu CPUs of the SIMD parity tests (default: EPYC Westmere qemu64; Haswell
-#                   offers the same targets as EPYC)
-#   X86_SUITE_CPU   qemu CPU of every other test program but the CLI ones (default EPYC: the
-#                   kernels against PyTorch's fixtures, modules and the mobile networks against timm's,
-#                   the hostile inputs, on AVX2). The CLI tests (cvattn_add_cli_test) start the
-#                   tool as a child process, which user-mode qemu leaves to the host CPU; so do
-#                   test_hostile's tool cases.
-#   X86_SKIP        programs left out of that run (default: the timm networks but the mobile
-#                   ones, 2-10 minutes each under TCG's AVX2, 16 minutes together; empty: all)
-#   X86_SUITE_FILTER  GTEST_FILTER of that run (default: all but torchvision's ViT-B/16, whose
-#                   17.5 GFLOP ran for more than 35 minutes under TCG on an Intel Xeon host;
-#                   empty: every case)
+#                   offers the same targets as EPYC). Each checks its best target only
+#                   (CVATTN_PARITY_TARGETS=best): the host's own test run has checked every
+#                   lower one natively, and TCG's soft floating point makes each target minutes.
+#   X86_SUITE_CPU   qemu CPU of the other test programs but the CLI ones (default EPYC). The CLI
+#                   tests (cvattn_add_cli_test) start the tool as a child process, which
+#                   user-mode qemu leaves to the host CPU; so do test_hostile's tool cases.
+#   X86_SKIP        programs left out of that run (default: the five timm network programs,
+#                   7-10 minutes each under TCG; empty: all)
+#   X86_SUITE_FILTER  GTEST_FILTER of that run (default: all but the cases that take a second or
+#                   more natively, 2-8 minutes each under TCG: torchvision's ViT-B/16, the
+#                   Winograd bound and prepared-weight sweeps of test_conv, the deep deformable
+#                   reduction; empty: every case)
+#   X86_NATIVE_AVX2 run the native AVX2 pass: auto (default: when this CPU has a target above
+#                   avx2), 1, or 0
 #   X86_BUILD       the build to run (default build/ci, made by the README's test command)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 read -r -a cpus <<< "${X86_CPUS:-EPYC Westmere qemu64}"
 suite_cpu=${X86_SUITE_CPU:-EPYC}
 build=${X86_BUILD:-build/ci}
-read -r -a skip <<< "${X86_SKIP-test_timm_resnet test_timm_vit test_timm_swin test_timm_byob}"
+read -r -a skip <<< "${X86_SKIP-test_timm_mobile test_timm_resnet test_timm_vit test_timm_swin test_timm_byob}"
 start=$(date +%s)
 stamp() { echo "check-x86-cpus: $1 after $(($(date +%s) - start)) s"; }
 
@@ -64,13 +68,40 @@ run() {
 }
 
 failed=0
+export CVATTN_PARITY_TARGETS=best
 for cpu in "${cpus[@]}"; do parity_on_cpu check-x86-cpus "$cpu" "$build/tests"; done
+unset CVATTN_PARITY_TARGETS
 stamp "parity tests under qemu"
 
 # The other programs.
-suite_filter=${X86_SUITE_FILTER--PortVit.VitB16MatchesTorchvision}
+heavy=PortVit.VitB16MatchesTorchvision:Conv2d.Winograd4x4*:Conv2d.PreparedWeight*
+heavy+=:Conv2d.MatchesDirectEvaluationOnLargerShapes:Conv2d.FusedActivationEqualsTheTwoPassForm*
+heavy+=:DeformConv2d.ManyChunksAndDeepReductionMatchFormula
+suite_filter=${X86_SUITE_FILTER--$heavy}
 if [ -n "$suite_filter" ]; then export GTEST_FILTER=$suite_filter; fi
 suite_on_cpu check-x86-cpus "$suite_cpu" "$build/tests" "test programs" "${suite_tests[@]}"
 unset GTEST_FILTER
 stamp "test programs under qemu"
+
+# Every test program natively, capped at AVX2: the kernels (CVATTN_SIMD), OpenBLAS's (the Zen
+# core, which AVX2-only AMD CPUs get) and OpenCV's dispatch. This covers what the qemu runs leave
+# out (the networks, the heavy cases, the CLI) on the AVX2 target.
+native_avx2=${X86_NATIVE_AVX2:-auto}
+if [ "$native_avx2" = auto ]; then
+  here=$( (CVATTN_SIMD=? "$build/tests/test_simd_parity" --gtest_filter='SimdTargets.*' || true) |
+    sed -n 's/.*(choices: best, \([^)]*\)).*/\1/p' | head -1)
+  native_avx2=0
+  case "$here" in avx3*) native_avx2=1 ;; esac
+fi
+if [ "$native_avx2" = 1 ]; then
+  if CVATTN_SIMD=avx2 OPENBLAS_CORETYPE=Zen OPENCV_CPU_DISABLE=AVX512-SKX \
+    ctest --test-dir "$build" -j 2 --output-on-failure --no-tests=error >"$build/x86-avx2.log" 2>&1; then
+    echo "check-x86-cpus: native, capped at avx2: $(grep -E 'tests passed' "$build/x86-avx2.log")"
+  else
+    failed=1
+    echo "check-x86-cpus: native, capped at avx2: failed"
+    grep -E -A40 'tests failed|Failed|\*\*\*' "$build/x86-avx2.log" | tail -80
+  fi
+  stamp "test programs natively at avx2"
+fi
 exit "$failed"

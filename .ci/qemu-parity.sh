@@ -33,7 +33,7 @@ parity_on_cpu() {
     # A program killed by a signal prints neither line: then the summary is its exit status.
     summary=$( (tail -n +2 "$results/$t" 2>/dev/null |
       grep -E '^\[  PASSED  \]|^\[  FAILED  \] [0-9]+ test' || true) | tr -s ' ' | tr '\n' ' ')
-    echo "$tag: $cpu [${targets_here:-?}] $t: ${summary:-exit $rc}"
+    echo "$tag: $cpu [${CVATTN_PARITY_TARGETS:+best of }${targets_here:-?}] $t: ${summary:-exit $rc}"
     if [ "$rc" != 0 ]; then
       failed=1
       tail -n +2 "$results/$t" 2>/dev/null | tail -40
