@@ -20,7 +20,10 @@
 #                  the widest vectors, so tails and 16-lane tiles are exercised)
 #   AARCH64_SUITE_FILTER  GTEST_FILTER of those tests (default: all but torchvision's ViT-B/16,
 #                  17.5 GFLOP that ran for many minutes under TCG on an Intel Xeon host, as in
-#                  check-x86-cpus.sh; empty: every case)
+#                  check-x86-cpus.sh, and three sweeps of test_conv that take 15-44 s each there:
+#                  every target's prepared weight, every path's fused activation, the Winograd
+#                  bound broken in one task; each kernel they reach is in the parity tests, and the
+#                  host's own run covers them; empty: every case)
 #   CVATTN_AARCH64_ROOT  the unpacked packages (default build/aarch64-sysroot)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -133,7 +136,10 @@ if [ "$mode" = parity ]; then
   for cpu in "${cpus[@]}"; do parity_on_cpu check-aarch64 "$cpu" "$build/tests"; done
   stamp "parity tests under qemu"
   suite_cpu=${AARCH64_SUITE_CPU:-max}
-  suite_filter=${AARCH64_SUITE_FILTER--PortVit.VitB16MatchesTorchvision}
+  heavy=PortVit.VitB16MatchesTorchvision:Conv2d.PreparedWeightPackedForTheProductOnEveryTarget
+  heavy+=:Conv2d.FusedActivationEqualsTheTwoPassFormOnEveryPath
+  heavy+=:Conv2d.Winograd4x4BoundBrokenInOneTaskFallsBackEverywhere
+  suite_filter=${AARCH64_SUITE_FILTER--$heavy}
   if [ -n "$suite_filter" ]; then export GTEST_FILTER=$suite_filter; fi
   suite_on_cpu check-aarch64 "$suite_cpu" "$build/tests" "functional and module test programs" \
     "${suite_tests[@]}"

@@ -15,10 +15,10 @@
 #                   user-mode qemu leaves to the host CPU; so do test_hostile's tool cases.
 #   X86_SKIP        programs left out of that run (default: the five timm network programs,
 #                   7-10 minutes each under TCG; empty: all)
-#   X86_SUITE_FILTER  GTEST_FILTER of that run (default: all but the cases that take a second or
-#                   more natively, 2-8 minutes each under TCG: torchvision's ViT-B/16, the
-#                   Winograd bound and prepared-weight sweeps of test_conv, the deep deformable
-#                   reduction; empty: every case)
+#   X86_SUITE_FILTER  GTEST_FILTER of that run (default: all but the heaviest cases under TCG:
+#                   torchvision's ViT-B/16 (over 35 minutes), the Winograd-bound, prepared-weight
+#                   and fused-activation sweeps of test_conv (11-65 s each), the deep deformable
+#                   reduction (over 3 minutes); empty: every case)
 #   X86_NATIVE_AVX2 run the native AVX2 pass: auto (default: when this CPU has a target above
 #                   avx2), 1, or 0
 #   X86_BUILD       the build to run (default build/ci, made by the README's test command)
