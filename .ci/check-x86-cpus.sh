@@ -88,8 +88,7 @@ stamp "test programs under qemu"
 # out (the networks, the heavy cases, the CLI) on the AVX2 target.
 native_avx2=${X86_NATIVE_AVX2:-auto}
 if [ "$native_avx2" = auto ]; then
-  here=$( (CVATTN_SIMD=? "$build/tests/test_simd_parity" --gtest_filter='SimdTargets.*' || true) |
-    sed -n 's/.*(choices: best, \([^)]*\)).*/\1/p' | head -1)
+  here=$(simd_targets "$build/tests/test_simd_parity")
   native_avx2=0
   case "$here" in avx3*) native_avx2=1 ;; esac
 fi

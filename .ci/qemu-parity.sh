@@ -19,13 +19,19 @@ run_programs() {
     printf "%s\n%s\n" "$rc" "$out" > "$QP_RESULTS/{}"'
 }
 
+# simd_targets COMMAND...: the targets a CPU offers, as the parity program COMMAND (run directly
+# or through run) lists them when asked for an unknown CVATTN_SIMD value ("avx2, sse4, scalar").
+simd_targets() {
+  (CVATTN_SIMD=? "$@" --gtest_filter='SimdTargets.*' || true) |
+    sed -n 's/.*(choices: best, \([^)]*\)).*/\1/p' | head -1
+}
+
 # parity_on_cpu TAG CPU DIR: the parity programs, one line each; failed=1 and the output's tail
 # on failure.
 parity_on_cpu() {
   local tag=$1 cpu=$2 dir=$3 targets_here t rc summary results
   # The targets this CPU offers: the list an unknown CVATTN_SIMD value is answered with.
-  targets_here=$( (CVATTN_SIMD=? run "$cpu" "$dir/test_simd_parity" --gtest_filter='SimdTargets.*' ||
-    true) | sed -n 's/.*(choices: best, \([^)]*\)).*/\1/p' | head -1)
+  targets_here=$(simd_targets run "$cpu" "$dir/test_simd_parity")
   results=$(mktemp -d)
   run_programs "$cpu" "$dir" "$results" "${parity_tests[@]}"
   for t in "${parity_tests[@]}"; do
