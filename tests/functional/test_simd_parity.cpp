@@ -456,11 +456,7 @@ TEST(SimdParity, FusedFunctionsAcrossTargets) {
     o.conv = functional::conv2d(cx, cw, {}, conv_opts);
     return o;
   };
-  const auto targets = simd::supported_targets();
-  const std::string before = simd::current_target();
-  simd::set_max_target(targets.back());
-  const Outputs want = run();
-  simd::set_max_target(before);
+  const Outputs want = test::on_simd_target(simd::supported_targets().back(), run);
   // The polyphase conv against the dilated conv in plain loops (double sums).
   {
     const std::int64_t cn = 2, ci = 9, co = 10, ch = 21, cwid = 23;

@@ -358,13 +358,8 @@ float affine_base(std::int64_t i, std::int64_t count, bool align) {
 // computed element by element (expected).
 void expect_affine_grid_on_every_target(const Tensor& theta, const Shape& size, bool align,
                                         const std::vector<float>& expected) {
-  const Tensor lowest = [&] {
-    const std::string before = cvattn::simd::current_target();
-    cvattn::simd::set_max_target(cvattn::simd::supported_targets().back());
-    Tensor g = F::affine_grid(theta, size, align);
-    cvattn::simd::set_max_target(before);
-    return g;
-  }();
+  const Tensor lowest = test::on_simd_target(cvattn::simd::supported_targets().back(),
+                                             [&] { return F::affine_grid(theta, size, align); });
   for_each_simd_target([&] {
     const Tensor grid = F::affine_grid(theta, size, align);
     ASSERT_EQ(grid.numel(), static_cast<std::int64_t>(expected.size()));

@@ -16,6 +16,17 @@
 
 namespace cvattn::test {
 
+// Returns f() computed with dispatch capped at `target`, then restores the target in use before
+// (a cap from CVATTN_SIMD holds for the program's later tests).
+template <class F>
+auto on_simd_target(const std::string& target, F f) {
+  const std::string before = cvattn::simd::current_target();
+  cvattn::simd::set_max_target(target);
+  auto out = f();
+  cvattn::simd::set_max_target(before);
+  return out;
+}
+
 // Calls check() with dispatch capped at each supported target in turn, then restores the target
 // in use before (a cap from CVATTN_SIMD holds for the program's later tests).
 template <class F>
