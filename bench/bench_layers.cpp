@@ -1,9 +1,9 @@
 // The layers of issue 18 on the shapes a ViT-S / ResNet stage gives them: layer_norm over 384
 // of [8,197,384], group_norm [8,64,56,56] in 32 groups, gelu (erf and tanh) [8,197,1536],
 // silu / hardswish / hardsigmoid / mish [8,197,1536], bilinear / bicubic / nearest interpolate
-// [8,64,56,56] -> 112x112, broadcasting add of a per-channel [1,64,1,1] and of a [384] bias,
-// permute NCHW -> NHWC, mean over H, W. Arg = threads (cvattn::set_num_threads). Counter "GB/s" =
-// bytes read once + written once.
+// [8,64,56,56] -> 112x112 and bilinear / bicubic [8,64,112,112] -> 72x72, broadcasting add of a
+// per-channel [1,64,1,1] and of a [384] bias, permute NCHW -> NHWC, mean over H, W. Arg = threads
+// (cvattn::set_num_threads). Counter "GB/s" = bytes read once + written once.
 #include <benchmark/benchmark.h>
 
 #include <initializer_list>
@@ -74,14 +74,22 @@ void BM_Activation(benchmark::State& state) {
       2.0 * static_cast<double>(x.nbytes()));
 }
 
-void BM_Interpolate(benchmark::State& state) {
-  const Tensor x = cvattn::test::random_tensor({8, 64, 56, 56}, 1);
-  const auto mode = static_cast<F::Interpolation>(state.range(1));
-  const auto options = F::InterpolateOptions().size({112, 112}).mode(mode);
+// Square planes of `in` pixels of 8x64 to `out`, in the mode of the second argument.
+void interpolate_planes(benchmark::State& state, std::int64_t in, std::int64_t out) {
+  const Tensor x = cvattn::test::random_tensor({8, 64, in, in}, 1);
+  const auto options =
+      F::InterpolateOptions().size({out, out}).mode(static_cast<F::Interpolation>(state.range(1)));
+  const double ratio = static_cast<double>(out * out) / static_cast<double>(in * in);
   run(
       state, x, [&](const Tensor& t) { return F::interpolate(t, options); },
-      5.0 * static_cast<double>(x.nbytes()));
+      (1.0 + ratio) * static_cast<double>(x.nbytes()));
 }
+
+void BM_Interpolate(benchmark::State& state) { interpolate_planes(state, 56, 112); }
+
+// Downsampling: the taps of a vector of outputs span more than one vector of input and less than
+// two (interp_kernels' two-window path on AVX2 and AVX-512).
+void BM_InterpolateDown(benchmark::State& state) { interpolate_planes(state, 112, 72); }
 
 void BM_AddChannelBias(benchmark::State& state) {
   const Tensor x = cvattn::test::random_tensor({8, 64, 56, 56}, 1);
@@ -160,6 +168,10 @@ BENCHMARK(BM_Interpolate)->Apply([](auto* b) {
   threads_and(b, {static_cast<std::int64_t>(F::Interpolation::bilinear),
                   static_cast<std::int64_t>(F::Interpolation::bicubic),
                   static_cast<std::int64_t>(F::Interpolation::nearest)});
+});
+BENCHMARK(BM_InterpolateDown)->Apply([](auto* b) {
+  threads_and(b, {static_cast<std::int64_t>(F::Interpolation::bilinear),
+                  static_cast<std::int64_t>(F::Interpolation::bicubic)});
 });
 BENCHMARK(BM_AddChannelBias)->Apply(threads_only);
 BENCHMARK(BM_AddTokenBias)->Apply(threads_only);

@@ -91,6 +91,12 @@ BENCH_CASES = [
      [(8, 64, 56, 56)]),
     ("interpolate nearest [8,64,56,56]->112", "BM_Interpolate/threads:1/arg:1/real_time",
      lambda a: F.interpolate(a, size=(112, 112), mode="nearest"), [(8, 64, 56, 56)]),
+    ("interpolate bilinear [8,64,112,112]->72", "BM_InterpolateDown/threads:1/arg:0/real_time",
+     lambda a: F.interpolate(a, size=(72, 72), mode="bilinear", align_corners=False),
+     [(8, 64, 112, 112)]),
+    ("interpolate bicubic [8,64,112,112]->72", "BM_InterpolateDown/threads:1/arg:2/real_time",
+     lambda a: F.interpolate(a, size=(72, 72), mode="bicubic", align_corners=False),
+     [(8, 64, 112, 112)]),
 ]
 
 

@@ -671,26 +671,86 @@ TEST(SimdParity, PoolPlanes) {
   });
 }
 
-// interpolate's blend along H: the same sums in the same order (a target with FMA may fuse a
-// multiply into the add after it: GCC contracts C++ by default), so within a rounding of the
-// summed magnitudes, for 2 and 4 rows and widths around the vector sizes.
-TEST(SimdParity, InterpolateBlend) {
+namespace {
+
+// An axis of interpolate taps as functional/interpolate.cpp builds them: from a step between
+// source coordinates, clamped, rising with the output and with the tap.
+struct TestAxis {
+  int k;
+  std::int64_t n;
+  std::vector<std::int32_t> index;
+  std::vector<float> weight;
+  functional::detail::InterpAxis view() const { return {k, n, index.data(), weight.data()}; }
+};
+
+TestAxis test_axis(int k, std::int64_t in, std::int64_t n, std::uint64_t seed) {
+  TestAxis a{k, n, std::vector<std::int32_t>(static_cast<std::size_t>(k * n)),
+             random_vector(k * n, seed, -1.0f, 1.0f)};
+  const double step = static_cast<double>(in) / static_cast<double>(n);
+  for (std::int64_t o = 0; o < n; ++o) {
+    const auto i0 = static_cast<std::int64_t>(std::floor(step * static_cast<double>(o)));
+    for (int j = 0; j < k; ++j) {
+      const std::int64_t first = k == 2 ? i0 : i0 - 1;
+      a.index[static_cast<std::size_t>(j * n + o)] =
+          static_cast<std::int32_t>(std::clamp<std::int64_t>(first + j, 0, in - 1));
+    }
+  }
+  return a;
+}
+
+}  // namespace
+
+// interpolate's plane kernel: the same sums in the same order as the plain loops (a target with
+// FMA may fuse a multiply into the add after it: GCC contracts C++ by default), so within a few
+// roundings of the summed magnitudes. Along W: up and level (one window of lanes, also rows
+// shorter than a vector), down to half (two windows) and further (the scalar loop); along H 2 or 4
+// rows; widths around the vector sizes.
+TEST(SimdParity, InterpolatePlane) {
+  const std::int64_t widths[] = {1, 3, 5, 8, 13, 16, 17, 56, 100};
+  const double steps[] = {0.1, 0.25, 0.5, 0.77, 1.0, 1.6, 1.9, 2.0, 3.0};
   for_each_simd_target([&] {
     for (const int k : {2, 4}) {
-      for (const std::int64_t ow : {1, 3, 8, 15, 16, 17, 33, 112, 225}) {
-        SCOPED_TRACE(testing::Message() << k << " rows, width " << ow);
-        const auto rows = random_vector(4 * ow, static_cast<std::uint64_t>(ow) + 82, -2.0f, 2.0f);
-        const float* r[4] = {rows.data(), rows.data() + ow, rows.data() + 2 * ow,
-                             rows.data() + 3 * ow};
-        const float wy[4] = {0.3f, -0.2f, 0.7f, 0.2f};
-        std::vector<float> o(static_cast<std::size_t>(ow)), ref = o;
-        functional::detail::interp_blend(r, wy, k, ow, o.data());
-        reference::interp_blend(r, wy, k, ow, ref.data());
-        for (std::int64_t x = 0; x < ow; ++x) {
-          double mag = 0.0;
-          for (int j = 0; j < k; ++j) mag += std::fabs(wy[j] * r[j][x]);
-          const auto u = static_cast<std::size_t>(x);
-          EXPECT_NEAR(o[u], ref[u], 4e-7 * mag) << "column " << x;
+      for (const std::int64_t w : widths) {
+        for (const double step : steps) {
+          const std::int64_t h = w % 7 + 2;
+          const auto ow = std::max<std::int64_t>(1, static_cast<std::int64_t>(w / step));
+          const std::int64_t oh = 2 * h + 1;
+          SCOPED_TRACE(testing::Message()
+                       << k << " taps, [" << h << "," << w << "] -> [" << oh << "," << ow << "]");
+          const TestAxis tx = test_axis(k, w, ow, static_cast<std::uint64_t>(ow) + 91);
+          const TestAxis ty = test_axis(k, h, oh, static_cast<std::uint64_t>(oh) + 93);
+          std::vector<unsigned char> used(static_cast<std::size_t>(h), 0);
+          for (const auto r : ty.index) used[static_cast<std::size_t>(r)] = 1;
+          const auto in = random_vector(h * w, static_cast<std::uint64_t>(w) + 92, -2.0f, 2.0f);
+          std::vector<float> tmp(static_cast<std::size_t>(h * ow)), ref_tmp = tmp;
+          std::vector<float> out(static_cast<std::size_t>(oh * ow)), ref = out;
+          functional::detail::interp_plane(in.data(), h, w, tx.view(), ty.view(), used.data(),
+                                           tmp.data(), out.data());
+          reference::interp_plane(in.data(), h, w, tx.view(), ty.view(), used.data(),
+                                  ref_tmp.data(), ref.data());
+          // Magnitude of each W-pass value, then of each output.
+          std::vector<double> mag_tmp(static_cast<std::size_t>(h * ow), 0.0);
+          for (std::int64_t r = 0; r < h; ++r) {
+            for (std::int64_t x = 0; x < ow; ++x) {
+              for (int j = 0; j < k; ++j) {
+                const auto at = static_cast<std::size_t>(j * ow + x);
+                mag_tmp[static_cast<std::size_t>(r * ow + x)] +=
+                    std::fabs(tx.weight[at] * in[static_cast<std::size_t>(r * w + tx.index[at])]);
+              }
+            }
+          }
+          for (std::int64_t o = 0; o < oh; ++o) {
+            for (std::int64_t x = 0; x < ow; ++x) {
+              double mag = 0.0;
+              for (int j = 0; j < k; ++j) {
+                const auto at = static_cast<std::size_t>(j * oh + o);
+                mag += std::fabs(ty.weight[at]) *
+                       mag_tmp[static_cast<std::size_t>(ty.index[at] * ow + x)];
+              }
+              const auto u = static_cast<std::size_t>(o * ow + x);
+              EXPECT_NEAR(out[u], ref[u], 1e-6 * mag) << "row " << o << ", column " << x;
+            }
+          }
         }
       }
     }

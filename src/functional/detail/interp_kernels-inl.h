@@ -9,7 +9,9 @@
 
 #include <hwy/highway.h>
 
+#include <algorithm>
 #include <cstdint>
+#include <cstring>
 
 #include "functional/detail/interp_kernels.hpp"
 
@@ -17,15 +19,17 @@ HWY_BEFORE_NAMESPACE();
 namespace cvattn::functional::detail::HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
-void InterpBlend(const float* const* t, const float* HWY_RESTRICT w, int k, std::int64_t n,
-                 float* HWY_RESTRICT o) {
+// Along H: o[x] = ((w[0] * t[0][x] + w[1] * t[1][x]) + ...) over K rows.
+template <int K>
+HWY_INLINE void BlendRows(const float* const* t, const float* HWY_RESTRICT w, std::int64_t n,
+                          float* HWY_RESTRICT o) {
   const hn::ScalableTag<float> d;
   const auto L = static_cast<std::int64_t>(hn::Lanes(d));
   const float* HWY_RESTRICT t0 = t[0];
   const float* HWY_RESTRICT t1 = t[1];
   const auto w0 = hn::Set(d, w[0]), w1 = hn::Set(d, w[1]);
   std::int64_t x = 0;
-  if (k == 2) {
+  if constexpr (K == 2) {
     for (; x + L <= n; x += L) {
       const auto a = hn::Mul(w0, hn::LoadU(d, t0 + x));
       hn::StoreU(hn::Add(a, hn::Mul(w1, hn::LoadU(d, t1 + x))), d, o + x);
@@ -43,6 +47,113 @@ void InterpBlend(const float* const* t, const float* HWY_RESTRICT w, int k, std:
     hn::StoreU(hn::Add(a, hn::Mul(w3, hn::LoadU(d, t3 + x))), d, o + x);
   }
   for (; x < n; ++x) o[x] = w[0] * t0[x] + w[1] * t1[x] + w[2] * t2[x] + w[3] * t3[x];
+}
+
+// K taps of output x read in turn from `row`, summed in tap order (the reference's loop).
+template <int K>
+HWY_INLINE float GatherOne(const float* HWY_RESTRICT row, const std::int32_t* const* idx,
+                           const float* const* wt, std::int64_t x) {
+  float a = wt[0][x] * row[idx[0][x]];
+  for (int j = 1; j < K; ++j) a = a + wt[j][x] * row[idx[j][x]];
+  return a;
+}
+
+template <int K>
+void GatherRowK(const float* HWY_RESTRICT row, std::int64_t w, const std::int32_t* const* idx,
+                const float* const* wt, std::int64_t n, float* HWY_RESTRICT t) {
+  const hn::ScalableTag<float> d;
+  const hn::RebindToSigned<decltype(d)> di;
+  const auto L = static_cast<std::int64_t>(hn::Lanes(d));
+  // The plain loop where vectors are narrower than 8 lanes (SSE4: the permutations lost to it,
+  // 7.2 against 6.4 ms bilinear, docs/performance.md) and where the first vector of outputs
+  // already spans more than two vectors of input (downsampling past half: every vector would).
+  if (L < 8 || n < L || idx[K - 1][L - 1] - idx[0][0] >= 2 * L) {
+    for (std::int64_t x = 0; x < n; ++x) t[x] = GatherOne<K>(row, idx, wt, x);
+    return;
+  }
+  // A row shorter than two vectors is read from a zero-padded copy, so that the window loads
+  // below stay inside it.
+  HWY_ALIGN float pad[2 * HWY_MAX_BYTES / sizeof(float)];
+  if (w < 2 * L) {
+    std::memcpy(pad, row, static_cast<std::size_t>(w) * sizeof(float));
+    std::fill(pad + w, pad + 2 * L, 0.0f);
+    row = pad;
+    w = 2 * L;
+  }
+  const auto lanes = hn::Set(di, static_cast<std::int32_t>(L));
+  const auto last = hn::Set(di, static_cast<std::int32_t>(L - 1));
+  std::int64_t x = 0;
+  // Output x from its K taps, tap(j) giving the values of tap j for the L outputs at x.
+  auto sum = [&](auto&& tap) {
+    auto a = hn::Mul(hn::LoadU(d, wt[0] + x), tap(0));
+    for (int j = 1; j < K; ++j) a = hn::MulAdd(hn::LoadU(d, wt[j] + x), tap(j), a);
+    hn::StoreU(a, d, t + x);
+  };
+  for (; x + L <= n; x += L) {
+    // The taps of these L outputs lie in [lo, hi] (indices rise with x and with the tap). When
+    // that span fits one vector (upsampling), one load holds them all and each tap is a lane
+    // permutation of it; when it fits two (down to half the size), a permutation of each and a
+    // select; wider spans take the scalar loop.
+    const std::int64_t lo = idx[0][x], hi = idx[K - 1][x + L - 1];
+    const std::int64_t base1 = std::min(lo, w - L), base2 = std::min(lo, w - 2 * L);
+    if (hi - base1 < L) {
+      const auto window = hn::LoadU(d, row + base1);
+      const auto shift = hn::Set(di, static_cast<std::int32_t>(base1));
+      sum([&](int j) {
+        const auto local = hn::Sub(hn::LoadU(di, idx[j] + x), shift);
+        return hn::TableLookupLanes(window, hn::IndicesFromVec(d, local));
+      });
+    } else if (hi - base2 < 2 * L) {
+      const auto low = hn::LoadU(d, row + base2), high = hn::LoadU(d, row + base2 + L);
+      const auto shift = hn::Set(di, static_cast<std::int32_t>(base2));
+      sum([&](int j) {
+        const auto local = hn::Sub(hn::LoadU(di, idx[j] + x), shift);
+        const auto a = hn::TableLookupLanes(low, hn::IndicesFromVec(d, hn::Min(local, last)));
+        const auto up = hn::Max(hn::Sub(local, lanes), hn::Zero(di));
+        const auto b = hn::TableLookupLanes(high, hn::IndicesFromVec(d, up));
+        return hn::IfThenElse(hn::RebindMask(d, hn::Gt(local, last)), b, a);
+      });
+    } else {
+      for (std::int64_t i = x; i < x + L; ++i) t[i] = GatherOne<K>(row, idx, wt, i);
+    }
+  }
+  for (; x < n; ++x) t[x] = GatherOne<K>(row, idx, wt, x);
+}
+
+// The two passes of one plane, K taps along each axis.
+template <int K>
+void PlaneK(const float* HWY_RESTRICT in, std::int64_t h, std::int64_t w, const InterpAxis& tx,
+            const InterpAxis& ty, const unsigned char* used, float* HWY_RESTRICT tmp,
+            float* HWY_RESTRICT out) {
+  const std::int64_t ow = tx.n;
+  const std::int32_t* ix[K];
+  const float* wx[K];
+  for (int j = 0; j < K; ++j) {
+    ix[j] = tx.index + j * ow;
+    wx[j] = tx.weight + j * ow;
+  }
+  for (std::int64_t r = 0; r < h; ++r) {
+    if (used[r]) GatherRowK<K>(in + r * w, w, ix, wx, ow, tmp + r * ow);
+  }
+  for (std::int64_t o = 0; o < ty.n; ++o) {
+    const float* rows[K];
+    float wy[K];
+    for (int j = 0; j < K; ++j) {
+      rows[j] = tmp + std::int64_t{ty.index[j * ty.n + o]} * ow;
+      wy[j] = ty.weight[j * ty.n + o];
+    }
+    BlendRows<K>(rows, wy, ow, out + o * ow);
+  }
+}
+
+void InterpPlane(const float* HWY_RESTRICT in, std::int64_t h, std::int64_t w, const InterpAxis& tx,
+                 const InterpAxis& ty, const unsigned char* used, float* HWY_RESTRICT tmp,
+                 float* HWY_RESTRICT out) {
+  if (tx.k == 2) {
+    PlaneK<2>(in, h, w, tx, ty, used, tmp, out);
+  } else {
+    PlaneK<4>(in, h, w, tx, ty, used, tmp, out);
+  }
 }
 
 }  // namespace cvattn::functional::detail::HWY_NAMESPACE

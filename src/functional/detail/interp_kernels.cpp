@@ -1,4 +1,4 @@
-// Runtime dispatch of interpolate's blend along H (interp_kernels.hpp); bodies in
+// Runtime dispatch of interpolate's plane kernel (interp_kernels.hpp); bodies in
 // interp_kernels-inl.h.
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "functional/detail/interp_kernels-inl.h"
@@ -12,10 +12,11 @@
 
 namespace cvattn::functional::detail {
 
-HWY_EXPORT(InterpBlend);
+HWY_EXPORT(InterpPlane);
 
-void interp_blend(const float* const* t, const float* w, int k, std::int64_t n, float* o) {
-  CVATTN_DISPATCH(InterpBlend)(t, w, k, n, o);
+void interp_plane(const float* in, std::int64_t h, std::int64_t w, const InterpAxis& tx,
+                  const InterpAxis& ty, const unsigned char* used, float* tmp, float* out) {
+  CVATTN_DISPATCH(InterpPlane)(in, h, w, tx, ty, used, tmp, out);
 }
 
 }  // namespace cvattn::functional::detail
