@@ -34,27 +34,28 @@ std::vector<std::string> names(std::int64_t mask) {
   return out;
 }
 
-std::int64_t cpu_targets() {
-  // SupportedTargets() honours an earlier cap; lift it for the question "what can this CPU run".
-  hwy::DisableTargets(0);
-  return hwy::SupportedTargets();
-}
-
-// hwy::SupportedTargets() outside Highway's own dispatch (Highway 1.0.3) leaves the chosen target
-// at the CPU's best, ignoring DisableTargets, until the next DisableTargets: make the next
-// HWY_DYNAMIC_DISPATCH choose again (among the targets allowed) after asking it.
-std::int64_t allowed_targets() {
-  const std::int64_t targets = hwy::SupportedTargets();
-  hwy::GetChosenTarget().DeInit();
-  return targets;
-}
-
+// The targets this CPU can run, detected once before any kernel (simd_init_once); 0 until then.
+std::int64_t g_cpu = 0;
 std::int64_t g_cap = 0;  // the bit of the best allowed target; 0: no cap
 
+// Highway 1.0.3 chooses a target lazily: the first HWY_DYNAMIC_DISPATCH after a change calls
+// SupportedTargets(), which for a moment sets the chosen target to the CPU's best, ignoring
+// DisableTargets, before narrowing it to the allowed ones. Two threads making that first call
+// together could run different targets: SDPA's scratch sized by one target and used by another
+// overflowed under ASan (docs/reliability.md). So the choice is made here, on the calling thread,
+// whenever it changes; kernels always find it made and never take Highway's lazy path, and
+// nothing below touches Highway's state outside simd_init_once and set_max_target.
 void apply_cap(std::int64_t cap) {
   g_cap = cap;
-  // Every target better than the cap (lower bits) is disabled; Highway re-chooses on next call.
+  // Every target better than the cap (lower bits) is disabled.
   hwy::DisableTargets(cap == 0 ? 0 : (cap - 1));
+  hwy::GetChosenTarget().Update(hwy::SupportedTargets());
+}
+
+// The compiled targets the CPU can run and the cap allows, best (lowest bit) first.
+std::int64_t allowed_targets() {
+  const std::int64_t mask = g_cpu & HWY_TARGETS;
+  return g_cap == 0 ? mask : mask & ~(g_cap - 1);
 }
 
 void set_cap_by_name(const std::string& name, const char* where) {
@@ -63,8 +64,7 @@ void set_cap_by_name(const std::string& name, const char* where) {
     apply_cap(0);
     return;
   }
-  const std::int64_t supported = cpu_targets() & HWY_TARGETS;
-  apply_cap(g_cap);  // cpu_targets() lifted the cap; a name rejected below must leave it as it was
+  const std::int64_t supported = g_cpu & HWY_TARGETS;
   for (const std::int64_t t : bits(supported)) {
     if (lower(hwy::TargetName(t)) == want) {
       apply_cap(t);
@@ -87,7 +87,10 @@ std::atomic<bool> g_simd_ready{false};
 void simd_init_once() {
   // A bad CVATTN_SIMD throws out of call_once, which then runs again on the next call.
   std::call_once(g_env_once, [] {
-    if (const char* env = std::getenv("CVATTN_SIMD")) set_cap_by_name(env, "CVATTN_SIMD");
+    hwy::DisableTargets(0);
+    g_cpu = hwy::SupportedTargets();
+    const char* env = std::getenv("CVATTN_SIMD");
+    set_cap_by_name(env != nullptr ? env : "best", "CVATTN_SIMD");
   });
   g_simd_ready.store(true, std::memory_order_release);
 }
@@ -99,16 +102,13 @@ std::vector<std::string> compiled_targets() { return names(HWY_TARGETS); }
 
 std::vector<std::string> supported_targets() {
   detail::simd_init();
-  const std::int64_t cap = g_cap;
-  const std::int64_t mask = cpu_targets() & HWY_TARGETS;
-  apply_cap(cap);
-  return names(mask);
+  return names(g_cpu & HWY_TARGETS);
 }
 
 std::string current_target() {
   detail::simd_init();
-  const std::int64_t best = allowed_targets() & HWY_TARGETS;
-  return best == 0 ? "none" : lower(hwy::TargetName(best & ~(best - 1)));
+  const std::int64_t allowed = allowed_targets();
+  return allowed == 0 ? "none" : lower(hwy::TargetName(allowed & ~(allowed - 1)));
 }
 
 void set_max_target(const std::string& name) {

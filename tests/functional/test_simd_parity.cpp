@@ -1,6 +1,7 @@
 // Every runtime-dispatched kernel against its reference twin (src/functional/reference/), on
 // every SIMD target this build and CPU support, over random sizes that hit the loop tails.
 #include <gtest/gtest.h>
+#include <hwy/targets.h>
 
 #include <algorithm>
 #include <cmath>
@@ -63,6 +64,23 @@ TEST(SimdTargets, NamesAreConsistent) {
   EXPECT_EQ(simd::current_target(), supported.back());
   simd::set_max_target("best");
   EXPECT_EQ(simd::current_target(), supported.front());
+}
+
+// Whenever the cap changes the choice of target is made at once, on the calling thread:
+// Highway's lazy choice at the first dispatch let two threads dispatching together run different
+// targets (SDPA's scratch sized by one target and used by another, found under ASan).
+// current_target() leaves the choice in place.
+TEST(SimdTargets, ChoiceIsMadeWhenTheCapChanges) {
+  const auto before = simd::current_target();
+  EXPECT_TRUE(hwy::GetChosenTarget().IsInitialized());
+  for (const auto& t : simd::supported_targets()) {
+    simd::set_max_target(t);
+    EXPECT_TRUE(hwy::GetChosenTarget().IsInitialized()) << t;
+    EXPECT_EQ(simd::current_target(), t);
+    EXPECT_TRUE(hwy::GetChosenTarget().IsInitialized()) << t;
+  }
+  simd::set_max_target(before);
+  EXPECT_TRUE(hwy::GetChosenTarget().IsInitialized());
 }
 
 TEST(SimdParity, PlaneMeanMax) {
