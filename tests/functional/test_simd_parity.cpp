@@ -71,16 +71,16 @@ TEST(SimdTargets, NamesAreConsistent) {
 // targets (SDPA's scratch sized by one target and used by another, found under ASan).
 // current_target() leaves the choice in place.
 TEST(SimdTargets, ChoiceIsMadeWhenTheCapChanges) {
-  const auto before = simd::current_target();
   EXPECT_TRUE(hwy::GetChosenTarget().IsInitialized());
   for (const auto& t : simd::supported_targets()) {
-    simd::set_max_target(t);
-    EXPECT_TRUE(hwy::GetChosenTarget().IsInitialized()) << t;
-    EXPECT_EQ(simd::current_target(), t);
-    EXPECT_TRUE(hwy::GetChosenTarget().IsInitialized()) << t;
+    test::on_simd_target(t, [&] {
+      EXPECT_TRUE(hwy::GetChosenTarget().IsInitialized()) << t;
+      EXPECT_EQ(simd::current_target(), t);
+      EXPECT_TRUE(hwy::GetChosenTarget().IsInitialized()) << t;
+      return 0;
+    });
+    EXPECT_TRUE(hwy::GetChosenTarget().IsInitialized()) << "restored after " << t;
   }
-  simd::set_max_target(before);
-  EXPECT_TRUE(hwy::GetChosenTarget().IsInitialized());
 }
 
 TEST(SimdParity, PlaneMeanMax) {
