@@ -171,7 +171,8 @@ BENCHMARK(BM_Interpolate)->Apply([](auto* b) {
 });
 BENCHMARK(BM_InterpolateDown)->Apply([](auto* b) {
   threads_and(b, {static_cast<std::int64_t>(F::Interpolation::bilinear),
-                  static_cast<std::int64_t>(F::Interpolation::bicubic)});
+                  static_cast<std::int64_t>(F::Interpolation::bicubic),
+                  static_cast<std::int64_t>(F::Interpolation::nearest)});
 });
 BENCHMARK(BM_AddChannelBias)->Apply(threads_only);
 BENCHMARK(BM_AddTokenBias)->Apply(threads_only);

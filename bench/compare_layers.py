@@ -97,6 +97,8 @@ BENCH_CASES = [
     ("interpolate bicubic [8,64,112,112]->72", "BM_InterpolateDown/threads:1/arg:2/real_time",
      lambda a: F.interpolate(a, size=(72, 72), mode="bicubic", align_corners=False),
      [(8, 64, 112, 112)]),
+    ("interpolate nearest [8,64,112,112]->72", "BM_InterpolateDown/threads:1/arg:1/real_time",
+     lambda a: F.interpolate(a, size=(72, 72), mode="nearest"), [(8, 64, 112, 112)]),
 ]
 
 

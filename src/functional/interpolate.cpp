@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
-#include <cstring>
 #include <optional>
 #include <vector>
 
@@ -179,28 +178,13 @@ Tensor interpolate(const Tensor& input, const InterpolateOptions& options) {
   const float* src = input.data();
   float* dst = y.data();
 
+  const detail::InterpAxis ax{tx.k, ow, tx.index.data(), tx.weight.data()};
+  const detail::InterpAxis ay{ty.k, oh, ty.index.data(), ty.weight.data()};
   if (mode == Interpolation::nearest) {
-    const std::int32_t* ix = tx.index.data();
+    // Copies along both axes: no scratch rows.
     detail::parallel_ranges(planes, detail::items_per_task(oh * ow), [&](Index p0, Index p1) {
-      for (Index p = p0; p < p1; ++p) {
-        const float* in = src + p * h * w;
-        float* out = dst + p * oh * ow;
-        for (Index r = 0; r < oh; ++r) {
-          const std::int32_t src_row = ty.index[static_cast<std::size_t>(r)];
-          float* __restrict o = out + r * ow;
-          if (r > 0 && src_row == ty.index[static_cast<std::size_t>(r - 1)]) {
-            // Upsampling repeats rows: copy the previous output row.
-            std::memcpy(o, o - ow, static_cast<std::size_t>(ow) * sizeof(float));
-            continue;
-          }
-          const float* __restrict row = in + Index{src_row} * w;
-          if (ow == 2 * w) {
-            for (Index x = 0; x < w; ++x) o[2 * x] = o[2 * x + 1] = row[x];
-          } else {
-            for (Index x = 0; x < ow; ++x) o[x] = row[ix[x]];
-          }
-        }
-      }
+      detail::interp_planes(src + p0 * h * w, p1 - p0, h, w, ax, ay, nullptr, nullptr,
+                            dst + p0 * oh * ow);
     });
     return y;
   }
@@ -216,13 +200,10 @@ Tensor interpolate(const Tensor& input, const InterpolateOptions& options) {
   const Index stride = detail::slot_stride(h * ow);
   Tensor scratch = Tensor::empty({slots, stride});
   float* scratch_data = scratch.data();
-  const detail::InterpAxis ax{tx.k, ow, tx.index.data(), tx.weight.data()};
-  const detail::InterpAxis ay{ty.k, oh, ty.index.data(), ty.weight.data()};
   detail::for_each_task(tasks, slots, [&](Index task, Index slot) {
-    for (Index p = task * per_task; p < std::min(planes, (task + 1) * per_task); ++p) {
-      detail::interp_plane(src + p * h * w, h, w, ax, ay, used.data(), scratch_data + slot * stride,
-                           dst + p * oh * ow);
-    }
+    const Index p0 = task * per_task, p1 = std::min(planes, p0 + per_task);
+    detail::interp_planes(src + p0 * h * w, p1 - p0, h, w, ax, ay, used.data(),
+                          scratch_data + slot * stride, dst + p0 * oh * ow);
   });
   return y;
 }

@@ -708,7 +708,7 @@ TestAxis test_axis(int k, std::int64_t in, std::int64_t n, std::uint64_t seed) {
   for (std::int64_t o = 0; o < n; ++o) {
     const auto i0 = static_cast<std::int64_t>(std::floor(step * static_cast<double>(o)));
     for (int j = 0; j < k; ++j) {
-      const std::int64_t first = k == 2 ? i0 : i0 - 1;
+      const std::int64_t first = k == 4 ? i0 - 1 : i0;
       a.index[static_cast<std::size_t>(j * n + o)] =
           static_cast<std::int32_t>(std::clamp<std::int64_t>(first + j, 0, in - 1));
     }
@@ -720,14 +720,14 @@ TestAxis test_axis(int k, std::int64_t in, std::int64_t n, std::uint64_t seed) {
 
 // interpolate's plane kernel: the same sums in the same order as the plain loops (a target with
 // FMA may fuse a multiply into the add after it: GCC contracts C++ by default), so within a few
-// roundings of the summed magnitudes. Along W: up and level (one window of lanes, also rows
-// shorter than a vector), down to half (two windows) and further (the scalar loop); along H 2 or 4
-// rows; widths around the vector sizes.
-TEST(SimdParity, InterpolatePlane) {
+// roundings of the summed magnitudes; nearest (one tap) exactly. Along W: up and level (one
+// window of lanes, also rows shorter than a vector), down to half (two windows) and further (the
+// scalar loop); along H 1, 2 or 4 rows; widths around the vector sizes.
+TEST(SimdParity, InterpolatePlanes) {
   const std::int64_t widths[] = {1, 3, 5, 8, 13, 16, 17, 56, 100};
   const double steps[] = {0.1, 0.25, 0.5, 0.77, 1.0, 1.6, 1.9, 2.0, 3.0};
   for_each_simd_target([&] {
-    for (const int k : {2, 4}) {
+    for (const int k : {1, 2, 4}) {
       for (const std::int64_t w : widths) {
         for (const double step : steps) {
           const std::int64_t h = w % 7 + 2;
@@ -739,34 +739,48 @@ TEST(SimdParity, InterpolatePlane) {
           const TestAxis ty = test_axis(k, h, oh, static_cast<std::uint64_t>(oh) + 93);
           std::vector<unsigned char> used(static_cast<std::size_t>(h), 0);
           for (const auto r : ty.index) used[static_cast<std::size_t>(r)] = 1;
-          const auto in = random_vector(h * w, static_cast<std::uint64_t>(w) + 92, -2.0f, 2.0f);
+          // Two planes: the second starts where the first ends.
+          const auto in = random_vector(2 * h * w, static_cast<std::uint64_t>(w) + 92, -2.0f, 2.0f);
           std::vector<float> tmp(static_cast<std::size_t>(h * ow)), ref_tmp = tmp;
-          std::vector<float> out(static_cast<std::size_t>(oh * ow)), ref = out;
-          functional::detail::interp_plane(in.data(), h, w, tx.view(), ty.view(), used.data(),
-                                           tmp.data(), out.data());
-          reference::interp_plane(in.data(), h, w, tx.view(), ty.view(), used.data(),
-                                  ref_tmp.data(), ref.data());
-          // Magnitude of each W-pass value, then of each output.
-          std::vector<double> mag_tmp(static_cast<std::size_t>(h * ow), 0.0);
-          for (std::int64_t r = 0; r < h; ++r) {
-            for (std::int64_t x = 0; x < ow; ++x) {
-              for (int j = 0; j < k; ++j) {
-                const auto at = static_cast<std::size_t>(j * ow + x);
-                mag_tmp[static_cast<std::size_t>(r * ow + x)] +=
-                    std::fabs(tx.weight[at] * in[static_cast<std::size_t>(r * w + tx.index[at])]);
+          std::vector<float> out(static_cast<std::size_t>(2 * oh * ow)), ref = out;
+          if (k == 1) {
+            // Nearest copies: exact, and it reads neither used nor tmp.
+            functional::detail::interp_planes(in.data(), 2, h, w, tx.view(), ty.view(), nullptr,
+                                              nullptr, out.data());
+            reference::interp_planes(in.data(), 2, h, w, tx.view(), ty.view(), nullptr, nullptr,
+                                     ref.data());
+            EXPECT_EQ(out, ref);
+            continue;
+          }
+          functional::detail::interp_planes(in.data(), 2, h, w, tx.view(), ty.view(), used.data(),
+                                            tmp.data(), out.data());
+          reference::interp_planes(in.data(), 2, h, w, tx.view(), ty.view(), used.data(),
+                                   ref_tmp.data(), ref.data());
+          // Per plane, the magnitude of each W-pass value, then of each output.
+          for (std::int64_t pl = 0; pl < 2; ++pl) {
+            const float* plane = in.data() + pl * h * w;
+            std::vector<double> mag_tmp(static_cast<std::size_t>(h * ow), 0.0);
+            for (std::int64_t r = 0; r < h; ++r) {
+              for (std::int64_t x = 0; x < ow; ++x) {
+                for (int j = 0; j < k; ++j) {
+                  const auto at = static_cast<std::size_t>(j * ow + x);
+                  mag_tmp[static_cast<std::size_t>(r * ow + x)] +=
+                      std::fabs(tx.weight[at] * plane[r * w + tx.index[at]]);
+                }
               }
             }
-          }
-          for (std::int64_t o = 0; o < oh; ++o) {
-            for (std::int64_t x = 0; x < ow; ++x) {
-              double mag = 0.0;
-              for (int j = 0; j < k; ++j) {
-                const auto at = static_cast<std::size_t>(j * oh + o);
-                mag += std::fabs(ty.weight[at]) *
-                       mag_tmp[static_cast<std::size_t>(ty.index[at] * ow + x)];
+            for (std::int64_t o = 0; o < oh; ++o) {
+              for (std::int64_t x = 0; x < ow; ++x) {
+                double mag = 0.0;
+                for (int j = 0; j < k; ++j) {
+                  const auto at = static_cast<std::size_t>(j * oh + o);
+                  mag += std::fabs(ty.weight[at]) *
+                         mag_tmp[static_cast<std::size_t>(ty.index[at] * ow + x)];
+                }
+                const auto u = static_cast<std::size_t>((pl * oh + o) * ow + x);
+                EXPECT_NEAR(out[u], ref[u], 1e-6 * mag)
+                    << "plane " << pl << ", row " << o << ", column " << x;
               }
-              const auto u = static_cast<std::size_t>(o * ow + x);
-              EXPECT_NEAR(out[u], ref[u], 1e-6 * mag) << "row " << o << ", column " << x;
             }
           }
         }

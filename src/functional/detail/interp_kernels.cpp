@@ -1,4 +1,4 @@
-// Runtime dispatch of interpolate's plane kernel (interp_kernels.hpp); bodies in
+// Runtime dispatch of interpolate's planes kernel (interp_kernels.hpp); bodies in
 // interp_kernels-inl.h.
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "functional/detail/interp_kernels-inl.h"
@@ -12,11 +12,12 @@
 
 namespace cvattn::functional::detail {
 
-HWY_EXPORT(InterpPlane);
+HWY_EXPORT(InterpPlanes);
 
-void interp_plane(const float* in, std::int64_t h, std::int64_t w, const InterpAxis& tx,
-                  const InterpAxis& ty, const unsigned char* used, float* tmp, float* out) {
-  CVATTN_DISPATCH(InterpPlane)(in, h, w, tx, ty, used, tmp, out);
+void interp_planes(const float* in, std::int64_t planes, std::int64_t h, std::int64_t w,
+                   const InterpAxis& tx, const InterpAxis& ty, const unsigned char* used,
+                   float* tmp, float* out) {
+  CVATTN_DISPATCH(InterpPlanes)(in, planes, h, w, tx, ty, used, tmp, out);
 }
 
 }  // namespace cvattn::functional::detail

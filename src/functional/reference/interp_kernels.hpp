@@ -12,6 +12,13 @@ inline void interp_plane(const float* in, std::int64_t h, std::int64_t w,
                          const functional::detail::InterpAxis& ty, const unsigned char* used,
                          float* tmp, float* out) {
   const std::int64_t ow = tx.n;
+  if (tx.k == 1) {
+    for (std::int64_t o = 0; o < ty.n; ++o) {
+      const float* row = in + std::int64_t{ty.index[o]} * w;
+      for (std::int64_t x = 0; x < ow; ++x) out[o * ow + x] = row[tx.index[x]];
+    }
+    return;
+  }
   for (std::int64_t r = 0; r < h; ++r) {
     if (!used[r]) continue;
     const float* row = in + r * w;
@@ -30,6 +37,15 @@ inline void interp_plane(const float* in, std::int64_t h, std::int64_t w,
       }
       out[o * ow + x] = a;
     }
+  }
+}
+
+inline void interp_planes(const float* in, std::int64_t planes, std::int64_t h, std::int64_t w,
+                          const functional::detail::InterpAxis& tx,
+                          const functional::detail::InterpAxis& ty, const unsigned char* used,
+                          float* tmp, float* out) {
+  for (std::int64_t p = 0; p < planes; ++p) {
+    interp_plane(in + p * h * w, h, w, tx, ty, used, tmp, out + p * ty.n * tx.n);
   }
 }
 
