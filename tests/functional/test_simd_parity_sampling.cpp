@@ -9,13 +9,16 @@
 #include <cstring>
 #include <limits>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "cvattn/functional/deform_conv.hpp"
 #include "cvattn/functional/sampling.hpp"
 #include "cvattn/functional/sampling3d.hpp"
+#include "functional/detail/affine_grid_kernel.hpp"
 #include "functional/detail/grid_sample3d_job.hpp"
 #include "functional/detail/grid_sample_job.hpp"
+#include "functional/reference/affine_grid.hpp"
 #include "functional/reference/deform_conv.hpp"
 #include "functional/reference/grid_sample.hpp"
 #include "functional/reference/grid_sample3d.hpp"
@@ -353,74 +356,117 @@ float affine_base(std::int64_t i, std::int64_t count, bool align) {
   return align ? c : c * static_cast<float>(count - 1) / static_cast<float>(count);
 }
 
-// affine_grid on every target: bit-equal to the lowest supported target's grid (scalar on x86-64,
-// neon on aarch64, whose builds compile no scalar target), and within 1e-6 of the definition
-// computed element by element (expected).
-void expect_affine_grid_on_every_target(const Tensor& theta, const Shape& size, bool align,
-                                        const std::vector<float>& expected) {
-  const Tensor lowest = test::on_simd_target(cvattn::simd::supported_targets().back(),
-                                             [&] { return F::affine_grid(theta, size, align); });
-  for_each_simd_target([&] {
-    const Tensor grid = F::affine_grid(theta, size, align);
-    ASSERT_EQ(grid.numel(), static_cast<std::int64_t>(expected.size()));
-    for (std::int64_t i = 0; i < grid.numel(); ++i) {
-      ASSERT_EQ(grid.data()[i], lowest.data()[i]) << "w " << size.back() << " element " << i;
-      ASSERT_NEAR(grid.data()[i], expected[static_cast<std::size_t>(i)], 1e-6f);
-    }
-  });
+std::vector<float> affine_bases(std::int64_t count, bool align) {
+  std::vector<float> v;
+  for (std::int64_t i = 0; i < count; ++i) v.push_back(affine_base(i, count, align));
+  return v;
 }
 
-// affine_grid rows: bit-exact to PyTorch's rounding (x*t0, y*t1 fused onto it, + t2) on every
-// target, vector bodies and tails (odd widths), align_corners both ways.
+// got[i] and want[i] bit for bit (NaN matching NaN).
+void expect_bit_equal(const std::vector<float>& got, const std::vector<float>& want) {
+  ASSERT_EQ(got.size(), want.size());
+  std::int64_t bad = 0;
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    const float a = got[i], b = want[i];
+    if ((std::isnan(a) && std::isnan(b)) || std::memcmp(&a, &b, sizeof a) == 0) continue;
+    if (bad++ < 5) ADD_FAILURE() << "element " << i << ": got " << a << ", want " << b;
+  }
+  EXPECT_EQ(bad, 0);
+}
+
+// affine_grid's rows (detail::affine_grid_rows) on every target: bit for bit the reference twin,
+// PyTorch's rounding (x*t0, y*t1 fused onto it, + t2), over vector bodies and tails (odd widths),
+// several rows per dispatch and align_corners both ways, on F.affine_grid's base coordinates and
+// on arbitrary ones; and F::affine_grid within 1e-6 of the twin on these base coordinates (the
+// library computes them as torch.linspace does, which may differ from the formula above in the
+// last bit).
 TEST(AffineGridParity, BitExactOnEveryTarget) {
   const Tensor theta = random_tensor({3, 2, 3}, 41);
   for (const bool align : {false, true}) {
     for (const std::int64_t w : {1, 7, 17, 224}) {
-      const Shape size{3, 1, 5, w};
-      // The definition, element by element (F.affine_grid's base coordinates).
-      std::vector<float> expected;
+      SCOPED_TRACE("w " + std::to_string(w) + (align ? " align" : ""));
+      const std::int64_t h = 5;
+      const std::vector<float> xs = affine_bases(w, align), ys = affine_bases(h, align);
+      const std::vector<float> xr =
+          test::random_vector(w, 50 + static_cast<std::uint64_t>(w), -3.0f, 3.0f);
+      const std::vector<float> yr =
+          test::random_vector(h, 51 + static_cast<std::uint64_t>(w), -3.0f, 3.0f);
+      std::vector<float> want(static_cast<std::size_t>(3 * h * w * 2));
       for (std::int64_t n = 0; n < 3; ++n) {
-        const float* t = theta.data() + n * 6;
-        for (std::int64_t h = 0; h < 5; ++h) {
-          for (std::int64_t x = 0; x < w; ++x) {
-            const float bx = affine_base(x, w, align), by = affine_base(h, 5, align);
-            expected.push_back(std::fma(by, t[1], bx * t[0]) + t[2]);
-            expected.push_back(std::fma(by, t[4], bx * t[3]) + t[5]);
-          }
-        }
+        reference::affine_grid_rows(xs.data(), ys.data(), h, theta.data() + n * 6,
+                                    want.data() + n * h * w * 2, w);
       }
-      expect_affine_grid_on_every_target(theta, size, align, expected);
+      std::vector<float> want_r(static_cast<std::size_t>(h * w * 2));
+      reference::affine_grid_rows(xr.data(), yr.data(), h, theta.data(), want_r.data(), w);
+      for_each_simd_target([&] {
+        std::vector<float> got(want.size(), 7.0f);
+        for (std::int64_t n = 0; n < 3; ++n) {
+          detail::affine_grid_rows(xs.data(), ys.data(), h, theta.data() + n * 6,
+                                   got.data() + n * h * w * 2, w);
+        }
+        expect_bit_equal(got, want);
+        std::vector<float> got_r(want_r.size(), 7.0f);
+        detail::affine_grid_rows(xr.data(), yr.data(), h, theta.data(), got_r.data(), w);
+        expect_bit_equal(got_r, want_r);
+        const Tensor grid = F::affine_grid(theta, {3, 1, h, w}, align);
+        ASSERT_EQ(grid.numel(), static_cast<std::int64_t>(want.size()));
+        for (std::int64_t i = 0; i < grid.numel(); ++i) {
+          ASSERT_NEAR(grid[i], want[static_cast<std::size_t>(i)], 1e-6f) << "element " << i;
+        }
+      });
     }
   }
 }
 
-// The 3-D rows (size {N, C, D, H, W}, theta [N, 3, 4]) the same way: x*r0, then y*r1 and z*r2
-// fused on in turn, then + r3.
+// The 3-D rows (detail::affine_grid_rows_3d; size {N, C, D, H, W}, theta [N, 3, 4]) the same way:
+// x*r0, then y*r1 and z*r2 fused on in turn, then + r3.
 TEST(AffineGridParity, BitExactOnEveryTarget3d) {
   const Tensor theta = random_tensor({2, 3, 4}, 43);
   for (const bool align : {false, true}) {
-    // 70 rows of 200: runs of 54 rows per dispatch, so runs end inside a depth plane too.
+    // 70 rows of 200: F::affine_grid dispatches runs of 54 rows, so runs end inside a depth
+    // plane too.
     const std::pair<std::int64_t, std::int64_t> sizes[] = {
         {5, 1}, {5, 7}, {5, 17}, {5, 61}, {70, 200}};
-    for (const auto& [hh, w] : sizes) {
-      const Shape size{2, 1, 3, hh, w};
-      std::vector<float> expected;
+    for (const auto& size : sizes) {
+      const std::int64_t h = size.first, w = size.second;
+      SCOPED_TRACE("h " + std::to_string(h) + " w " + std::to_string(w) + (align ? " align" : ""));
+      const std::int64_t d = 3, plane = h * w * 3;
+      const std::vector<float> xs = affine_bases(w, align), ys = affine_bases(h, align);
+      const std::vector<float> zs = affine_bases(d, align);
+      const std::vector<float> xr =
+          test::random_vector(w, 60 + static_cast<std::uint64_t>(w), -3.0f, 3.0f);
+      const std::vector<float> yr =
+          test::random_vector(h, 61 + static_cast<std::uint64_t>(h), -3.0f, 3.0f);
+      std::vector<float> want(static_cast<std::size_t>(2 * d * plane));
       for (std::int64_t n = 0; n < 2; ++n) {
-        const float* t = theta.data() + n * 12;
-        for (std::int64_t dz = 0; dz < 3; ++dz) {
-          for (std::int64_t h = 0; h < hh; ++h) {
-            for (std::int64_t x = 0; x < w; ++x) {
-              const float bx = affine_base(x, w, align), by = affine_base(h, hh, align);
-              const float bz = affine_base(dz, 3, align);
-              for (int k = 0; k < 3; ++k) {
-                const float* r = t + 4 * k;
-                expected.push_back(std::fma(bz, r[2], std::fma(by, r[1], bx * r[0])) + r[3]);
-              }
-            }
-          }
+        for (std::int64_t z = 0; z < d; ++z) {
+          reference::affine_grid_rows_3d(xs.data(), ys.data(), h, zs[static_cast<std::size_t>(z)],
+                                         theta.data() + n * 12, want.data() + (n * d + z) * plane,
+                                         w);
         }
       }
-      expect_affine_grid_on_every_target(theta, size, align, expected);
+      std::vector<float> want_r(static_cast<std::size_t>(plane));
+      reference::affine_grid_rows_3d(xr.data(), yr.data(), h, -0.37f, theta.data() + 12,
+                                     want_r.data(), w);
+      for_each_simd_target([&] {
+        std::vector<float> got(want.size(), 7.0f);
+        for (std::int64_t n = 0; n < 2; ++n) {
+          for (std::int64_t z = 0; z < d; ++z) {
+            detail::affine_grid_rows_3d(xs.data(), ys.data(), h, zs[static_cast<std::size_t>(z)],
+                                        theta.data() + n * 12, got.data() + (n * d + z) * plane, w);
+          }
+        }
+        expect_bit_equal(got, want);
+        std::vector<float> got_r(want_r.size(), 7.0f);
+        detail::affine_grid_rows_3d(xr.data(), yr.data(), h, -0.37f, theta.data() + 12,
+                                    got_r.data(), w);
+        expect_bit_equal(got_r, want_r);
+        const Tensor grid = F::affine_grid(theta, {2, 1, d, h, w}, align);
+        ASSERT_EQ(grid.numel(), static_cast<std::int64_t>(want.size()));
+        for (std::int64_t i = 0; i < grid.numel(); ++i) {
+          ASSERT_NEAR(grid[i], want[static_cast<std::size_t>(i)], 1e-6f) << "element " << i;
+        }
+      });
     }
   }
 }
