@@ -193,15 +193,24 @@ TEST(SimdParityAttention, RowMaxAndScaling) {
       EXPECT_EQ(detail::row_max(x.data() + 1, n), reference::row_max(x.data() + 1, n));
       std::vector<float> got(static_cast<std::size_t>(n + 2), 9.0f), want(got);
       detail::scale_into(x.data() + 1, n, -0.73f, got.data() + 1);
-      for (std::int64_t j = 0; j < n; ++j)
-        want[static_cast<std::size_t>(j + 1)] = x[static_cast<std::size_t>(j + 1)] * -0.73f;
+      reference::scale_into(x.data() + 1, n, -0.73f, want.data() + 1);
       EXPECT_EQ(got, want);  // one rounding, the same on every target; no write past n
+      // In place, as softmax_row calls it.
+      std::vector<float> in_place = x, in_place_want = x;
+      detail::scale_into(in_place.data() + 1, n, 2.3f, in_place.data() + 1);
+      reference::scale_into(in_place_want.data() + 1, n, 2.3f, in_place_want.data() + 1);
+      EXPECT_EQ(in_place, in_place_want);
       detail::scale_add_into(x.data() + 1, n, 1.5f, got.data() + 1);
-      for (std::int64_t j = 0; j < n; ++j) {
-        float& w = want[static_cast<std::size_t>(j + 1)];
-        w = w + x[static_cast<std::size_t>(j + 1)] * 1.5f;
+      reference::scale_add_into(x.data() + 1, n, 1.5f, want.data() + 1);
+      // The twin rounds once; targets without a fused multiply-add (and tails the compiler does
+      // not contract) round the product too, which moves the sum by at most
+      // FLT_EPSILON * (|sum| + |product|). Nothing past n is written.
+      for (std::size_t j = 0; j < got.size(); ++j) {
+        const double product = j >= 1 && j <= static_cast<std::size_t>(n) ? x[j] * 1.5 : 0.0;
+        const double tol = std::numeric_limits<float>::epsilon() *
+                           (std::fabs(static_cast<double>(want[j])) + std::fabs(product));
+        EXPECT_NEAR(got[j], want[j], tol) << "at " << j;
       }
-      expect_close(got, want, 1e-6);
     }
     EXPECT_EQ(detail::row_max(nullptr, 0), -kInf);
     const auto y = random_vector(301, 3, -5.0f, 5.0f);

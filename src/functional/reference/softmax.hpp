@@ -50,6 +50,17 @@ inline float row_max(const float* x, std::int64_t n) {
   return m;
 }
 
+// detail::scale_into: dst[j] = x[j] * a, one rounding (dst may be x).
+inline void scale_into(const float* x, std::int64_t n, float a, float* dst) {
+  for (std::int64_t j = 0; j < n; ++j) dst[j] = x[j] * a;
+}
+
+// detail::scale_add_into: dst[j] += x[j] * a, here rounded once (std::fma), whatever the build's
+// contraction; a target without a fused multiply-add rounds the product as well.
+inline void scale_add_into(const float* x, std::int64_t n, float a, float* dst) {
+  for (std::int64_t j = 0; j < n; ++j) dst[j] = std::fma(x[j], a, dst[j]);
+}
+
 // detail::softmax_row: softmax of x*scale + mask over j < allowed, 0 past it.
 inline void softmax_row(float* x, std::int64_t n, float scale, const float* mask,
                         std::int64_t mask_step, std::int64_t allowed) {
