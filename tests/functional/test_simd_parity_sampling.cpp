@@ -22,8 +22,11 @@
 #include "functional/reference/deform_conv.hpp"
 #include "functional/reference/grid_sample.hpp"
 #include "functional/reference/grid_sample3d.hpp"
+#include "support/fixtures.hpp"
 #include "support/random.hpp"
 #include "support/simd_targets.hpp"
+#include "support/tensor_near.hpp"
+#include "support/threads.hpp"
 
 namespace cvattn {
 namespace {
@@ -174,25 +177,50 @@ TEST(SimdParitySampling, GridSampleChannelGroupsBitExact) {
   EXPECT_EQ(grouped_targets > 0, std::any_of(all.begin(), all.end(), has_channel_kernels));
 }
 
-TEST(SimdParitySampling, GridSampleBackwardAgreesAcrossTargets) {
-  // The backward kernels have no reference twin of their own (PyTorch fixtures check them in
-  // test_sampling); here every target must agree with the best one.
-  const Tensor x = random_tensor({2, 5, 9, 13}, 11);
-  const Tensor grid = sampling_grid(2, 7, 11, 12, true);
-  const Tensor gout = random_tensor({2, 5, 7, 11}, 13);
-  for (const auto mode :
-       {F::Interpolation::bilinear, F::Interpolation::nearest, F::Interpolation::bicubic}) {
-    for (const auto pad :
-         {F::PaddingMode::zeros, F::PaddingMode::border, F::PaddingMode::reflection}) {
-      const auto o = F::GridSampleOptions().mode(mode).padding_mode(pad).align_corners(true);
-      const F::GridSampleGrads best = F::grid_sample_backward(x, grid, gout, o);
-      for_each_simd_target([&] {
-        SCOPED_TRACE(std::string(F::interpolation_name(mode)) + " " + F::padding_mode_name(pad));
-        const F::GridSampleGrads got = F::grid_sample_backward(x, grid, gout, o);
-        expect_close(got.grad_input, best.grad_input, 1e-5f, 1e-5f);
-        expect_close(got.grad_grid, best.grad_grid, 1e-5f, 1e-5f);
-      });
-    }
+// got and want element by element, bit for bit (NaN matching NaN).
+void expect_bit_equal(const Tensor& got, const Tensor& want) {
+  ASSERT_EQ(got.shape(), want.shape());
+  std::int64_t bad = 0;
+  for (std::int64_t i = 0; i < got.numel(); ++i) {
+    const float a = got[i], b = want[i];
+    if ((std::isnan(a) && std::isnan(b)) || std::memcmp(&a, &b, sizeof a) == 0) continue;
+    if (bad++ < 5) ADD_FAILURE() << "element " << i << ": got " << a << ", want " << b;
+  }
+  EXPECT_EQ(bad, 0);
+}
+
+// grid_sample_backward (GridSampleBackwardBlock) against its reference twin on every target, every
+// mode x padding x align_corners, grids with and without NaN / +-inf / huge values. On one thread
+// both gradients are bit-identical: grid_sample.cpp is built without FMA contraction, kernel and
+// twin take PyTorch's operation order, and the one worker scatters pixel by pixel in the twin's
+// order. With N below the thread count each worker scatters into its own copy of grad_input,
+// summed afterwards: grad_input then within 1e-5 + 1e-5 |ref| (the same sums in another order);
+// grad_grid (a pixel's sum over its channels, within one block) stays exact.
+TEST(SimdParitySampling, GridSampleBackward) {
+  // N > 1, odd sizes, two blocks of 256 pixels with N = 1 (per-worker copies on two threads), and
+  // 1-pixel-high and 1-pixel-wide planes.
+  const GridCase cases[] = {
+      {2, 5, 9, 13, 7, 11}, {1, 3, 6, 5, 19, 17}, {2, 2, 1, 7, 4, 9}, {1, 4, 5, 1, 7, 9}};
+  for (const int threads : {1, 2}) {
+    SCOPED_TRACE(std::to_string(threads) + " thread(s)");
+    const test::ThreadScope scope(threads);
+    for_each_simd_target([&] {
+      for_each_grid_sample(
+          cases, 11,
+          [&](const GridCase& k, const Tensor& x, const Tensor& grid,
+              const F::GridSampleOptions& o) {
+            const Tensor gout =
+                random_tensor({k.n, k.c, k.ho, k.wo}, 200 + static_cast<std::uint64_t>(k.ho));
+            const F::GridSampleGrads got = F::grid_sample_backward(x, grid, gout, o);
+            const F::GridSampleGrads want = reference::grid_sample_backward(x, grid, gout, o);
+            expect_bit_equal(got.grad_grid, want.grad_grid);
+            if (threads == 1) {
+              expect_bit_equal(got.grad_input, want.grad_input);
+            } else {
+              expect_close(got.grad_input, want.grad_input, 1e-5f, 1e-5f);
+            }
+          });
+    });
   }
 }
 
@@ -278,26 +306,87 @@ TEST(SimdParitySampling, GridSample3dBitExact) {
   EXPECT_EQ(grouped_targets > 0, std::any_of(all.begin(), all.end(), has_channel_tiles));
 }
 
-// The volumetric backward is the same scalar source on every target: bit-identical results.
-TEST(SimdParitySampling, GridSample3dBackwardAgreesAcrossTargets) {
-  const Tensor x = random_tensor({2, 5, 4, 7, 6}, 31);
-  Tensor grid = random_tensor({2, 3, 5, 9, 3}, 32, -1.25f, 1.25f);
-  grid[4] = std::numeric_limits<float>::quiet_NaN();
-  grid[10] = 1e10f;
-  const Tensor gout = random_tensor({2, 5, 3, 5, 9}, 33);
-  for (const auto mode : {F::Interpolation::bilinear, F::Interpolation::nearest}) {
-    for (const auto pad :
-         {F::PaddingMode::zeros, F::PaddingMode::border, F::PaddingMode::reflection}) {
-      const auto o = F::GridSampleOptions().mode(mode).padding_mode(pad);
-      const F::GridSampleGrads best = F::grid_sample_backward(x, grid, gout, o);
-      for_each_simd_target([&] {
-        SCOPED_TRACE(std::string(F::interpolation_name(mode)) + " " + F::padding_mode_name(pad));
-        const F::GridSampleGrads got = F::grid_sample_backward(x, grid, gout, o);
-        expect_close(got.grad_input, best.grad_input, 0.0f, 0.0f);
-        expect_close(got.grad_grid, best.grad_grid, 0.0f, 0.0f);
-      });
+// The volumetric grid_sample_backward (GridSample3dBackwardVolume) against its reference twin on
+// every target, both modes x every padding x align_corners: bit-identical. grid_sample3d.cpp is
+// built without FMA contraction, kernel and twin take the order of PyTorch's scalar kernel, and
+// each volume is one task scattering voxel by voxel (so the thread count does not matter). Grids
+// hold in-range values, a margin outside, NaN, +-inf, values beyond int32 and the exact edges.
+TEST(SimdParitySampling, GridSample3dBackward) {
+  struct Case {
+    std::int64_t n, c, d, h, w, dout, hout, wout;
+  };
+  // N > 1, odd sizes, 1-voxel axes, and more than one block of 256 output voxels.
+  const Case cases[] = {
+      {2, 5, 4, 7, 6, 3, 5, 9}, {1, 3, 3, 1, 5, 2, 4, 37}, {2, 2, 1, 3, 1, 3, 2, 5}};
+  const float inf = std::numeric_limits<float>::infinity();
+  const float specials[] = {std::numeric_limits<float>::quiet_NaN(),
+                            inf,
+                            -inf,
+                            1e10f,
+                            -3e9f,
+                            -1.0f,
+                            1.0f,
+                            0.0f,
+                            -0.999999f,
+                            1.0000001f};
+  std::uint64_t seed = 31;
+  for (const Case& k : cases) {
+    const Tensor x = random_tensor({k.n, k.c, k.d, k.h, k.w}, seed++);
+    const Tensor gout = random_tensor({k.n, k.c, k.dout, k.hout, k.wout}, seed++);
+    Tensor grid = random_tensor({k.n, k.dout, k.hout, k.wout, 3}, seed++, -1.25f, 1.25f);
+    for (std::int64_t i = 0; i < grid.numel(); i += 5) grid[i] = specials[(i / 5) % 10];
+    for (const auto mode : {F::Interpolation::bilinear, F::Interpolation::nearest}) {
+      for (const auto pad :
+           {F::PaddingMode::zeros, F::PaddingMode::border, F::PaddingMode::reflection}) {
+        for (const bool align : {false, true}) {
+          const auto o = F::GridSampleOptions().mode(mode).padding_mode(pad).align_corners(align);
+          const F::GridSampleGrads want = reference::grid_sample3d_backward(x, grid, gout, o);
+          for_each_simd_target([&] {
+            SCOPED_TRACE(std::string(F::interpolation_name(mode)) + " " +
+                         F::padding_mode_name(pad) + (align ? " align" : "") + " C " +
+                         std::to_string(k.c));
+            const F::GridSampleGrads got = F::grid_sample_backward(x, grid, gout, o);
+            expect_bit_equal(got.grad_input, want.grad_input);
+            expect_bit_equal(got.grad_grid, want.grad_grid);
+          });
+        }
+      }
     }
   }
+}
+
+// The backward twins against PyTorch itself: every committed grid_sample_backward fixture
+// (tests/fixtures/sampling*.py), so that the twins the kernels are held to are anchored to
+// PyTorch, not only to the kernels. 3-D: bit for bit (torch's scalar kernel has no fused
+// operations). 2-D: within 1e-5 + 1e-5 |ref|: torch's build fuses some products into its sums
+// (the twin, like the kernel, rounds them apart) and scatters each vector of pixels corner by
+// corner, another order of the same sums (up to 2.4e-6 apart on these cases).
+TEST(SamplingTwins, BackwardMatchesPyTorchFixtures) {
+  int count2d = 0, count3d = 0;
+  for (const char* area : {"sampling", "sampling3d"}) {
+    for (const auto& fx : test::fixtures_in(area)) {
+      const auto& p = fx.params();
+      if (p.at("op").get<std::string>() != "grid_sample_backward") continue;
+      SCOPED_TRACE(std::string(area) + "/" + fx.name());
+      const auto o =
+          F::GridSampleOptions()
+              .mode(F::parse_interpolation(p.at("mode").get<std::string>()))
+              .padding_mode(F::parse_padding_mode(p.at("padding_mode").get<std::string>()))
+              .align_corners(p.at("align_corners").get<bool>());
+      const Tensor x = fx.tensor("input"), grid = fx.tensor("grid");
+      const Tensor gout = fx.tensor("grad_output");
+      const bool volume = x.rank() == 5;
+      const F::GridSampleGrads got = volume ? reference::grid_sample3d_backward(x, grid, gout, o)
+                                            : reference::grid_sample_backward(x, grid, gout, o);
+      const test::Tolerance tol = volume ? test::Tolerance{0.0, 0.0} : test::Tolerance{1e-5, 1e-5};
+      EXPECT_TENSOR_NEAR(got.grad_input, fx.tensor("grad_input"), tol);
+      EXPECT_TENSOR_NEAR(got.grad_grid, fx.tensor("grad_grid"), tol);
+      ++(volume ? count3d : count2d);
+    }
+  }
+  // Every mode x padding x align_corners (their CoverTheOptionSpace tests pin the folders).
+  EXPECT_GE(count2d, 18 * 2);
+  EXPECT_GE(count3d, 12 * 2);
 }
 
 struct DeformCase {
