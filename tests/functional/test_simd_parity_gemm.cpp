@@ -172,6 +172,31 @@ TEST(SimdParity, GemmChosenProduct) {
   EXPECT_FALSE(detail::gemm_backend().empty());
 }
 
+// sgemm_packed_wide (SgemmPackedWide) returns a preference, not a product: whether the target in
+// use has 512-bit vectors, where sgemm takes the packed product over an OpenBLAS without AVX-512
+// kernels (it asks only in such builds, with CVATTN_GEMM unset). Its value, called directly on
+// every target: true on Highway's AVX-512 targets (AVX3*, AVX10), false on the others (also on
+// SVE, whose CPUs run this source's NEON code). Then sgemm, whichever product the preference
+// picks, against the reference twin on every target, on odd M, N and K (K no multiple of any
+// vector width, one past a packed block), within check_case's bound.
+TEST(SimdParity, GemmPackedWideEveryTarget) {
+  const Case odd[] = {{7, 13, 37, 1.0f, 0.0f},
+                      {13, 33, 257, 0.5f, 1.0f},
+                      {31, 17, 19, -1.0f, 0.25f},
+                      {1, 65, 3, 1.0f, 0.0f},
+                      {193, 9, 129, 1.0f, 1.0f}};
+  for_each_simd_target([&] {
+    const std::string target = cvattn::simd::current_target();
+    const bool avx512 = target.rfind("avx3", 0) == 0 || target.rfind("avx10", 0) == 0;
+    EXPECT_EQ(detail::sgemm_packed_wide(), avx512) << target;
+    for (const Case& c : odd) {
+      for (const Trans ta : {Trans::no, Trans::yes}) {
+        for (const Trans tb : {Trans::no, Trans::yes}) check_case(c, ta, tb, detail::sgemm);
+      }
+    }
+  });
+}
+
 // Packed panels in an exact-size, 64-byte aligned buffer, as PackedA keeps them: ASan sees any
 // read past them.
 struct AlignedDelete {
