@@ -224,6 +224,38 @@ TEST(SimdParitySampling, GridSampleBackward) {
   }
 }
 
+// Bicubic taps of pixel coordinates in [2^24, 2^25), where floats are 2 apart: tap i is
+// floor(x) + (i - 1) rounded once, as PyTorch adds it; reflection padding then reads taps that
+// another rounding would move. Forward and backward, every target, against the twins.
+TEST(SimdParitySampling, GridSampleBicubicTapsPast2To24) {
+  const Tensor x = random_tensor({1, 2, 3, 7}, 71);
+  std::vector<float> values;
+  // g -> x = (g + 1) * 3.5 - 0.5 (align_corners=false) and (g + 1) * 3 (true) past 2^24.
+  for (const float g0 : {4793490.0f, 5592406.0f}) {
+    for (int i = 0; i < 64; ++i) {
+      values.push_back(g0 + 0.5f * static_cast<float>(i));
+      values.push_back(0.1f);
+    }
+  }
+  const Tensor grid = Tensor::from_vector({1, 8, 16, 2}, values);
+  const Tensor gout = random_tensor({1, 2, 8, 16}, 72);
+  for (const bool align : {false, true}) {
+    const auto o = F::GridSampleOptions()
+                       .mode(F::Interpolation::bicubic)
+                       .padding_mode(F::PaddingMode::reflection)
+                       .align_corners(align);
+    const test::ThreadScope scope(1);
+    for_each_simd_target([&] {
+      SCOPED_TRACE(align ? "align" : "");
+      expect_close(F::grid_sample(x, grid, o), reference::grid_sample(x, grid, o), 1e-5f, 1e-5f);
+      const F::GridSampleGrads got = F::grid_sample_backward(x, grid, gout, o);
+      const F::GridSampleGrads want = reference::grid_sample_backward(x, grid, gout, o);
+      expect_bit_equal(got.grad_input, want.grad_input);
+      expect_bit_equal(got.grad_grid, want.grad_grid);
+    });
+  }
+}
+
 // Volumetric grid_sample (grid_sample3d-inl.h): every element bit-identical to the reference
 // twin on every target, channel groups (C >= 8), the channels after them and C < 8 alike.
 // Grids hold in-range values, a margin outside, and every kind of value PyTorch treats

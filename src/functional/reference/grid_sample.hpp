@@ -77,12 +77,13 @@ inline float sample(const float* plane, std::int64_t h, std::int64_t w, float gx
     float cx[4], cy[4];
     cubic(x - x0, cx);
     cubic(y - y0, cy);
+    // Tap j at y0 + (j - 1), one rounding as PyTorch adds it (it matters past 2^24).
     float rows[4];
     for (int j = 0; j < 4; ++j) {
-      const float yy = std::trunc(pad(y0 - 1.0f + static_cast<float>(j), h, p, ac));
+      const float yy = std::trunc(pad(y0 + static_cast<float>(j - 1), h, p, ac));
       float v[4];
       for (int i = 0; i < 4; ++i) {
-        const float xx = std::trunc(pad(x0 - 1.0f + static_cast<float>(i), w, p, ac));
+        const float xx = std::trunc(pad(x0 + static_cast<float>(i - 1), w, p, ac));
         v[i] = at(plane, h, w, xx, yy);
       }
       rows[j] = std::fma(cx[3], v[3], std::fma(cx[2], v[2], std::fma(cx[1], v[1], cx[0] * v[0])));
