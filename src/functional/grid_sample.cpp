@@ -20,13 +20,14 @@
 #include "cvattn/core/error.hpp"
 #include "cvattn/functional/sampling.hpp"
 #include "cvattn/functional/sampling3d.hpp"
+#include "functional/detail/channel_plan.hpp"
 #include "functional/detail/grid_sample_job.hpp"
 
 namespace cvattn::detail {
 
 HWY_EXPORT(GridSampleForwardBlock);
 HWY_EXPORT(GridSampleBackwardBlock);
-HWY_EXPORT(GridSampleChannelLanes);
+HWY_EXPORT(GridSampleChannelPlan);
 HWY_EXPORT(GridSamplePackChannels);
 HWY_EXPORT(GridSampleChannelBlock);
 
@@ -39,28 +40,29 @@ using BackwardBlockFn = void (*)(const GridSampleJob&, std::int64_t, std::int64_
 ForwardBlockFn forward_block_kernel() { return CVATTN_DISPATCH(GridSampleForwardBlock); }
 BackwardBlockFn backward_block_kernel() { return CVATTN_DISPATCH(GridSampleBackwardBlock); }
 
-// The channel-group kernels (grid_sample_channels-inl.h) of the target in use, with lanes (the
-// channels per group) 0 when grid_sample does not use them for this job: the target has none,
-// C < 8 or less than one group, or the plane plus its zero pixel is not indexable in int32.
+// The channel-group kernels (grid_sample_channels-inl.h) of the target in use and their plan
+// for job g, with no blocks when grid_sample does not use them: the target has none, C < 8, or
+// the plane plus its zero pixel is not indexable in int32.
 struct ChannelKernels {
-  std::int64_t lanes;
+  ChannelPlan plan;
   void (*pack)(const GridSampleJob&, std::int64_t, std::int64_t, float*);
   void (*block)(const GridSampleJob&, const float*, std::int64_t, std::int64_t, std::int64_t);
 };
 ChannelKernels channel_kernels(const GridSampleJob& g) {
-  ChannelKernels k{CVATTN_DISPATCH(GridSampleChannelLanes)(),
+  ChannelKernels k{CVATTN_DISPATCH(GridSampleChannelPlan)(g),
                    CVATTN_DISPATCH(GridSamplePackChannels),
                    CVATTN_DISPATCH(GridSampleChannelBlock)};
-  if (g.c < 8 || g.c < k.lanes || g.in_plane() >= (std::int64_t{1} << 30)) k.lanes = 0;
+  if (g.c < 8 || g.in_plane() >= (std::int64_t{1} << 30)) k.plan = ChannelPlan{};
   return k;
 }
 
 }  // namespace
 
-std::int64_t grid_sample_channel_group(std::int64_t c, std::int64_t h, std::int64_t w) {
+std::int64_t grid_sample_grouped_channels(std::int64_t c, std::int64_t h, std::int64_t w,
+                                          functional::Interpolation mode) {
   GridSampleJob g{};
-  g.c = c, g.h = h, g.w = w;
-  return channel_kernels(g).lanes;
+  g.c = c, g.h = h, g.w = w, g.mode = mode;
+  return channel_kernels(g).plan.channels;
 }
 
 }  // namespace cvattn::detail
@@ -113,15 +115,13 @@ Tensor grid_sample(const Tensor& input, const Tensor& grid, const GridSampleOpti
   g.output = output.data();
   const std::int64_t block = g.mode == Interpolation::bicubic ? kGridCubicBlock : kGridBlock;
   const std::int64_t blocks = (g.out_plane() + block - 1) / block;
-  if (const detail::ChannelKernels k = detail::channel_kernels(g); k.lanes > 0) {
-    // C >= 8: image by image, its channel groups packed into one workspace (reused per image),
+  if (const detail::ChannelKernels k = detail::channel_kernels(g); k.plan.blocks > 0) {
+    // C >= 8: image by image, its channel blocks packed into one workspace (reused per image),
     // then its blocks of output pixels (grid_sample_channels-inl.h).
-    const std::int64_t groups = g.c / k.lanes;
-    const std::int64_t group_size = (g.in_plane() + 1) * k.lanes;
-    const detail::Workspace packed({groups, group_size}, "grid_sample (channel groups)");
+    const detail::Workspace packed({k.plan.floats}, "grid_sample (channel groups)");
     for (std::int64_t n = 0; n < g.n; ++n) {
-      detail::parallel_for(
-          groups, [&](std::int64_t cb) { k.pack(g, n, cb, packed.data() + cb * group_size); });
+      detail::parallel_for(k.plan.blocks,
+                           [&](std::int64_t cb) { k.pack(g, n, cb, packed.data()); });
       detail::parallel_for(blocks, [&](std::int64_t b) {
         const std::int64_t p0 = b * block;
         k.block(g, packed.data(), n, p0, std::min(block, g.out_plane() - p0));

@@ -8,8 +8,8 @@
 // Work layout: the output voxels of one volume are processed in blocks. A block's taps (offsets,
 // weights, in-bounds bits) are computed once per voxel and reused for every channel. With C >= 8
 // the volume is first packed into blocks of L channels (functional/detail/channel_tiles-inl.h),
-// so that a tap is one vector load of L channels; otherwise, and for the C % L channels left,
-// each channel is a pass over contiguous output.
+// so that a tap is one vector load of L channels; otherwise, and for the channels after the last
+// block, each channel is a pass over contiguous output.
 #if defined(CVATTN_FUNCTIONAL_GRID_SAMPLE3D_INL_H_) == defined(HWY_TARGET_TOGGLE)
 #ifdef CVATTN_FUNCTIONAL_GRID_SAMPLE3D_INL_H_
 #undef CVATTN_FUNCTIONAL_GRID_SAMPLE3D_INL_H_
@@ -24,6 +24,7 @@
 #include <cstdint>
 #include <limits>
 
+#include "functional/detail/channel_plan.hpp"
 #include "functional/detail/channel_tiles-inl.h"
 #include "functional/detail/grid_sample3d_job.hpp"
 
@@ -256,13 +257,22 @@ void GridSample3dForwardBlock(const Job& g, std::int64_t n, std::int64_t p0, std
 
 #if defined(CVATTN_HAVE_CHANNEL_TILES)
 
-// Channels per packed block (0: this target has no channel-group kernels).
-inline std::int64_t GridSample3dChannelLanes() { return kChannelLanes; }
+// Wide blocks (kWideChannelLanes) for trilinear, whose 8 taps a voxel are 8 loads per block;
+// nearest keeps blocks of kChannelLanes (docs/performance.md, "Channel groups").
+inline ChannelGroups ChannelGroupsOf(const Job& g) {
+  return PlanChannelGroups(g.c, g.in_volume(), g.mode != Interpolation::nearest);
+}
 
-// Channel block cb of volume n into packed ([d*h*w + 1][L], the last voxel zero).
-inline void GridSample3dPackChannels(const Job& g, std::int64_t n, std::int64_t cb, float* packed) {
-  const std::int64_t vol = g.in_volume();
-  PackChannelBlock(g.input + (n * g.c + cb * kChannelLanes) * vol, vol, packed);
+// The packed blocks of g (grid_sample3d.cpp sizes the workspace and the packing tasks with it).
+inline ChannelPlan GridSample3dChannelPlan(const Job& g) {
+  const ChannelGroups cg = ChannelGroupsOf(g);
+  return {cg.count(), cg.channels(), cg.floats()};
+}
+
+// Channel block b of volume n into its place in packed ([d*h*w + 1][L] each, the last voxel
+// zero).
+inline void GridSample3dPackChannels(const Job& g, std::int64_t n, std::int64_t b, float* packed) {
+  PackChannelBlock(ChannelGroupsOf(g), b, g.input + n * g.c * g.in_volume(), packed);
 }
 
 // The pixel coordinate of one axis (Axis3::source) for a vector of grid values, zeros or border
@@ -424,8 +434,7 @@ inline void GridSample3dChannelBlock(const Job& g, const float* packed, std::int
   const float* grid = g.grid + (n * vol_out + p0) * 3;
   float* out_b = g.output + n * g.c * vol_out + p0;
   const auto zero = static_cast<std::int32_t>(g.in_volume());  // the zero voxel
-  const std::int64_t groups = g.c / kChannelLanes;
-  const std::int64_t block_size = (g.in_volume() + 1) * kChannelLanes;
+  const ChannelGroups cg = ChannelGroupsOf(g);
   alignas(64) float xs[kBlock3];
   alignas(64) float ys[kBlock3];
   alignas(64) float zs[kBlock3];
@@ -433,13 +442,13 @@ inline void GridSample3dChannelBlock(const Job& g, const float* packed, std::int
   // The channels after the last full group read the same taps from the unpacked input, channel
   // by channel, skipping the outside ones (offset `zero`) as GridSample3dForwardBlock does.
   const float* in_n = g.input + n * g.c * g.in_volume();
-  const std::int64_t first = groups * kChannelLanes;
+  const std::int64_t first = cg.channels();
   if (g.mode == Interpolation::nearest) {
     alignas(64) std::int32_t off[kBlock3];
     nearest_lanes(g, xs, ys, zs, count, zero, off);
-    ChannelTiles(groups, packed, block_size, out_b, vol_out, count,
-                 [&](const float* s, std::int64_t p)
-                     HWY_ATTR { return LoadPackedPixel(s, off[p]); });
+    ChannelTiles(cg, packed, out_b, vol_out, count,
+                 [&](auto d, const float* s, std::int64_t p)
+                     HWY_ATTR { return LoadPackedPixel(d, s, off[p]); });
     for (std::int64_t c = first; c < g.c; ++c) {
       const float* src = in_n + c * g.in_volume();
       float* dst = out_b + c * vol_out;
@@ -450,16 +459,14 @@ inline void GridSample3dChannelBlock(const Job& g, const float* packed, std::int
   alignas(64) std::int32_t off[8][kBlock3];
   alignas(64) float weight[8][kBlock3];
   trilinear_lanes(g, xs, ys, zs, count, zero, off, weight);
-  const ChannelTag d;
-  ChannelTiles(groups, packed, block_size, out_b, vol_out, count,
-               [&](const float* s, std::int64_t p) HWY_ATTR {
-                 auto acc = hn::Zero(d);
-                 for (int k = 0; k < 8; ++k) {
-                   acc = hn::Add(acc,
-                                 hn::Mul(LoadPackedPixel(s, off[k][p]), hn::Set(d, weight[k][p])));
-                 }
-                 return acc;
-               });
+  ChannelTiles(
+      cg, packed, out_b, vol_out, count, [&](auto d, const float* s, std::int64_t p) HWY_ATTR {
+        auto acc = hn::Zero(d);
+        for (int k = 0; k < 8; ++k) {
+          acc = hn::Add(acc, hn::Mul(LoadPackedPixel(d, s, off[k][p]), hn::Set(d, weight[k][p])));
+        }
+        return acc;
+      });
   for (std::int64_t c = first; c < g.c; ++c) {
     const float* src = in_n + c * g.in_volume();
     float* dst = out_b + c * vol_out;
@@ -475,7 +482,7 @@ inline void GridSample3dChannelBlock(const Job& g, const float* packed, std::int
 
 #else  // one lane, or sizeless vectors: channel by channel only
 
-inline std::int64_t GridSample3dChannelLanes() { return 0; }
+inline ChannelPlan GridSample3dChannelPlan(const Job&) { return {}; }
 inline void GridSample3dPackChannels(const Job&, std::int64_t, std::int64_t, float*) {}
 inline void GridSample3dChannelBlock(const Job&, const float*, std::int64_t, std::int64_t,
                                      std::int64_t) {}

@@ -18,13 +18,14 @@
 #include "core/workspace.hpp"
 #include "cvattn/core/error.hpp"
 #include "cvattn/functional/sampling3d.hpp"
+#include "functional/detail/channel_plan.hpp"
 #include "functional/detail/grid_sample3d_job.hpp"
 
 namespace cvattn::detail {
 
 HWY_EXPORT(GridSample3dForwardBlock);
 HWY_EXPORT(GridSample3dBackwardVolume);
-HWY_EXPORT(GridSample3dChannelLanes);
+HWY_EXPORT(GridSample3dChannelPlan);
 HWY_EXPORT(GridSample3dPackChannels);
 HWY_EXPORT(GridSample3dChannelBlock);
 
@@ -43,10 +44,18 @@ Backward3dFn backward3d_kernel() { return CVATTN_DISPATCH(GridSample3dBackwardVo
 
 }  // namespace
 
-std::int64_t grid_sample3d_channel_group(std::int64_t c, std::int64_t volume) {
-  const std::int64_t lanes = CVATTN_DISPATCH(GridSample3dChannelLanes)();
-  if (lanes == 0 || c < 8 || c < lanes || volume >= (std::int64_t{1} << 30)) return 0;
-  return lanes;
+// The channel blocks grid_sample3d packs for job g: none for C < 8 or a volume (plus its zero
+// voxel) not indexable in int32.
+ChannelPlan channel_plan3d(const GridSample3dJob& g) {
+  if (g.c < 8 || g.in_volume() >= (std::int64_t{1} << 30)) return {};
+  return CVATTN_DISPATCH(GridSample3dChannelPlan)(g);
+}
+
+std::int64_t grid_sample3d_grouped_channels(std::int64_t c, std::int64_t volume,
+                                            functional::Interpolation mode) {
+  GridSample3dJob g{};
+  g.c = c, g.d = 1, g.h = 1, g.w = volume, g.mode = mode;
+  return channel_plan3d(g).channels;
 }
 
 }  // namespace cvattn::detail
@@ -96,18 +105,14 @@ Tensor grid_sample3d(const Tensor& input, const Tensor& grid, const GridSampleOp
   g.output = output.data();
   const std::int64_t vol_out = g.out_volume();
   const std::int64_t blocks = (vol_out + kGrid3dBlock - 1) / kGrid3dBlock;
-  if (const std::int64_t lanes = detail::grid_sample3d_channel_group(g.c, g.in_volume());
-      lanes > 0) {
-    // Volume by volume: its channel groups packed into one workspace (reused per volume), then
+  if (const detail::ChannelPlan plan = detail::channel_plan3d(g); plan.blocks > 0) {
+    // Volume by volume: its channel blocks packed into one workspace (reused per volume), then
     // its blocks of output voxels (grid_sample3d-inl.h).
-    const std::int64_t groups = g.c / lanes;
-    const std::int64_t group_size = (g.in_volume() + 1) * lanes;
-    const detail::Workspace packed({groups, group_size}, "grid_sample (channel groups)");
+    const detail::Workspace packed({plan.floats}, "grid_sample (channel groups)");
     const detail::Pack3dFn pack = detail::pack3d_kernel();
     const detail::ChannelBlock3dFn block = detail::channel_block3d_kernel();
     for (std::int64_t n = 0; n < g.n; ++n) {
-      detail::parallel_for(
-          groups, [&](std::int64_t cb) { pack(g, n, cb, packed.data() + cb * group_size); });
+      detail::parallel_for(plan.blocks, [&](std::int64_t cb) { pack(g, n, cb, packed.data()); });
       detail::parallel_for(blocks, [&](std::int64_t b) {
         const std::int64_t p0 = b * kGrid3dBlock;
         block(g, packed.data(), n, p0, std::min(kGrid3dBlock, vol_out - p0));

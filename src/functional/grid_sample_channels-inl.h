@@ -2,7 +2,8 @@
 // by grid_sample.cpp after the per-channel kernels of grid_sample-inl.h.
 //
 // For C >= 8 the image is first packed into blocks of L channels with a zero pixel after each
-// (functional/detail/channel_tiles-inl.h, L = 8 or 4). Then every output pixel
+// (functional/detail/channel_tiles-inl.h: L = 8, or 4 on 128-bit targets; bicubic on AVX-512
+// takes blocks of 16 as far as they go, then of 8). Then every output pixel
 // computes its taps once and, per channel block, reads each tap with one vector load of L
 // channels; an outside tap reads the zero pixel, so it contributes 0 * weight exactly like
 // detail::bilinear_read (NaN for a NaN weight). The sums are PyTorch's (and the reference
@@ -27,6 +28,7 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "functional/detail/channel_plan.hpp"
 #include "functional/detail/channel_tiles-inl.h"
 #include "functional/detail/grid_sample_job.hpp"
 #include "functional/grid_sample-inl.h"
@@ -39,27 +41,29 @@ namespace hn = hwy::HWY_NAMESPACE;
 
 constexpr std::int64_t kPrefetchPixels = 32;  // prefetch distance in output pixels
 
-// Channels per block of the packed image (0: no channel-group kernels on this target).
-inline std::int64_t GridSampleChannelLanes() { return kChannelLanes; }
-
-// Channel block cb of image n into packed ([h*w + 1][L], the last pixel zero).
-inline void GridSamplePackChannels(const GridSampleJob& g, std::int64_t n, std::int64_t cb,
-                                   float* packed) {
-  PackChannelBlock(g.input + (n * g.c + cb * kChannelLanes) * g.in_plane(), g.in_plane(), packed);
+// Wide blocks (kWideChannelLanes) for bicubic: its 16 taps a pixel are 16 loads per block, so
+// blocks of 16 channels halve them (docs/performance.md, "Channel groups"). Bilinear and nearest
+// keep blocks of kChannelLanes.
+inline ChannelGroups ChannelGroupsOf(const GridSampleJob& g) {
+  return PlanChannelGroups(g.c, g.in_plane(), g.mode == Interpolation::bicubic);
 }
 
-// ChannelTiles over every full channel block of g.
-template <class Pixel>
-HWY_INLINE void channel_tiles(const Geometry& g, const float* packed, float* out,
-                              std::int64_t count, const Pixel& pixel) {
-  ChannelTiles(g.c / kChannelLanes, packed, (g.in_plane() + 1) * kChannelLanes, out, g.out_plane(),
-               count, pixel);
+// The packed blocks of g (grid_sample.cpp sizes the workspace and the packing tasks with it).
+inline ChannelPlan GridSampleChannelPlan(const GridSampleJob& g) {
+  const ChannelGroups cg = ChannelGroupsOf(g);
+  return {cg.count(), cg.channels(), cg.floats()};
+}
+
+// Channel block b of image n into its place in packed.
+inline void GridSamplePackChannels(const GridSampleJob& g, std::int64_t n, std::int64_t b,
+                                   float* packed) {
+  PackChannelBlock(ChannelGroupsOf(g), b, g.input + n * g.c * g.in_plane(), packed);
 }
 
 template <PaddingMode P, bool AC>
-void bilinear_channel_block(const Geometry& g, const Axis<P, AC>& ax, const Axis<P, AC>& ay,
-                            const float* packed, const float* grid, float* out,
-                            std::int64_t count) {
+void bilinear_channel_block(const Geometry& g, const ChannelGroups& cg, const Axis<P, AC>& ax,
+                            const Axis<P, AC>& ay, const float* packed, const float* grid,
+                            float* out, std::int64_t count) {
   BilinearBlock b;
   alignas(64) float xs[kBlock];
   alignas(64) float ys[kBlock];
@@ -82,16 +86,16 @@ void bilinear_channel_block(const Geometry& g, const Axis<P, AC>& ax, const Axis
     const BilinearTaps t = detail::bilinear_taps(xs[p], ys[p], h, w);
     for (int k = 0; k < 4; ++k) off[k][p] = ((t.inside >> k) & 1u) ? t.offset[k] : zero;
   }
-  const ChannelTag d;
-  channel_tiles(g, packed, out, count, [&](const float* s, std::int64_t p) {
+  ChannelTiles(cg, packed, out, g.out_plane(), count, [&](auto d, const float* s, std::int64_t p) {
+    const auto L = static_cast<std::int64_t>(hn::MaxLanes(d));
     // The north and south rows of a pixel further on: the hardware prefetcher does not follow
     // the rows of a rotated or scaled grid.
     const std::int64_t ahead = std::min(p + kPrefetchPixels, count - 1);
-    prefetch_read(s + static_cast<std::int64_t>(off[0][ahead]) * kChannelLanes);
-    prefetch_read(s + static_cast<std::int64_t>(off[2][ahead]) * kChannelLanes);
+    prefetch_read(s + static_cast<std::int64_t>(off[0][ahead]) * L);
+    prefetch_read(s + static_cast<std::int64_t>(off[2][ahead]) * L);
     // sum nw, ne, sw, se as detail::bilinear_read does
-    const ChannelVec v0 = LoadPackedPixel(s, off[0][p]), v1 = LoadPackedPixel(s, off[1][p]);
-    const ChannelVec v2 = LoadPackedPixel(s, off[2][p]), v3 = LoadPackedPixel(s, off[3][p]);
+    const auto v0 = LoadPackedPixel(d, s, off[0][p]), v1 = LoadPackedPixel(d, s, off[1][p]);
+    const auto v2 = LoadPackedPixel(d, s, off[2][p]), v3 = LoadPackedPixel(d, s, off[3][p]);
     return hn::MulAdd(
         v3, hn::Set(d, b.w[3][p]),
         hn::MulAdd(v2, hn::Set(d, b.w[2][p]),
@@ -100,23 +104,25 @@ void bilinear_channel_block(const Geometry& g, const Axis<P, AC>& ax, const Axis
 }
 
 template <PaddingMode P, bool AC>
-void nearest_channel_block(const Geometry& g, const Axis<P, AC>& ax, const Axis<P, AC>& ay,
-                           const float* packed, const float* grid, float* out, std::int64_t count) {
+void nearest_channel_block(const Geometry& g, const ChannelGroups& cg, const Axis<P, AC>& ax,
+                           const Axis<P, AC>& ay, const float* packed, const float* grid,
+                           float* out, std::int64_t count) {
   alignas(64) std::int32_t off[kBlock];
   alignas(64) std::int32_t ok[kBlock];
   nearest_taps(g, ax, ay, grid, count, off, ok);
   const auto zero = static_cast<std::int32_t>(g.in_plane());
   for (std::int64_t p = 0; p < count; ++p) off[p] = ok[p] != 0 ? off[p] : zero;
-  channel_tiles(g, packed, out, count, [&](const float* s, std::int64_t p) {
+  ChannelTiles(cg, packed, out, g.out_plane(), count, [&](auto d, const float* s, std::int64_t p) {
     prefetch_read(s + static_cast<std::int64_t>(off[std::min(p + kPrefetchPixels, count - 1)]) *
-                          kChannelLanes);
-    return LoadPackedPixel(s, off[p]);
+                          static_cast<std::int64_t>(hn::MaxLanes(d)));
+    return LoadPackedPixel(d, s, off[p]);
   });
 }
 
 template <PaddingMode P, bool AC>
-void bicubic_channel_block(const Geometry& g, const Axis<P, AC>& ax, const Axis<P, AC>& ay,
-                           const float* packed, const float* grid, float* out, std::int64_t count) {
+void bicubic_channel_block(const Geometry& g, const ChannelGroups& cg, const Axis<P, AC>& ax,
+                           const Axis<P, AC>& ay, const float* packed, const float* grid,
+                           float* out, std::int64_t count) {
   // Per pixel: the 16 taps (row j, column i at [4j + i]) and the weights wx[0..4), wy[0..4).
   alignas(64) std::int32_t off[kCubicBlock][16];
   alignas(64) float wts[kCubicBlock][8];
@@ -132,24 +138,24 @@ void bicubic_channel_block(const Geometry& g, const Axis<P, AC>& ax, const Axis<
       wts[p][4 + j] = t.wy[j];
     }
   }
-  const ChannelTag d;
-  channel_tiles(g, packed, out, count, [&](const float* s, std::int64_t p) {
+  ChannelTiles(cg, packed, out, g.out_plane(), count, [&](auto d, const float* s, std::int64_t p) {
+    const auto L = static_cast<std::int64_t>(hn::MaxLanes(d));
     // Rows of four taps weighted by wx, then the rows by wy: bicubic_read's (PyTorch's) order.
     const std::int32_t* o = off[p];
     const float* wt = wts[p];
     const std::int32_t* next = off[std::min(p + kPrefetchPixels, count - 1)];
     for (int j = 0; j < 4; ++j) {
-      prefetch_read(s + static_cast<std::int64_t>(next[4 * j]) * kChannelLanes);
-      prefetch_read(s + static_cast<std::int64_t>(next[4 * j + 3]) * kChannelLanes);
+      prefetch_read(s + static_cast<std::int64_t>(next[4 * j]) * L);
+      prefetch_read(s + static_cast<std::int64_t>(next[4 * j + 3]) * L);
     }
-    ChannelVec rows[4];
+    hn::VFromD<decltype(d)> rows[4];
     for (int j = 0; j < 4; ++j) {
       const std::int32_t* r = o + 4 * j;
-      rows[j] =
-          hn::MulAdd(hn::Set(d, wt[3]), LoadPackedPixel(s, r[3]),
-                     hn::MulAdd(hn::Set(d, wt[2]), LoadPackedPixel(s, r[2]),
-                                hn::MulAdd(hn::Set(d, wt[1]), LoadPackedPixel(s, r[1]),
-                                           hn::Mul(hn::Set(d, wt[0]), LoadPackedPixel(s, r[0])))));
+      rows[j] = hn::MulAdd(
+          hn::Set(d, wt[3]), LoadPackedPixel(d, s, r[3]),
+          hn::MulAdd(hn::Set(d, wt[2]), LoadPackedPixel(d, s, r[2]),
+                     hn::MulAdd(hn::Set(d, wt[1]), LoadPackedPixel(d, s, r[1]),
+                                hn::Mul(hn::Set(d, wt[0]), LoadPackedPixel(d, s, r[0])))));
     }
     return hn::MulAdd(
         hn::Set(d, wt[7]), rows[3],
@@ -164,19 +170,20 @@ inline void GridSampleChannelBlock(const GridSampleJob& g, const float* packed, 
                                    std::int64_t p0, std::int64_t count) {
   const float* grid_b = g.grid + (n * g.out_plane() + p0) * 2;
   float* out_b = g.output + n * g.c * g.out_plane() + p0;
+  const ChannelGroups cg = ChannelGroupsOf(g);
   with_axis_type(g.padding, g.align_corners, [&](auto* tag) {
     using AxisT = std::remove_pointer_t<decltype(tag)>;
     const AxisT ax(g.w), ay(g.h);
     if (g.mode == Interpolation::bilinear) {
-      bilinear_channel_block(g, ax, ay, packed, grid_b, out_b, count);
+      bilinear_channel_block(g, cg, ax, ay, packed, grid_b, out_b, count);
     } else if (g.mode == Interpolation::nearest) {
-      nearest_channel_block(g, ax, ay, packed, grid_b, out_b, count);
+      nearest_channel_block(g, cg, ax, ay, packed, grid_b, out_b, count);
     } else {
-      bicubic_channel_block(g, ax, ay, packed, grid_b, out_b, count);
+      bicubic_channel_block(g, cg, ax, ay, packed, grid_b, out_b, count);
     }
   });
-  // The channels after the last full group: the per-channel kernels, on a job of those alone.
-  const std::int64_t first = g.c / kChannelLanes * kChannelLanes;
+  // The channels after the last packed block: the per-channel kernels, on a job of those alone.
+  const std::int64_t first = cg.channels();
   if (first < g.c) {
     GridSampleJob rest = g;
     rest.n = 1;
@@ -190,7 +197,7 @@ inline void GridSampleChannelBlock(const GridSampleJob& g, const float* packed, 
 
 #else  // no native FMA (or one lane): the per-channel kernels only
 
-inline std::int64_t GridSampleChannelLanes() { return 0; }
+inline ChannelPlan GridSampleChannelPlan(const GridSampleJob&) { return {}; }
 inline void GridSamplePackChannels(const GridSampleJob&, std::int64_t, std::int64_t, float*) {}
 inline void GridSampleChannelBlock(const GridSampleJob&, const float*, std::int64_t, std::int64_t,
                                    std::int64_t) {}

@@ -132,24 +132,25 @@ bool has_channel_kernels(const std::string& target) {
 
 TEST(SimdParitySampling, GridSampleChannelGroupsBitExact) {
   // N > 1, odd H != W, output size != input size, partial pixel tiles, and a bilinear/nearest
-  // output plane of two blocks (1024 pixels), bicubic of five (256).
+  // output plane of two blocks (1024 pixels), bicubic of five (256). C = 24 and 41 are wide
+  // (16-channel) blocks followed by a narrow one where the target has both (AVX-512, bicubic).
   const GridCase cases[] = {{2, 8, 7, 11, 5, 19},   {3, 9, 13, 6, 37, 29}, {2, 15, 9, 5, 11, 7},
                             {2, 16, 11, 13, 13, 9}, {2, 17, 5, 9, 7, 3},   {2, 33, 7, 3, 9, 11},
-                            {2, 64, 5, 7, 6, 9}};
+                            {2, 64, 5, 7, 6, 9},    {2, 24, 6, 5, 7, 5},   {1, 41, 5, 6, 9, 7}};
   int grouped_targets = 0;
   for_each_simd_target([&] {
     bool grouped = false;
     for_each_grid_sample(
         cases, 500,
         [&](const GridCase& k, const Tensor& x, const Tensor& grid, const F::GridSampleOptions& o) {
-          const std::int64_t lanes = detail::grid_sample_channel_group(k.c, k.h, k.w);
-          grouped = grouped || lanes > 0;
+          const std::int64_t packed = detail::grid_sample_grouped_channels(k.c, k.h, k.w, o.mode());
+          grouped = grouped || packed > 0;
           const Tensor got = F::grid_sample(x, grid, o);
           const Tensor want = reference::grid_sample(x, grid, o);
           ASSERT_EQ(got.shape(), want.shape());
-          const std::int64_t exact = lanes == 0                              ? 0
+          const std::int64_t exact = packed == 0                             ? 0
                                      : o.mode() != F::Interpolation::bicubic ? k.c
-                                                                             : k.c / lanes * lanes;
+                                                                             : packed;
           const std::int64_t plane = k.ho * k.wo;
           std::int64_t bad = 0;
           for (std::int64_t i = 0; i < got.numel(); ++i) {
@@ -159,8 +160,8 @@ TEST(SimdParitySampling, GridSampleChannelGroupsBitExact) {
             const bool ok = same || ((i / plane) % k.c >= exact &&
                                      std::fabs(a - b) <= 1e-5f + 1e-5f * std::fabs(b));
             if (!ok && bad++ < 5) {
-              ADD_FAILURE() << "element " << i << " (channel " << (i / plane) % k.c << ", " << lanes
-                            << " lanes): got " << a << ", want " << b;
+              ADD_FAILURE() << "element " << i << " (channel " << (i / plane) % k.c << ", "
+                            << packed << " packed): got " << a << ", want " << b;
             }
           }
           EXPECT_EQ(bad, 0);
@@ -269,12 +270,13 @@ TEST(SimdParitySampling, GridSample3dBitExact) {
   struct Case {
     std::int64_t n, c, d, h, w, dout, hout, wout;
   };
-  // Odd sizes, 1-voxel axes, C below, at and past a channel group, and outputs of one partial
-  // block and of several blocks (256 voxels) with partial vectors at the end.
-  const Case cases[] = {{2, 3, 5, 7, 6, 3, 5, 19},  {1, 8, 4, 9, 5, 7, 6, 11},
-                        {2, 9, 3, 5, 7, 9, 4, 13},  {1, 16, 6, 6, 6, 5, 9, 13},
-                        {2, 19, 1, 1, 7, 3, 5, 17}, {1, 12, 7, 1, 5, 2, 3, 1},
-                        {1, 8, 2, 3, 1, 1, 1, 1}};
+  // Odd sizes, 1-voxel axes, C below, at and past a channel group, wide (16-channel) blocks
+  // followed by a narrow one (C = 24, 41, on AVX-512), and outputs of one partial block and of
+  // several blocks (256 voxels) with partial vectors at the end.
+  const Case cases[] = {
+      {2, 3, 5, 7, 6, 3, 5, 19},  {1, 8, 4, 9, 5, 7, 6, 11},  {2, 9, 3, 5, 7, 9, 4, 13},
+      {1, 16, 6, 6, 6, 5, 9, 13}, {2, 19, 1, 1, 7, 3, 5, 17}, {1, 12, 7, 1, 5, 2, 3, 1},
+      {1, 8, 2, 3, 1, 1, 1, 1},   {1, 24, 3, 4, 5, 4, 5, 7},  {1, 41, 2, 3, 4, 3, 3, 5}};
   const float inf = std::numeric_limits<float>::infinity();
   const float specials[] = {std::numeric_limits<float>::quiet_NaN(),
                             inf,
@@ -296,7 +298,8 @@ TEST(SimdParitySampling, GridSample3dBitExact) {
       Tensor x = random_tensor({k.n, k.c, k.d, k.h, k.w}, seed++);
       x[1] = std::numeric_limits<float>::quiet_NaN();
       x[x.numel() - 1] = -inf;
-      grouped = grouped || detail::grid_sample3d_channel_group(k.c, k.d * k.h * k.w) > 0;
+      grouped = grouped || detail::grid_sample3d_grouped_channels(k.c, k.d * k.h * k.w,
+                                                                  F::Interpolation::bilinear) > 0;
       for (const bool special : {false, true}) {
         Tensor grid = random_tensor({k.n, k.dout, k.hout, k.wout, 3}, seed++, -1.25f, 1.25f);
         if (special) {

@@ -23,10 +23,11 @@ struct GridSample3dJob {
   [[nodiscard]] std::int64_t out_volume() const { return dout * hout * wout; }
 };
 
-// Channels per group of the channel-group forward kernels that grid_sample3d uses for an input
-// of c channels and volumes of `volume` voxels on the SIMD target in use, or 0 when it samples
-// channel by channel (the parity test asks).
-std::int64_t grid_sample3d_channel_group(std::int64_t c, std::int64_t volume);
+// Channels (from channel 0) that grid_sample3d's channel-group forward kernels compute for an
+// input of c channels and volumes of `volume` voxels in `mode` on the SIMD target in use; the
+// rest, all when 0, are sampled channel by channel (the parity test asks).
+std::int64_t grid_sample3d_grouped_channels(std::int64_t c, std::int64_t volume,
+                                            functional::Interpolation mode);
 
 // Output voxels whose taps are computed together.
 inline constexpr std::int64_t kGrid3dBlock = 256;

@@ -22,10 +22,12 @@ struct GridSampleJob {
   [[nodiscard]] std::int64_t out_plane() const { return ho * wo; }
 };
 
-// Channels per group of the channel-group forward kernels (grid_sample_channels-inl.h) that
-// grid_sample uses for an input of c channels and h x w planes on the SIMD target in use, or 0
-// when it uses the per-channel kernels (grid_sample.cpp; the parity test asks).
-std::int64_t grid_sample_channel_group(std::int64_t c, std::int64_t h, std::int64_t w);
+// Channels (from channel 0) that grid_sample's channel-group forward kernels
+// (grid_sample_channels-inl.h) compute for an input of c channels and h x w planes in `mode` on
+// the SIMD target in use; the rest, all when 0, take the per-channel kernels (grid_sample.cpp;
+// the parity test asks).
+std::int64_t grid_sample_grouped_channels(std::int64_t c, std::int64_t h, std::int64_t w,
+                                          functional::Interpolation mode);
 
 // Output pixels whose taps are computed together: bilinear/nearest forward, and the kernels that
 // keep more per pixel (bicubic, backward).
