@@ -178,16 +178,20 @@ TEST(SimdParitySampling, GridSampleChannelGroupsBitExact) {
   EXPECT_EQ(grouped_targets > 0, std::any_of(all.begin(), all.end(), has_channel_kernels));
 }
 
-// got and want element by element, bit for bit (NaN matching NaN).
-void expect_bit_equal(const Tensor& got, const Tensor& want) {
-  ASSERT_EQ(got.shape(), want.shape());
+// got[i] and want[i] for i < n, bit for bit (NaN matching NaN).
+void expect_bit_equal(const float* got, const float* want, std::int64_t n) {
   std::int64_t bad = 0;
-  for (std::int64_t i = 0; i < got.numel(); ++i) {
+  for (std::int64_t i = 0; i < n; ++i) {
     const float a = got[i], b = want[i];
     if ((std::isnan(a) && std::isnan(b)) || std::memcmp(&a, &b, sizeof a) == 0) continue;
     if (bad++ < 5) ADD_FAILURE() << "element " << i << ": got " << a << ", want " << b;
   }
   EXPECT_EQ(bad, 0);
+}
+
+void expect_bit_equal(const Tensor& got, const Tensor& want) {
+  ASSERT_EQ(got.shape(), want.shape());
+  expect_bit_equal(got.data(), want.data(), got.numel());
 }
 
 // grid_sample_backward (GridSampleBackwardBlock) against its reference twin on every target, every
@@ -257,6 +261,25 @@ TEST(SimdParitySampling, GridSampleBicubicTapsPast2To24) {
   }
 }
 
+// Every fifth value of a 5-D grid set to one PyTorch treats specially: NaN, +-inf, beyond
+// int32, past 2^24 (where x0 + 1 rounds), and the exact edges.
+void add_grid3d_specials(Tensor& grid) {
+  const float inf = std::numeric_limits<float>::infinity();
+  const float specials[] = {std::numeric_limits<float>::quiet_NaN(),
+                            inf,
+                            -inf,
+                            1e10f,
+                            -3e9f,
+                            4e6f,
+                            -2.5e7f,
+                            -1.0f,
+                            1.0f,
+                            0.0f,
+                            -0.999999f,
+                            1.0000001f};
+  for (std::int64_t i = 0; i < grid.numel(); i += 5) grid[i] = specials[(i / 5) % 12];
+}
+
 // Volumetric grid_sample (grid_sample3d-inl.h): every element bit-identical to the reference
 // twin on every target, channel groups (C >= 8), the channels after them and C < 8 alike.
 // Grids hold in-range values, a margin outside, and every kind of value PyTorch treats
@@ -278,18 +301,6 @@ TEST(SimdParitySampling, GridSample3dBitExact) {
       {1, 16, 6, 6, 6, 5, 9, 13}, {2, 19, 1, 1, 7, 3, 5, 17}, {1, 12, 7, 1, 5, 2, 3, 1},
       {1, 8, 2, 3, 1, 1, 1, 1},   {1, 24, 3, 4, 5, 4, 5, 7},  {1, 41, 2, 3, 4, 3, 3, 5}};
   const float inf = std::numeric_limits<float>::infinity();
-  const float specials[] = {std::numeric_limits<float>::quiet_NaN(),
-                            inf,
-                            -inf,
-                            1e10f,
-                            -3e9f,
-                            4e6f,
-                            -2.5e7f,
-                            -1.0f,
-                            1.0f,
-                            0.0f,
-                            -0.999999f,
-                            1.0000001f};
   int grouped_targets = 0;
   for_each_simd_target([&] {
     std::uint64_t seed = 900;
@@ -303,7 +314,7 @@ TEST(SimdParitySampling, GridSample3dBitExact) {
       for (const bool special : {false, true}) {
         Tensor grid = random_tensor({k.n, k.dout, k.hout, k.wout, 3}, seed++, -1.25f, 1.25f);
         if (special) {
-          for (std::int64_t i = 0; i < grid.numel(); i += 5) grid[i] = specials[(i / 5) % 12];
+          add_grid3d_specials(grid);
         }
         for (const auto mode : {F::Interpolation::bilinear, F::Interpolation::nearest}) {
           for (const auto pad :
@@ -353,23 +364,12 @@ TEST(SimdParitySampling, GridSample3dBackward) {
   // N > 1, odd sizes, 1-voxel axes, and more than one block of 256 output voxels.
   const Case cases[] = {
       {2, 5, 4, 7, 6, 3, 5, 9}, {1, 3, 3, 1, 5, 2, 4, 37}, {2, 2, 1, 3, 1, 3, 2, 5}};
-  const float inf = std::numeric_limits<float>::infinity();
-  const float specials[] = {std::numeric_limits<float>::quiet_NaN(),
-                            inf,
-                            -inf,
-                            1e10f,
-                            -3e9f,
-                            -1.0f,
-                            1.0f,
-                            0.0f,
-                            -0.999999f,
-                            1.0000001f};
   std::uint64_t seed = 31;
   for (const Case& k : cases) {
     const Tensor x = random_tensor({k.n, k.c, k.d, k.h, k.w}, seed++);
     const Tensor gout = random_tensor({k.n, k.c, k.dout, k.hout, k.wout}, seed++);
     Tensor grid = random_tensor({k.n, k.dout, k.hout, k.wout, 3}, seed++, -1.25f, 1.25f);
-    for (std::int64_t i = 0; i < grid.numel(); i += 5) grid[i] = specials[(i / 5) % 10];
+    add_grid3d_specials(grid);
     for (const auto mode : {F::Interpolation::bilinear, F::Interpolation::nearest}) {
       for (const auto pad :
            {F::PaddingMode::zeros, F::PaddingMode::border, F::PaddingMode::reflection}) {
@@ -486,16 +486,9 @@ std::vector<float> affine_bases(std::int64_t count, bool align) {
   return v;
 }
 
-// got[i] and want[i] bit for bit (NaN matching NaN).
 void expect_bit_equal(const std::vector<float>& got, const std::vector<float>& want) {
   ASSERT_EQ(got.size(), want.size());
-  std::int64_t bad = 0;
-  for (std::size_t i = 0; i < got.size(); ++i) {
-    const float a = got[i], b = want[i];
-    if ((std::isnan(a) && std::isnan(b)) || std::memcmp(&a, &b, sizeof a) == 0) continue;
-    if (bad++ < 5) ADD_FAILURE() << "element " << i << ": got " << a << ", want " << b;
-  }
-  EXPECT_EQ(bad, 0);
+  expect_bit_equal(got.data(), want.data(), static_cast<std::int64_t>(got.size()));
 }
 
 // affine_grid's rows (detail::affine_grid_rows) on every target: bit for bit the reference twin,

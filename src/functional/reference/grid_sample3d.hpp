@@ -117,6 +117,20 @@ inline std::int64_t nearest(float v) {
   return std::fabs(v) < 1e9f ? static_cast<std::int64_t>(std::round(v)) : -1;
 }
 
+// The trilinear cell of (x, y, z): its first corner and each axis' two weights, in PyTorch's
+// float order.
+struct Cell {
+  std::int64_t x0, y0, z0;
+  float wx[2], wy[2], wz[2];
+  Cell(float x, float y, float z)
+      : x0(static_cast<std::int64_t>(std::floor(x))),
+        y0(static_cast<std::int64_t>(std::floor(y))),
+        z0(static_cast<std::int64_t>(std::floor(z))),
+        wx{static_cast<float>(x0 + 1) - x, x - static_cast<float>(x0)},
+        wy{static_cast<float>(y0 + 1) - y, y - static_cast<float>(y0)},
+        wz{static_cast<float>(z0 + 1) - z, z - static_cast<float>(z0)} {}
+};
+
 }  // namespace grid_sample3d_detail
 
 // grid_sample of input [N, C, D, H, W] at grid [N, Do, Ho, Wo, 3] (no validation: the caller
@@ -140,12 +154,9 @@ inline Tensor grid_sample3d(const Tensor& input, const Tensor& grid,
         if (o.mode() == Interpolation::nearest) {
           v = at(vol, d, h, w, nearest(x), nearest(y), nearest(z));
         } else {
-          const auto x0 = static_cast<std::int64_t>(std::floor(x));
-          const auto y0 = static_cast<std::int64_t>(std::floor(y));
-          const auto z0 = static_cast<std::int64_t>(std::floor(z));
-          const float wx[2] = {static_cast<float>(x0 + 1) - x, x - static_cast<float>(x0)};
-          const float wy[2] = {static_cast<float>(y0 + 1) - y, y - static_cast<float>(y0)};
-          const float wz[2] = {static_cast<float>(z0 + 1) - z, z - static_cast<float>(z0)};
+          const Cell q(x, y, z);
+          const std::int64_t x0 = q.x0, y0 = q.y0, z0 = q.z0;
+          const float *wx = q.wx, *wy = q.wy, *wz = q.wz;
           for (int k = 0; k < 8; ++k) {  // tnw, tne, tsw, tse, bnw, bne, bsw, bse
             const int dx = k & 1, dy = (k >> 1) & 1, dz = k >> 2;
             if (x0 + dx < 0 || x0 + dx >= w || y0 + dy < 0 || y0 + dy >= h || z0 + dz < 0 ||
@@ -192,12 +203,9 @@ inline functional::GridSampleGrads grid_sample3d_backward(const Tensor& input, c
         }
         continue;  // grad_grid stays 0
       }
-      const auto x0 = static_cast<std::int64_t>(std::floor(x));
-      const auto y0 = static_cast<std::int64_t>(std::floor(y));
-      const auto z0 = static_cast<std::int64_t>(std::floor(z));
-      const float wx[2] = {static_cast<float>(x0 + 1) - x, x - static_cast<float>(x0)};
-      const float wy[2] = {static_cast<float>(y0 + 1) - y, y - static_cast<float>(y0)};
-      const float wz[2] = {static_cast<float>(z0 + 1) - z, z - static_cast<float>(z0)};
+      const Cell q(x, y, z);
+      const std::int64_t x0 = q.x0, y0 = q.y0, z0 = q.z0;
+      const float *wx = q.wx, *wy = q.wy, *wz = q.wz;
       std::int64_t corner[8];
       for (int k = 0; k < 8; ++k) {
         corner[k] = offset(x0 + (k & 1), y0 + ((k >> 1) & 1), z0 + (k >> 2), d, h, w);
