@@ -17,10 +17,15 @@ namespace grid_sample_detail {
 using functional::Interpolation;
 using functional::PaddingMode;
 
+// d(pixel coordinate) / d(g) of unnormalize: half the span.
+inline float unnormalize_scale(std::int64_t size, bool ac) {
+  return ac ? static_cast<float>(size - 1) / 2 : static_cast<float>(size) / 2;
+}
+
 // Normalised -> pixel coordinate, as PyTorch's vectorised kernel computes it.
 inline float unnormalize(float g, std::int64_t size, bool ac) {
-  if (ac) return (g + 1.0f) * (static_cast<float>(size - 1) / 2);
-  return std::fma(g + 1.0f, static_cast<float>(size) / 2, -0.5f);
+  if (ac) return (g + 1.0f) * unnormalize_scale(size, ac);
+  return std::fma(g + 1.0f, unnormalize_scale(size, ac), -0.5f);
 }
 
 // clamp to [0, size - 1]; NaN -> 0.
@@ -132,7 +137,7 @@ inline float clip_inside(float c, std::int64_t size, bool* inside) {
 // holds the coordinate at a limit, times -1 for an odd count of reflections of c - low, or for a
 // negative c - low, not both.
 inline float pad_with_grad(float g, std::int64_t size, PaddingMode p, bool ac, float* grad) {
-  const float scale = ac ? static_cast<float>(size - 1) / 2 : static_cast<float>(size) / 2;
+  const float scale = unnormalize_scale(size, ac);
   const float c = unnormalize(g, size, ac);
   if (p == PaddingMode::zeros) {
     *grad = scale;
@@ -262,8 +267,8 @@ inline functional::GridSampleGrads grid_sample_backward(
             }
           }
         }
-        gg[0] = gx * (ac ? static_cast<float>(w - 1) / 2 : static_cast<float>(w) / 2);
-        gg[1] = gy * (ac ? static_cast<float>(h - 1) / 2 : static_cast<float>(h) / 2);
+        gg[0] = gx * unnormalize_scale(w, ac);
+        gg[1] = gy * unnormalize_scale(h, ac);
         continue;
       }
       float mx = 0.0f, my = 0.0f;
