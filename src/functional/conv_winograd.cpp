@@ -473,47 +473,11 @@ bool conv_winograd_4x4(const ConvGeometry& g, const float* in, const float* bias
 }  // namespace
 
 void winograd43_weights(const ConvGeometry& g, const float* wt, float* u) {
-  // G for the points 0, 1, -1, 1/2, -2, infinity (winograd_kernels.hpp).
-  static constexpr float kG[6][3] = {{1.0f, 0.0f, 0.0f},
-                                     {1.0f / 3, 1.0f / 3, 1.0f / 3},
-                                     {-1.0f / 3, 1.0f / 3, -1.0f / 3},
-                                     {-16.0f / 15, -8.0f / 15, -4.0f / 15},
-                                     {1.0f / 15, -2.0f / 15, 4.0f / 15},
-                                     {0.0f, 0.0f, 1.0f}};
-  // Blocks of channels, tap-major on the stack so that every step is a loop over channels, and
-  // stored plane by plane (36 scattered stores per kernel thrash L1 sets).
-  constexpr std::int64_t kBlock = 32;
+  // One output channel's cin_g kernels per dispatched call, written plane by plane (36 planes of
+  // cout x cin_g; scattered stores, kernel by kernel, would thrash L1 sets).
   const std::int64_t plane = g.cout * g.cin_g;
   cvattn::detail::parallel_for(g.cout, [&](std::int64_t o) {
-    float taps[9][kBlock];
-    float gk[6][3][kBlock];  // G k
-    float block[kPositions43][kBlock];
-    for (std::int64_t c0 = 0; c0 < g.cin_g; c0 += kBlock) {
-      const std::int64_t count = std::min(kBlock, g.cin_g - c0);
-      const float* k = wt + (o * g.cin_g + c0) * 9;
-      for (std::int64_t c = 0; c < count; ++c) {
-        for (int a = 0; a < 9; ++a) taps[a][c] = k[c * 9 + a];
-      }
-      for (int i = 0; i < 6; ++i) {
-        for (int j = 0; j < 3; ++j) {
-          for (std::int64_t c = 0; c < count; ++c) {
-            gk[i][j][c] =
-                kG[i][0] * taps[j][c] + kG[i][1] * taps[3 + j][c] + kG[i][2] * taps[6 + j][c];
-          }
-        }
-      }
-      for (int i = 0; i < 6; ++i) {
-        for (int j = 0; j < 6; ++j) {
-          for (std::int64_t c = 0; c < count; ++c) {
-            block[i * 6 + j][c] =
-                gk[i][0][c] * kG[j][0] + gk[i][1][c] * kG[j][1] + gk[i][2][c] * kG[j][2];
-          }
-        }
-      }
-      for (std::int64_t xi = 0; xi < kPositions43; ++xi) {
-        std::copy(block[xi], block[xi] + count, u + xi * plane + o * g.cin_g + c0);
-      }
-    }
+    winograd43_weights_rows(wt + o * g.cin_g * 9, g.cin_g, u + o * g.cin_g, plane);
   });
 }
 

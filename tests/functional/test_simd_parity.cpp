@@ -517,8 +517,47 @@ TEST(SimdParity, FusedFunctionsAcrossTargets) {
   });
 }
 
-// The GEMM behind conv2d/linear/attention (OpenBLAS when built with it) against the Eigen
-// product, for every transpose combination, strided operands, and beta 0 / 1 / other.
+// The F(4x4, 3x3) weight transform: bit for bit against its twin (no fused multiply-add in
+// either), over kernel counts around every vector width, with nothing written between the
+// planes' rows or past them; and against U = G g G^T in double precision.
+TEST(SimdParity, Winograd43Weights) {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const double kG[6][3] = {{1, 0, 0},
+                           {1.0 / 3, 1.0 / 3, 1.0 / 3},
+                           {-1.0 / 3, 1.0 / 3, -1.0 / 3},
+                           {-16.0 / 15, -8.0 / 15, -4.0 / 15},
+                           {1.0 / 15, -2.0 / 15, 4.0 / 15},
+                           {0, 0, 1}};
+  for_each_simd_target([&] {
+    for (const std::int64_t count : {1, 3, 4, 5, 8, 15, 16, 17, 31, 33, 64}) {
+      SCOPED_TRACE("count = " + std::to_string(count));
+      const auto k = random_vector(9 * count, static_cast<std::uint64_t>(count) + 90, -2.0f, 2.0f);
+      const std::int64_t plane = count + 5;
+      std::vector<float> got(static_cast<std::size_t>(36 * plane), nan), want = got;
+      functional::detail::winograd43_weights_rows(k.data(), count, got.data(), plane);
+      reference::winograd43_weights_rows(k.data(), count, want.data(), plane);
+      for (std::int64_t xi = 0; xi < 36; ++xi) {
+        for (std::int64_t c = 0; c < plane; ++c) {
+          const auto at = static_cast<std::size_t>(xi * plane + c);
+          if (c >= count) {
+            ASSERT_TRUE(std::isnan(got[at])) << "written past the kernels: xi " << xi << " c " << c;
+            continue;
+          }
+          ASSERT_EQ(got[at], want[at]) << "xi " << xi << " kernel " << c;
+          double exact = 0.0;
+          for (int r = 0; r < 3; ++r) {
+            for (int s = 0; s < 3; ++s) {
+              exact +=
+                  kG[xi / 6][r] * k[static_cast<std::size_t>(9 * c + 3 * r + s)] * kG[xi % 6][s];
+            }
+          }
+          ASSERT_NEAR(got[at], exact, 2e-6 * (1.0 + std::fabs(exact))) << "xi " << xi;
+        }
+      }
+    }
+  });
+}
+
 // Winograd F(4x4, 3x3) transforms: the same sums in the same grouping (only fused or separate
 // multiply-adds differ; entries reach ~56 in V and ~150 in Y for values in [-1, 1]), over tile
 // counts around every vector width, with the promised slack and nothing written past it.

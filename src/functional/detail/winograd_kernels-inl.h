@@ -51,6 +51,20 @@ HWY_INLINE void OutputRows(D d, V m0, V m1, V m2, V m3, V m4, V m5, V& y0, V& y1
   y3 = hn::MulAdd(hn::Set(d, 0.125f), m3, hn::NegMulAdd(hn::Set(d, 8.0f), m4, hn::Add(q, m5)));
 }
 
+// G on three values (one column or row of a 3x3 kernel), grouped so that only the sums round
+// before the one multiply by 1/3, -4/15 or 1/15 (4a, 2b and 4c are exact). The reference twin
+// groups them the same way, with no fused multiply-add, so every target gives the same bits.
+template <class D, class V>
+HWY_INLINE void WeightRows(D d, V a, V b, V c, V* r) {
+  const V ac = hn::Add(a, c), two_b = hn::Add(b, b);
+  r[0] = a;
+  r[1] = hn::Mul(hn::Add(ac, b), hn::Set(d, 1.0f / 3));
+  r[2] = hn::Mul(hn::Sub(b, ac), hn::Set(d, 1.0f / 3));
+  r[3] = hn::Mul(hn::Add(hn::MulAdd(hn::Set(d, 4.0f), a, c), two_b), hn::Set(d, -4.0f / 15));
+  r[4] = hn::Mul(hn::Sub(hn::MulAdd(hn::Set(d, 4.0f), c, a), two_b), hn::Set(d, 1.0f / 15));
+  r[5] = c;
+}
+
 void Winograd43Input(const float* const* rows, std::int64_t tw, float* HWY_RESTRICT t,
                      float* HWY_RESTRICT v, std::int64_t step) {
   const WinogradTag d;
@@ -198,6 +212,42 @@ float WinogradCopyRows(const float* HWY_RESTRICT src, std::int64_t src_ld, std::
   const float mid =
       std::max(hn::GetLane(hn::MaxOfLanes(d8, top8)), hn::GetLane(hn::MaxOfLanes(d4, top4)));
   return std::max(std::max(tail, wide), mid);
+}
+
+// A vector of kernels at a time: their nine taps transposed through the stack (kernels are 9
+// floats apart), G along the kernel's columns, then along the rows; stored position by position.
+void Winograd43Weights(const float* HWY_RESTRICT k, std::int64_t count, float* HWY_RESTRICT u,
+                       std::int64_t plane) {
+  const WinogradTag d;
+  using V = hn::Vec<WinogradTag>;
+  const auto L = static_cast<std::int64_t>(hn::Lanes(d));
+  HWY_ALIGN float taps[9][kWinogradLanes];
+  HWY_ALIGN float part[kWinogradLanes];
+  for (std::int64_t c0 = 0; c0 < count; c0 += L) {
+    const std::int64_t n = std::min(L, count - c0);
+    for (std::int64_t c = 0; c < L; ++c) {
+      for (int a = 0; a < 9; ++a) taps[a][c] = c < n ? k[(c0 + c) * 9 + a] : 0.0f;
+    }
+    V g[6][3];  // G along y: g[i][j] = (G k)[i][j]
+    for (int j = 0; j < 3; ++j) {
+      V col[6];
+      WeightRows(d, hn::Load(d, taps[j]), hn::Load(d, taps[3 + j]), hn::Load(d, taps[6 + j]), col);
+      for (int i = 0; i < 6; ++i) g[i][j] = col[i];
+    }
+    for (int i = 0; i < 6; ++i) {
+      V row[6];
+      WeightRows(d, g[i][0], g[i][1], g[i][2], row);
+      for (int j = 0; j < 6; ++j) {
+        float* o = u + (6 * i + j) * plane + c0;
+        if (n == L) {
+          hn::StoreU(row[j], d, o);
+        } else {
+          hn::Store(row[j], d, part);
+          std::copy(part, part + n, o);
+        }
+      }
+    }
+  }
 }
 
 }  // namespace cvattn::functional::detail::HWY_NAMESPACE

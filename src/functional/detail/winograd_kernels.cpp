@@ -15,6 +15,7 @@ namespace cvattn::functional::detail {
 HWY_EXPORT(Winograd43Input);
 HWY_EXPORT(Winograd43Output);
 HWY_EXPORT(WinogradCopyRows);
+HWY_EXPORT(Winograd43Weights);
 
 void winograd43_input(const float* const* rows, std::int64_t tw, float* t, float* v,
                       std::int64_t step) {
@@ -29,6 +30,10 @@ void winograd43_output(const float* m, std::int64_t step, std::int64_t tw, float
 float winograd_copy_rows(const float* src, std::int64_t src_ld, std::int64_t rows,
                          std::int64_t cols, float* dst, std::int64_t dst_ld) {
   return CVATTN_DISPATCH(WinogradCopyRows)(src, src_ld, rows, cols, dst, dst_ld);
+}
+
+void winograd43_weights_rows(const float* k, std::int64_t count, float* u, std::int64_t plane) {
+  CVATTN_DISPATCH(Winograd43Weights)(k, count, u, plane);
 }
 
 }  // namespace cvattn::functional::detail

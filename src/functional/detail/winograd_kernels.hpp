@@ -38,6 +38,12 @@ void winograd43_input(const float* const* rows, std::int64_t tw, float* t, float
 void winograd43_output(const float* m, std::int64_t step, std::int64_t tw, float bias, float* out,
                        std::int64_t ld, std::int64_t rows, std::int64_t wo);
 
+// U = G g G^T, the F(4x4, 3x3) weight transform, for `count` 3x3 kernels: kernel c is
+// k[9 c .. 9 c + 9), row-major. Writes u[xi * plane + c] for the 36 positions xi = 6 i + j and
+// c < count, nothing else. G's rows, for the points above: [1, 0, 0], [1/3, 1/3, 1/3],
+// [-1/3, 1/3, -1/3], [-16/15, -8/15, -4/15], [1/15, -2/15, 4/15], [0, 0, 1].
+void winograd43_weights_rows(const float* k, std::int64_t count, float* u, std::int64_t plane);
+
 // Copies `rows` rows of `cols` floats (src rows src_ld floats apart, dst rows dst_ld apart) and
 // returns max |x| over what it copied (+infinity if any x is NaN or infinite): the F(4x4, 3x3)
 // path's input rows, bounded as they are copied instead of in a pass of its own over the input.

@@ -70,6 +70,36 @@ inline void winograd43_output(const float* m, std::int64_t step, std::int64_t tw
   }
 }
 
+// G on three values with the kernel's grouping (4a, 2b and 4c are exact).
+inline void winograd43_weight_rows(float a, float b, float c, float* r) {
+  const float ac = a + c, two_b = b + b;
+  r[0] = a;
+  r[1] = (ac + b) * (1.0f / 3);
+  r[2] = (b - ac) * (1.0f / 3);
+  r[3] = ((4.0f * a + c) + two_b) * (-4.0f / 15);
+  r[4] = ((4.0f * c + a) - two_b) * (1.0f / 15);
+  r[5] = c;
+}
+
+// winograd43_weights_rows: U = G g G^T kernel by kernel.
+inline void winograd43_weights_rows(const float* k, std::int64_t count, float* u,
+                                    std::int64_t plane) {
+  for (std::int64_t c = 0; c < count; ++c) {
+    const float* g = k + 9 * c;
+    float gk[6][3];  // G along y
+    for (int j = 0; j < 3; ++j) {
+      float col[6];
+      winograd43_weight_rows(g[j], g[3 + j], g[6 + j], col);
+      for (int i = 0; i < 6; ++i) gk[i][j] = col[i];
+    }
+    for (int i = 0; i < 6; ++i) {
+      float row[6];
+      winograd43_weight_rows(gk[i][0], gk[i][1], gk[i][2], row);
+      for (int j = 0; j < 6; ++j) u[(6 * i + j) * plane + c] = row[j];
+    }
+  }
+}
+
 // max |x[i]| over i < n, or +infinity when any x[i] is NaN or infinite.
 inline float winograd_max_abs(const float* x, std::int64_t n) {
   float result = 0.0f;
