@@ -57,6 +57,38 @@ inline double ReluPathSum(const float* const* f, std::int64_t offset, std::int64
   return total;
 }
 
+// select_paths: a vector of pixels over every path at a time, Mul then Add (never MulAdd) so that
+// each product is rounded as in PyTorch; the tail through a zero-padded vector, same arithmetic.
+inline void SelectPaths(const float* const* f, std::int64_t offset, const float* w,
+                        std::int64_t w_stride, std::int64_t paths, std::int64_t hw, float* y) {
+  const hn::ScalableTag<float> d;
+  using V = hn::Vec<decltype(d)>;
+  const auto lanes = static_cast<std::int64_t>(hn::Lanes(d));
+  const auto zero = hn::Zero(d);
+  const auto relu = [&](V v) { return hn::IfThenZeroElse(hn::Le(v, zero), v); };
+  const auto weighted = [&](std::int64_t i, auto load) {
+    V acc = hn::Mul(hn::Set(d, w[0]), relu(load(f[0] + offset + i)));
+    for (std::int64_t p = 1; p < paths; ++p) {
+      acc = hn::Add(acc, hn::Mul(hn::Set(d, w[p * w_stride]), relu(load(f[p] + offset + i))));
+    }
+    return acc;
+  };
+  std::int64_t i = 0;
+  for (; i + lanes <= hw; i += lanes) {
+    hn::StoreU(weighted(i, [&](const float* s) { return hn::LoadU(d, s); }), d, y + i);
+  }
+  if (i < hw) {
+    const std::int64_t n = hw - i;
+    HWY_ALIGN float part[HWY_MAX_BYTES / sizeof(float)] = {};
+    const V v = weighted(i, [&](const float* s) {
+      std::copy(s, s + n, part);
+      return hn::Load(d, part);
+    });
+    hn::Store(v, d, part);
+    std::copy(part, part + n, y + i);
+  }
+}
+
 }  // namespace cvattn::detail::HWY_NAMESPACE
 HWY_AFTER_NAMESPACE();
 

@@ -1,6 +1,6 @@
-// selective_kernel_attention (cvattn/functional/selective_kernel.hpp); the path reduction is
-// dispatched at run time (selective_kernel-inl.h), its reference twin is
-// functional/reference/selective_kernel.hpp.
+// selective_kernel_attention (cvattn/functional/selective_kernel.hpp); the path reduction and
+// the weighted sum of the paths are dispatched at run time (selective_kernel-inl.h), their
+// reference twins are in functional/reference/selective_kernel.hpp.
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "functional/selective_kernel-inl.h"
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
@@ -26,10 +26,16 @@ namespace cvattn {
 namespace detail {
 
 HWY_EXPORT(ReluPathSum);
+HWY_EXPORT(SelectPaths);
 
 double relu_path_sum(const float* const* f, std::int64_t offset, std::int64_t paths,
                      std::int64_t hw) {
   return CVATTN_DISPATCH(ReluPathSum)(f, offset, paths, hw);
+}
+
+void select_paths(const float* const* f, std::int64_t offset, const float* w, std::int64_t w_stride,
+                  std::int64_t paths, std::int64_t hw, float* y) {
+  CVATTN_DISPATCH(SelectPaths)(f, offset, w, w_stride, paths, hw, y);
 }
 
 }  // namespace detail
@@ -39,25 +45,6 @@ namespace {
 
 // ReLU that keeps NaN, as torch.relu does.
 inline float relu(float v) { return v <= 0.0f ? 0.0f : v; }
-
-// y[i] = sum_p w[p * w_stride] * relu(f[p][offset + i]) for i < hw; y may alias f[0] + offset.
-void select_paths(const float* const* f, std::int64_t offset, const float* w, std::int64_t w_stride,
-                  std::int64_t paths, std::int64_t hw, float* y) {
-  const float w0 = w[0];
-  const float* f0 = f[0] + offset;
-  if (paths == 2) {  // the common case, in one vectorised pass
-    const float w1 = w[w_stride];
-    const float* f1 = f[1] + offset;
-    for (std::int64_t i = 0; i < hw; ++i) y[i] = w0 * relu(f0[i]) + w1 * relu(f1[i]);
-    return;
-  }
-  for (std::int64_t i = 0; i < hw; ++i) y[i] = w0 * relu(f0[i]);
-  for (std::int64_t p = 1; p < paths; ++p) {
-    const float wp = w[p * w_stride];
-    const float* fp = f[p] + offset;
-    for (std::int64_t i = 0; i < hw; ++i) y[i] += wp * relu(fp[i]);
-  }
-}
 
 // [rows, cols] or [rows, cols, 1, 1].
 void check_matrix(const Tensor& t, std::int64_t rows, std::int64_t cols, const char* name,
@@ -161,8 +148,8 @@ SelectiveKernelFused selective_kernel_attention(const std::vector<Tensor>& paths
   cvattn::detail::parallel_for(planes, [&](std::int64_t plane) {
     const std::int64_t n = plane / channels;
     const std::int64_t c = plane % channels;
-    select_paths(fd, plane * hw, att + n * count * channels + c, channels, count, hw,
-                 yd + plane * hw);
+    cvattn::detail::select_paths(fd, plane * hw, att + n * count * channels + c, channels, count,
+                                 hw, yd + plane * hw);
   });
   return {y, attention};
 }

@@ -359,6 +359,47 @@ TEST(SimdParity, ReluPathSum) {
   });
 }
 
+// The weighted sum of the paths, bit for bit (products rounded, then added in path order):
+// lengths around every vector width, 1-4 paths, strided weights, NaN and negative values
+// through the ReLU, and the first path overwritten in place.
+TEST(SimdParity, SelectPaths) {
+  for_each_simd_target([&] {
+    for (const std::int64_t hw : {1, 3, 4, 5, 7, 8, 15, 16, 17, 31, 33, 63, 65, 784, 3136}) {
+      const std::int64_t paths = 1 + hw % 4, offset = hw % 3, w_stride = 5;
+      SCOPED_TRACE(std::to_string(paths) + " paths, hw = " + std::to_string(hw));
+      std::vector<std::vector<float>> f;
+      std::vector<const float*> fp;
+      for (std::int64_t p = 0; p < paths; ++p) {
+        f.push_back(
+            random_vector(hw + offset, static_cast<std::uint64_t>(7 * hw + p), -1.0f, 2.0f));
+      }
+      f[0][static_cast<std::size_t>(offset + hw / 2)] = NAN;
+      for (const auto& v : f) fp.push_back(v.data());
+      const auto w = random_vector(paths * w_stride, static_cast<std::uint64_t>(hw), 0.0f, 1.0f);
+      std::vector<float> got(static_cast<std::size_t>(hw)), want(got.size());
+      detail::select_paths(fp.data(), offset, w.data(), w_stride, paths, hw, got.data());
+      reference::select_paths(fp.data(), offset, w.data(), w_stride, paths, hw, want.data());
+      for (std::size_t i = 0; i < got.size(); ++i) {
+        ASSERT_EQ(std::isnan(got[i]), std::isnan(want[i])) << "at " << i;
+        if (!std::isnan(want[i])) {
+          ASSERT_EQ(got[i], want[i]) << "at " << i;
+        }
+      }
+      // In place over the first path, as selective_kernel_attention's overwrite_first_path.
+      auto first = f[0];
+      fp[0] = first.data();
+      detail::select_paths(fp.data(), offset, w.data(), w_stride, paths, hw, first.data() + offset);
+      for (std::size_t i = 0; i < got.size(); ++i) {
+        const float v = first[i + static_cast<std::size_t>(offset)];
+        ASSERT_EQ(std::isnan(v), std::isnan(want[i])) << "in place at " << i;
+        if (!std::isnan(want[i])) {
+          ASSERT_EQ(v, want[i]) << "in place at " << i;
+        }
+      }
+    }
+  });
+}
+
 // Rows of a polyphase split and back: widths around every vector width (56 at d = 2 is 28 groups:
 // 16 + 8 + 4 on AVX-512), ragged last groups, strided rows; NaN marks what must stay unwritten.
 TEST(SimdParity, PolyphaseRows) {
