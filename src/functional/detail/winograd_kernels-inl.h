@@ -54,15 +54,16 @@ HWY_INLINE void OutputRows(D d, V m0, V m1, V m2, V m3, V m4, V m5, V& y0, V& y1
 // G on three values (one column or row of a 3x3 kernel), grouped so that only the sums round
 // before the one multiply by 1/3, -4/15 or 1/15 (4a, 2b and 4c are exact). The reference twin
 // groups them the same way, with no fused multiply-add, so every target gives the same bits.
-template <class D, class V>
-HWY_INLINE void WeightRows(D d, V a, V b, V c, V* r) {
-  const V ac = hn::Add(a, c), two_b = hn::Add(b, b);
-  r[0] = a;
-  r[1] = hn::Mul(hn::Add(ac, b), hn::Set(d, 1.0f / 3));
-  r[2] = hn::Mul(hn::Sub(b, ac), hn::Set(d, 1.0f / 3));
-  r[3] = hn::Mul(hn::Add(hn::MulAdd(hn::Set(d, 4.0f), a, c), two_b), hn::Set(d, -4.0f / 15));
-  r[4] = hn::Mul(hn::Sub(hn::MulAdd(hn::Set(d, 4.0f), c, a), two_b), hn::Set(d, 1.0f / 15));
-  r[5] = c;
+// put(i, row i) receives the six results (no array of vectors: SVE's are sizeless).
+template <class D, class V, class Put>
+HWY_INLINE void WeightRows(D d, V a, V b, V c, const Put& put) {
+  const V ac = hn::Add(a, c), two_b = hn::Add(b, b), four = hn::Set(d, 4.0f);
+  put(0, a);
+  put(1, hn::Mul(hn::Add(ac, b), hn::Set(d, 1.0f / 3)));
+  put(2, hn::Mul(hn::Sub(b, ac), hn::Set(d, 1.0f / 3)));
+  put(3, hn::Mul(hn::Add(hn::MulAdd(four, a, c), two_b), hn::Set(d, -4.0f / 15)));
+  put(4, hn::Mul(hn::Sub(hn::MulAdd(four, c, a), two_b), hn::Set(d, 1.0f / 15)));
+  put(5, c);
 }
 
 void Winograd43Input(const float* const* rows, std::int64_t tw, float* HWY_RESTRICT t,
@@ -215,37 +216,34 @@ float WinogradCopyRows(const float* HWY_RESTRICT src, std::int64_t src_ld, std::
 }
 
 // A vector of kernels at a time: their nine taps transposed through the stack (kernels are 9
-// floats apart), G along the kernel's columns, then along the rows; stored position by position.
+// floats apart), G along the kernel's columns into the stack, then along the rows into u.
 void Winograd43Weights(const float* HWY_RESTRICT k, std::int64_t count, float* HWY_RESTRICT u,
                        std::int64_t plane) {
   const WinogradTag d;
-  using V = hn::Vec<WinogradTag>;
   const auto L = static_cast<std::int64_t>(hn::Lanes(d));
   HWY_ALIGN float taps[9][kWinogradLanes];
+  HWY_ALIGN float gk[6][3][kWinogradLanes];  // G along y: gk[i][j] = (G k)[i][j]
   HWY_ALIGN float part[kWinogradLanes];
   for (std::int64_t c0 = 0; c0 < count; c0 += L) {
     const std::int64_t n = std::min(L, count - c0);
     for (std::int64_t c = 0; c < L; ++c) {
       for (int a = 0; a < 9; ++a) taps[a][c] = c < n ? k[(c0 + c) * 9 + a] : 0.0f;
     }
-    V g[6][3];  // G along y: g[i][j] = (G k)[i][j]
     for (int j = 0; j < 3; ++j) {
-      V col[6];
-      WeightRows(d, hn::Load(d, taps[j]), hn::Load(d, taps[3 + j]), hn::Load(d, taps[6 + j]), col);
-      for (int i = 0; i < 6; ++i) g[i][j] = col[i];
+      WeightRows(d, hn::Load(d, taps[j]), hn::Load(d, taps[3 + j]), hn::Load(d, taps[6 + j]),
+                 [&](int i, auto v) { hn::Store(v, d, gk[i][j]); });
     }
     for (int i = 0; i < 6; ++i) {
-      V row[6];
-      WeightRows(d, g[i][0], g[i][1], g[i][2], row);
-      for (int j = 0; j < 6; ++j) {
-        float* o = u + (6 * i + j) * plane + c0;
-        if (n == L) {
-          hn::StoreU(row[j], d, o);
-        } else {
-          hn::Store(row[j], d, part);
-          std::copy(part, part + n, o);
-        }
-      }
+      WeightRows(d, hn::Load(d, gk[i][0]), hn::Load(d, gk[i][1]), hn::Load(d, gk[i][2]),
+                 [&](int j, auto v) {
+                   float* o = u + (6 * i + j) * plane + c0;
+                   if (n == L) {
+                     hn::StoreU(v, d, o);
+                   } else {
+                     hn::Store(v, d, part);
+                     std::copy(part, part + n, o);
+                   }
+                 });
     }
   }
 }
