@@ -11,6 +11,7 @@
 #include "cvattn/functional/pooling.hpp"
 #include "functional/detail/channel_kernels.hpp"
 #include "functional/detail/elementwise_kernels.hpp"
+#include "functional/detail/softmax.hpp"
 
 namespace cvattn::functional {
 namespace {
@@ -333,38 +334,28 @@ std::pair<Tensor, Tensor> attention_pool(const Tensor& x, const Tensor& weight,
   cvattn::detail::parallel_for(s.n, [&](std::int64_t n) {
     const float* xn = xp + n * s.c * hw;
     float* a = ap + n * hw;
-    // Logits: a 1x1 conv to one channel, accumulated plane by plane (vectorises over pixels).
-    for (std::int64_t p = 0; p < hw; ++p) a[p] = 0.0f;
-    for (std::int64_t c = 0; c < s.c; ++c) {
-      const float wc = w[c];
-      const float* plane = xn + c * hw;
-      for (std::int64_t p = 0; p < hw; ++p) a[p] += wc * plane[p];
-    }
+    // Logits: a 1x1 conv to one channel, the channels added in order (one dispatched pass).
+    cvattn::detail::weighted_sum_rows(xn, s.c, hw, w, a, hw);
     float m = -std::numeric_limits<float>::infinity();
     for (std::int64_t p = 0; p < hw; ++p) {
       a[p] += b;
       m = nan_max(m, a[p]);
     }
-    float sum = 0.0f;
-    for (std::int64_t p = 0; p < hw; ++p) {
-      a[p] = std::exp(a[p] - m);
-      sum += a[p];
-    }
-    const float inv = 1.0f / sum;
-    for (std::int64_t p = 0; p < hw; ++p) a[p] *= inv;
-    for (std::int64_t c = 0; c < s.c; ++c) {
-      // sum_p x[c, p] a[p] in eight float lanes (a bmm in PyTorch), combined in double.
-      const float* plane = xn + c * hw;
-      float lanes[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-      std::int64_t p = 0;
-      for (; p + 8 <= hw; p += 8) {
-        for (int l = 0; l < 8; ++l) lanes[l] += plane[p + l] * a[p + l];
+    if (std::isfinite(m)) {
+      cvattn::detail::softmax_row(a, hw, 1.0f, nullptr, 0, hw);
+    } else {
+      // NaN or +inf among the logits, or all -inf: PyTorch's softmax (NaN where exp(m - m) is),
+      // which the attention rows' softmax_row does not give for a row all -inf.
+      float sum = 0.0f;
+      for (std::int64_t p = 0; p < hw; ++p) {
+        a[p] = std::exp(a[p] - m);
+        sum += a[p];
       }
-      double acc = 0.0;
-      for (const float v : lanes) acc += v;
-      for (; p < hw; ++p) acc += static_cast<double>(plane[p]) * a[p];
-      cp[n * s.c + c] = static_cast<float>(acc);
+      const float inv = 1.0f / sum;
+      for (std::int64_t p = 0; p < hw; ++p) a[p] *= inv;
     }
+    // context[c] = sum_p x[c, p] a[p] (a bmm in PyTorch), in double.
+    cvattn::detail::dot_rows(xn, s.c, hw, a, nullptr, cp + n * s.c);
   });
   return {context, attn};
 }

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "cvattn/core/error.hpp"
+#include "cvattn/functional/gates.hpp"
 #include "cvattn/modules/ceca.hpp"
 #include "cvattn/modules/coord_attn.hpp"
 #include "cvattn/modules/effective_se.hpp"
@@ -304,6 +305,29 @@ TEST(GlobalContext, OptionsKeysAndAttentionSumsToOne) {
     for (std::int64_t p = 0; p < 15; ++p) sum += a[n * 15 + p];
     EXPECT_NEAR(sum, 1.0, 1e-6);
   }
+}
+
+// The attention pool's softmax over the pixels as torch.softmax: a NaN or +inf logit, or every
+// logit -inf, makes the sample's whole row NaN; a -inf logit beside finite ones gets weight 0.
+// (torch.softmax of [-inf, -inf, -inf], [1, nan, 2] and [1, inf, 2] is all NaN, of
+// [1, -inf, 2] is [0.2689, 0, 0.7311].) Four samples of 2 channels x 3 pixels, weight [1, 1].
+TEST(GlobalContext, AttentionPoolNonFiniteLogitsAsTorch) {
+  const float inf = HUGE_VALF, nan = std::nanf("");
+  Tensor x = Tensor::zeros({4, 2, 1, 3});
+  const float logits[4][3] = {{-inf, -inf, -inf}, {1, nan, 2}, {1, inf, 2}, {1, -inf, 2}};
+  for (int n = 0; n < 4; ++n) {
+    for (int p = 0; p < 3; ++p) x[n * 6 + p] = logits[n][p];  // channel 1 stays 0
+  }
+  Tensor weight = Tensor::zeros({1, 2, 1, 1});
+  weight[0] = 1.0f;
+  weight[1] = 1.0f;
+  const auto [context, attn] = functional::attention_pool(x, weight, Tensor::zeros({1}));
+  for (int n = 0; n < 3; ++n) {
+    for (int p = 0; p < 3; ++p) EXPECT_TRUE(std::isnan(attn[n * 3 + p])) << n << ", " << p;
+  }
+  EXPECT_NEAR(attn[9], 0.26894142f, 1e-6);
+  EXPECT_EQ(attn[10], 0.0f);
+  EXPECT_NEAR(attn[11], 0.73105858f, 1e-6);
 }
 
 TEST(GlobalContext, RejectsBadWeights) {
