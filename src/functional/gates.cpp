@@ -344,8 +344,8 @@ std::pair<Tensor, Tensor> attention_pool(const Tensor& x, const Tensor& weight,
     if (std::isfinite(m)) {
       cvattn::detail::softmax_row(a, hw, 1.0f, nullptr, 0, hw);
     } else {
-      // NaN or +inf among the logits, or all -inf: PyTorch's softmax (NaN where exp(m - m) is),
-      // which the attention rows' softmax_row does not give for a row all -inf.
+      // A NaN or +inf logit, or every logit -inf: the plain softmax, whose all-NaN row is
+      // torch.softmax's (softmax_row gives zeros for a row of -inf).
       float sum = 0.0f;
       for (std::int64_t p = 0; p < hw; ++p) {
         a[p] = std::exp(a[p] - m);
