@@ -326,15 +326,16 @@ Tensor lambda_rel_pos_attention(const Tensor& q, const Tensor& k, const Tensor& 
   detail::parallel_for(threads, [&](std::int64_t t) {
     using detail::attn::cmap;
     using detail::attn::mmap;
-    float* base = scratch.data() + t * (m * d.k + d.v * d.k);
-    auto emb = mmap(base, m, d.k);  // rows n: pos_emb at (y_n - y_m, x_n - x_m)
+    float* base = scratch.data() + t * (m * d.k + d.v * d.k);  // [M, K]: pos_emb at (yn-ym, xn-xm)
     auto lam = mmap(base + m * d.k, d.v, d.k);
     for (std::int64_t bm = rows * t / threads; bm < rows * (t + 1) / threads; ++bm) {
       const std::int64_t b = bm / m, i = bm % m, ym = i / d.w, xm = i % d.w;
-      for (std::int64_t n = 0; n < m; ++n) {
-        const std::int64_t yn = n / d.w, xn = n % d.w;
-        const float* src = pe + ((yn - ym + d.h - 1) * (2 * d.w - 1) + (xn - xm + d.w - 1)) * d.k;
-        for (std::int64_t kk = 0; kk < d.k; ++kk) emb(n, kk) = src[kk];
+      // The keys of one row yn are one run of pos_emb (x offsets w-1-xm .. 2w-2-xm), copied as a
+      // run: a copy per key position ran at the baseline's vector width in the portable build
+      // (docs/performance.md, "Zen 5, seventh session").
+      for (std::int64_t yn = 0; yn < d.h; ++yn) {
+        const float* src = pe + ((yn - ym + d.h - 1) * (2 * d.w - 1) + (d.w - 1 - xm)) * d.k;
+        std::copy(src, src + d.w * d.k, base + yn * d.w * d.k);
       }
       detail::attn::product(lam, cmap(vp + b * d.v * m, d.v, m), cmap(base, m, d.k));  // [V, K]
       for (std::int64_t h = 0; h < d.heads; ++h) {
