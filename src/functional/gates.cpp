@@ -11,7 +11,7 @@
 #include "cvattn/functional/pooling.hpp"
 #include "functional/detail/channel_kernels.hpp"
 #include "functional/detail/elementwise_kernels.hpp"
-#include "functional/detail/softmax.hpp"
+#include "functional/detail/softmax_axis_kernels.hpp"
 
 namespace cvattn::functional {
 namespace {
@@ -331,29 +331,18 @@ std::pair<Tensor, Tensor> attention_pool(const Tensor& x, const Tensor& weight,
   const float b = bias[0];
   float* cp = context.data();
   float* ap = attn.data();
+  Tensor logits = Tensor::empty({s.n, hw});  // softmax_row_exact writes out of place
+  float* lp = logits.data();
   cvattn::detail::parallel_for(s.n, [&](std::int64_t n) {
     const float* xn = xp + n * s.c * hw;
+    float* l = lp + n * hw;
     float* a = ap + n * hw;
     // Logits: a 1x1 conv to one channel, the channels added in order (one dispatched pass).
-    cvattn::detail::weighted_sum_rows(xn, s.c, hw, w, a, hw);
-    float m = -std::numeric_limits<float>::infinity();
-    for (std::int64_t p = 0; p < hw; ++p) {
-      a[p] += b;
-      m = nan_max(m, a[p]);
-    }
-    if (std::isfinite(m)) {
-      cvattn::detail::softmax_row(a, hw, 1.0f, nullptr, 0, hw);
-    } else {
-      // A NaN or +inf logit, or every logit -inf: the plain softmax, whose all-NaN row is
-      // torch.softmax's (softmax_row gives zeros for a row of -inf).
-      float sum = 0.0f;
-      for (std::int64_t p = 0; p < hw; ++p) {
-        a[p] = std::exp(a[p] - m);
-        sum += a[p];
-      }
-      const float inv = 1.0f / sum;
-      for (std::int64_t p = 0; p < hw; ++p) a[p] *= inv;
-    }
+    cvattn::detail::weighted_sum_rows(xn, s.c, hw, w, l, hw);
+    for (std::int64_t p = 0; p < hw; ++p) l[p] += b;
+    // The public softmax's kernel: a NaN or +inf logit, or every logit -inf, gives the NaN row
+    // of torch.softmax.
+    cvattn::detail::softmax_row_exact(l, a, hw, false);
     // context[c] = sum_p x[c, p] a[p] (a bmm in PyTorch), in double.
     cvattn::detail::dot_rows(xn, s.c, hw, a, nullptr, cp + n * s.c);
   });
