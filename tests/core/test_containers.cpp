@@ -22,6 +22,7 @@
 #include "cvattn/modules/multihead_self_attention.hpp"
 #include "cvattn/modules/sequential.hpp"
 #include "cvattn/modules/squeeze_excitation.hpp"
+#include "support/call.hpp"
 #include "support/concurrency.hpp"
 #include "support/fixtures.hpp"
 #include "support/random.hpp"
@@ -170,25 +171,24 @@ TEST(Containers, HooksFireInExecutionOrderAndOnTheRootWhenCalled) {
 
 TEST(Containers, HookRegistrationErrorsNameThePath) {
   Net net;
-  EXPECT_THAT([&] { net.register_forward_hook("blocks.7", [](auto&&...) {}); },
+  EXPECT_THAT(test::Call([&] { net.register_forward_hook("blocks.7", [](auto&&...) {}); }),
               ThrowsMessage<ValueError>(HasSubstr(
                   "Module::find('blocks.7'): 'blocks' has no child '7' (children: 0, 1)")));
-  EXPECT_THAT([&] { net.register_forward_hook("stem.relu", [](auto&&...) {}); },
+  EXPECT_THAT(test::Call([&] { net.register_forward_hook("stem.relu", [](auto&&...) {}); }),
               ThrowsMessage<ValueError>(HasSubstr("children: conv, bn, act")));
-  EXPECT_THAT([&] { net.register_forward_hook("heads", [](auto&&...) {}); },
+  EXPECT_THAT(test::Call([&] { net.register_forward_hook("heads", [](auto&&...) {}); }),
               ThrowsMessage<ValueError>(HasSubstr("ModuleDict is not a UnaryModule")));
-  EXPECT_THAT([&] { net.register_forward_hook("stem", ForwardHook()); },
+  EXPECT_THAT(test::Call([&] { net.register_forward_hook("stem", ForwardHook()); }),
               ThrowsMessage<ValueError>(HasSubstr("empty hook")));
 }
 
 TEST(Containers, ShapeErrorNamesTheModulePath) {
   Net net;
   // 5 channels where stem.conv wants 3.
-  EXPECT_THAT(
-      [&] {
-        (void)net.forward(Tensor::zeros({1, 5, 7, 5}));
-      },
-      ThrowsMessage<ShapeError>(HasSubstr("stem.conv: Conv2d::forward: tensor 'x'")));
+  EXPECT_THAT(test::Call([&] {
+                (void)net.forward(Tensor::zeros({1, 5, 7, 5}));
+              }),
+              ThrowsMessage<ShapeError>(HasSubstr("stem.conv: Conv2d::forward: tensor 'x'")));
   try {
     (void)net.forward_with_maps(Tensor::zeros({1, 5, 7, 5}));
     FAIL() << "expected a ShapeError";
@@ -202,21 +202,19 @@ TEST(Containers, NestedPathsAreJoinedOncePerLevel) {
   const Sequential net{
       {"stem", std::make_shared<Sequential>(Sequential{std::make_shared<Sequential>(
                    Sequential{{"conv", std::make_shared<Conv2d>(Conv2dOptions(3, 4, 3))}})})}};
-  EXPECT_THAT(
-      [&] {
-        (void)net.forward(Tensor::zeros({1, 2, 5, 5}));
-      },
-      ThrowsMessage<ShapeError>(::testing::StartsWith(
-          "stem.0.conv: Conv2d::forward: tensor 'x' expected shape [*, 3, *, *]")));
+  EXPECT_THAT(test::Call([&] {
+                (void)net.forward(Tensor::zeros({1, 2, 5, 5}));
+              }),
+              ThrowsMessage<ShapeError>(::testing::StartsWith(
+                  "stem.0.conv: Conv2d::forward: tensor 'x' expected shape [*, 3, *, *]")));
   // A ValueError stays a ValueError.
-  EXPECT_THAT(
-      [&] {
-        (void)with_module_path("outer", [] {
-          throw ValueError("bad");
-          return 0;
-        });
-      },
-      ThrowsMessage<ValueError>(::testing::StrEq("outer: bad")));
+  EXPECT_THAT(test::Call([&] {
+                (void)with_module_path("outer", [] {
+                  throw ValueError("bad");
+                  return 0;
+                });
+              }),
+              ThrowsMessage<ValueError>(::testing::StrEq("outer: bad")));
 }
 
 TEST(Containers, MapsOfNestedSequentialsAreDotted) {
@@ -242,20 +240,20 @@ TEST(Containers, DefaultForwardWithMapsHasNoMaps) {
 TEST(Containers, DuplicateMapNamesAreRefused) {
   AttentionMaps maps;
   maps.add("attention", Tensor::zeros({1}));
-  EXPECT_THAT([&] { maps.add("attention", Tensor::zeros({1})); },
+  EXPECT_THAT(test::Call([&] { maps.add("attention", Tensor::zeros({1})); }),
               ThrowsMessage<ValueError>(HasSubstr("a map named 'attention' is already present")));
   AttentionMaps child;
   child.add("attention", Tensor::zeros({1}));
   maps.merge("se", child);
   EXPECT_TRUE(maps.contains("se.attention"));
-  EXPECT_THAT([&] { maps.merge("se", child); },
+  EXPECT_THAT(test::Call([&] { maps.merge("se", child); }),
               ThrowsMessage<ValueError>(HasSubstr("'se.attention' is already present")));
   // A parent that runs one child twice under one name gets the same error.
   auto se = std::make_shared<SqueezeExcitation>(SqueezeExcitationOptions(4).rd_channels(2));
   AttentionMaps twice;
   const Tensor x = test::random_tensor({1, 4, 2, 2}, 6);
   (void)call_child("se", *se, x, &twice);
-  EXPECT_THAT([&] { (void)call_child("se", *se, x, &twice); },
+  EXPECT_THAT(test::Call([&] { (void)call_child("se", *se, x, &twice); }),
               ThrowsMessage<ValueError>(HasSubstr("'se.attention' is already present")));
 }
 
@@ -273,15 +271,15 @@ TEST(Containers, SequentialNamesAndIndices) {
   EXPECT_EQ(named.size(), 3u);
   EXPECT_EQ(named.at(2), act);
   EXPECT_THAT(
-      [&] { (void)named.at("nope"); },
+      test::Call([&] { (void)named.at("nope"); }),
       ThrowsMessage<ValueError>(HasSubstr("no module named 'nope' (names: conv, bn, act)")));
-  EXPECT_THAT([&] { named.push_back("bn", std::make_shared<ReLU>()); },
+  EXPECT_THAT(test::Call([&] { named.push_back("bn", std::make_shared<ReLU>()); }),
               ThrowsMessage<ValueError>(HasSubstr("'bn' is already registered")));
-  EXPECT_THAT([&] { named.push_back("a.b", std::make_shared<ReLU>()); },
+  EXPECT_THAT(test::Call([&] { named.push_back("a.b", std::make_shared<ReLU>()); }),
               ThrowsMessage<ValueError>(HasSubstr("must not contain '.'")));
-  EXPECT_THAT([&] { named.push_back("", std::make_shared<ReLU>()); },
+  EXPECT_THAT(test::Call([&] { named.push_back("", std::make_shared<ReLU>()); }),
               ThrowsMessage<ValueError>(HasSubstr("the name is empty")));
-  EXPECT_THAT([&] { named.push_back("x", std::shared_ptr<ReLU>()); },
+  EXPECT_THAT(test::Call([&] { named.push_back("x", std::shared_ptr<ReLU>()); }),
               ThrowsMessage<ValueError>(HasSubstr("is null")));
 
   Sequential unnamed{conv, bn};  // the old form still numbers its children
@@ -297,7 +295,7 @@ TEST(Containers, ModuleListAndModuleDict) {
   int count = 0;
   for (const auto& m : list) count += m != nullptr;
   EXPECT_EQ(count, 2);
-  EXPECT_THAT([&] { (void)list.at(2); },
+  EXPECT_THAT(test::Call([&] { (void)list.at(2); }),
               ThrowsMessage<ValueError>(HasSubstr("index 2 out of range")));
 
   ModuleDict dict{{"zeta", std::make_shared<Linear>(LinearOptions(1, 1))},
@@ -308,12 +306,12 @@ TEST(Containers, ModuleListAndModuleDict) {
             (std::vector<std::string>{"zeta.weight", "zeta.bias", "alpha.weight", "alpha.bias"}));
   EXPECT_TRUE(dict.contains("alpha"));
   EXPECT_THAT(
-      [&] { (void)dict.unary("list"); },
+      test::Call([&] { (void)dict.unary("list"); }),
       ThrowsMessage<ValueError>(HasSubstr("module 'list' (ModuleList) is not a UnaryModule")));
   EXPECT_THAT(
-      [&] { (void)dict.at("beta"); },
+      test::Call([&] { (void)dict.at("beta"); }),
       ThrowsMessage<ValueError>(HasSubstr("no module under 'beta' (keys: zeta, alpha, list)")));
-  EXPECT_THAT([&] { dict.insert("alpha", std::make_shared<ReLU>()); },
+  EXPECT_THAT(test::Call([&] { dict.insert("alpha", std::make_shared<ReLU>()); }),
               ThrowsMessage<ValueError>(HasSubstr("'alpha' is already registered")));
 }
 
@@ -342,7 +340,7 @@ TEST(Containers, PublicRegistrationOnAUserModule) {
   EXPECT_EQ(s.offset[1], 5.0f);  // the registered tensor's own storage was written
   EXPECT_EQ(s.gain[2], 7.0f);
   EXPECT_THAT(
-      [&] { s.register_parameter("gain", Shape{1}); },
+      test::Call([&] { s.register_parameter("gain", Shape{1}); }),
       ThrowsMessage<ValueError>(HasSubstr("register_parameter: 'gain' is already registered")));
   std::vector<std::string> paths;
   for (const auto& [p, m] : s.named_modules()) paths.push_back(p);
@@ -375,14 +373,14 @@ TEST(Containers, TimmAttentionRenamedIntoMultiheadSelfAttention) {
   EXPECT_TENSOR_NEAR(msa.attention().state_dict().at("in_proj_bias"),
                      renamed.at("attn.in_proj_bias"), (test::Tolerance{0, 0}));
   EXPECT_THAT(
-      [&] {
+      test::Call([&] {
         (void)block.forward(Tensor::zeros({2, 5, E + 1}));
-      },
+      }),
       ThrowsMessage<ShapeError>(::testing::StartsWith("attn: MultiheadAttention::forward")));
 }
 
 TEST(Containers, MultiheadSelfAttentionRejectsCrossDims) {
-  EXPECT_THAT([] { MultiheadSelfAttention m(MultiheadAttentionOptions(4, 2).kdim(3)); },
+  EXPECT_THAT(test::Call([] { MultiheadSelfAttention m(MultiheadAttentionOptions(4, 2).kdim(3)); }),
               ThrowsMessage<ValueError>(HasSubstr("must equal embed_dim (4)")));
 }
 

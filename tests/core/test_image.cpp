@@ -3,6 +3,7 @@
 
 #include "cvattn/core/error.hpp"
 #include "cvattn/core/image.hpp"
+#include "support/call.hpp"
 
 namespace cvattn {
 namespace {
@@ -59,9 +60,10 @@ TEST(Image, GrayAndFloatImages) {
 }
 
 TEST(Image, RejectsBadImages) {
-  EXPECT_THAT([] { (void)from_image(cv::Mat()); }, ThrowsMessage<ValueError>(HasSubstr("empty")));
+  EXPECT_THAT(test::Call([] { (void)from_image(cv::Mat()); }),
+              ThrowsMessage<ValueError>(HasSubstr("empty")));
   cv::Mat two(2, 2, CV_8UC2);
-  EXPECT_THAT([&] { (void)from_image(two); },
+  EXPECT_THAT(test::Call([&] { (void)from_image(two); }),
               ThrowsMessage<ValueError>(HasSubstr("1, 3 or 4 channels, got 2")));
   EXPECT_THROW((void)from_image(bgr_image(), ImageOptions().std(cv::Scalar(1, 0, 1))), ValueError);
   EXPECT_THROW((void)to_image(Tensor::zeros({1, 2, 3, 3})), ShapeError);

@@ -17,6 +17,7 @@
 #include "cvattn/modules/multihead_attention.hpp"
 #include "cvattn/modules/sequential.hpp"
 #include "cvattn/modules/squeeze_excitation.hpp"
+#include "support/call.hpp"
 #include "support/cli.hpp"
 #include "support/fixtures.hpp"
 #include "support/tensor_near.hpp"
@@ -66,7 +67,7 @@ TEST(Loading, StrictReportsEverythingInOneErrorAndLoadsNothing) {
   d.erase("0.bias");
   d.set("head.weight", Tensor::zeros({2}));
   Sequential m = conv_bn();
-  EXPECT_THAT([&] { (void)m.load_state_dict(d); },
+  EXPECT_THAT(test::Call([&] { (void)m.load_state_dict(d); }),
               ThrowsMessage<ValueError>(HasSubstr(
                   "load_state_dict(Sequential): missing '0.bias'; unexpected 'head.weight'")));
   EXPECT_EQ(m.state_dict().at("0.weight")[0], 0.0f);  // untouched
@@ -79,7 +80,7 @@ TEST(Loading, ShapeMismatchIsAnErrorEvenWhenNotStrict) {
   StateDict d = io::load_safetensors(fx.path("state_dict.safetensors"));
   d.set("1.weight", Tensor::zeros({5}));
   Sequential m = conv_bn();
-  EXPECT_THAT([&] { (void)m.load_state_dict(d, Strict::no); },
+  EXPECT_THAT(test::Call([&] { (void)m.load_state_dict(d, Strict::no); }),
               ThrowsMessage<ValueError>(HasSubstr("'1.weight' expected [4], got [5]")));
 }
 
@@ -111,12 +112,12 @@ TEST(Loading, RenameKeysRefusesCollisionsAndBadPatterns) {
   StateDict d;
   d.set("a.weight", Tensor::zeros({1}));
   d.set("b.weight", Tensor::zeros({1}));
-  EXPECT_THAT([&] { (void)rename_keys(d, KeyRenames().regex("^[ab]", "c")); },
+  EXPECT_THAT(test::Call([&] { (void)rename_keys(d, KeyRenames().regex("^[ab]", "c")); }),
               ThrowsMessage<ValueError>(
                   HasSubstr("rename_keys: 'a.weight' and 'b.weight' both become 'c.weight'")));
-  EXPECT_THAT([&] { (void)rename_keys(d, KeyRenames().regex(".*", "")); },
+  EXPECT_THAT(test::Call([&] { (void)rename_keys(d, KeyRenames().regex(".*", "")); }),
               ThrowsMessage<ValueError>(HasSubstr("'a.weight' becomes an empty key")));
-  EXPECT_THAT([] { (void)KeyRenames().regex("(unclosed", "x"); },
+  EXPECT_THAT(test::Call([] { (void)KeyRenames().regex("(unclosed", "x"); }),
               ThrowsMessage<ValueError>(HasSubstr("KeyRenames::regex: bad pattern '(unclosed'")));
 }
 
@@ -129,7 +130,7 @@ TEST(Loading, FromStateDictTakesAPrefix) {
   EXPECT_EQ(SqueezeExcitationOptions::from_state_dict(w, "blocks.1.1.").channels(), 8);
   EXPECT_EQ(BatchNorm2dOptions::from_state_dict(w, "stem.bn").num_features(), 8);
   EXPECT_FALSE(Conv2dOptions::from_state_dict(w, "stem.conv").bias());
-  EXPECT_THAT([&] { (void)SqueezeExcitationOptions::from_state_dict(w, "blocks.2.1"); },
+  EXPECT_THAT(test::Call([&] { (void)SqueezeExcitationOptions::from_state_dict(w, "blocks.2.1"); }),
               ThrowsMessage<ValueError>(HasSubstr("(keys under 'blocks.2.1.')")));
 
   const auto tfx = test::fixture("containers/timm_attention");
@@ -145,19 +146,19 @@ TEST(Loading, PyTorchFilesAreRefusedWithTheConversionCommand) {
   const auto fx = test::fixture("containers/pt_files");
   const std::string zip = fx.path("state_dict.pt");
   EXPECT_THAT(
-      [&] { (void)io::load_safetensors(zip); },
+      test::Call([&] { (void)io::load_safetensors(zip); }),
       ThrowsMessage<IoError>(AllOf(HasSubstr("is a zip archive"), HasSubstr("saved by torch.save"),
                                    HasSubstr("convert it with: python3 tools/export_weights.py " +
                                              zip + " " + fx.path("state_dict.safetensors")))));
-  EXPECT_THAT([&] { (void)io::load_safetensors(fx.path("legacy.pt")); },
+  EXPECT_THAT(test::Call([&] { (void)io::load_safetensors(fx.path("legacy.pt")); }),
               ThrowsMessage<IoError>(AllOf(HasSubstr("is a Python pickle (protocol 2)"),
                                            HasSubstr("legacy torch.save format"),
                                            HasSubstr("tools/export_weights.py"))));
-  EXPECT_THAT([&] { (void)io::load_safetensors(fx.path("module.pt")); },
+  EXPECT_THAT(test::Call([&] { (void)io::load_safetensors(fx.path("module.pt")); }),
               ThrowsMessage<IoError>(HasSubstr("is a zip archive")));
-  EXPECT_THAT([&] { (void)io::load_safetensors(fx.path("checkpoint.pth")); },
+  EXPECT_THAT(test::Call([&] { (void)io::load_safetensors(fx.path("checkpoint.pth")); }),
               ThrowsMessage<IoError>(HasSubstr("checkpoint.safetensors")));
-  EXPECT_THAT([&] { (void)io::load_safetensors(fx.path("0_weight.npy")); },
+  EXPECT_THAT(test::Call([&] { (void)io::load_safetensors(fx.path("0_weight.npy")); }),
               ThrowsMessage<IoError>(HasSubstr("is a NumPy .npy array")));
 }
 

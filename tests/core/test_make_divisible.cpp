@@ -4,6 +4,7 @@
 #include <cstdint>
 
 #include "cvattn/core/make_divisible.hpp"
+#include "support/call.hpp"
 
 namespace cvattn {
 namespace {
@@ -49,15 +50,15 @@ TEST(MakeDivisible, FollowsPythonSemantics) {
 }
 
 TEST(MakeDivisible, RejectsBadArguments) {
-  EXPECT_THAT([] { (void)make_divisible(4.0, 0); },
+  EXPECT_THAT(test::Call([] { (void)make_divisible(4.0, 0); }),
               ThrowsMessage<ValueError>(HasSubstr("divisor must be in [1, 2^30], got 0")));
-  EXPECT_THAT([] { (void)make_divisible(-1.0, 8); },
+  EXPECT_THAT(test::Call([] { (void)make_divisible(-1.0, 8); }),
               ThrowsMessage<ValueError>(HasSubstr("value must be in [0, 1e15], got -1")));
-  EXPECT_THAT([] { (void)make_divisible(NAN, 8); },
+  EXPECT_THAT(test::Call([] { (void)make_divisible(NAN, 8); }),
               ThrowsMessage<ValueError>(HasSubstr("value must be in [0, 1e15]")));
-  EXPECT_THAT([] { (void)make_divisible(1e300, 8); },
+  EXPECT_THAT(test::Call([] { (void)make_divisible(1e300, 8); }),
               ThrowsMessage<ValueError>(HasSubstr("value must be in [0, 1e15]")));
-  EXPECT_THAT([] { (void)make_divisible(4.0, 8, -1); },
+  EXPECT_THAT(test::Call([] { (void)make_divisible(4.0, 8, -1); }),
               ThrowsMessage<ValueError>(HasSubstr("min_value must be >= 0")));
 }
 

@@ -4,6 +4,7 @@
 #include "cvattn/core/error.hpp"
 #include "cvattn/core/module.hpp"
 #include "cvattn/io/safetensors.hpp"
+#include "support/call.hpp"
 #include "support/fixtures.hpp"
 #include "support/tensor_near.hpp"
 
@@ -66,7 +67,7 @@ TEST(Module, StrictLoadingReportsEverythingInOneMessage) {
   d.set("conv.weight", Tensor::zeros({4, 3, 3, 3}));
   d.set("extra.weight", Tensor::zeros({1}));
   d.set("bn.running_mean", Tensor::zeros({4}), /*integer=*/true);
-  EXPECT_THAT([&] { b.load_state_dict(d); },
+  EXPECT_THAT(test::Call([&] { b.load_state_dict(d); }),
               ThrowsMessage<ValueError>(HasSubstr(
                   "load_state_dict(Block(channels=4)): missing 'bias'; unexpected "
                   "'extra.weight'; 'conv.weight' expected [4, 3, 2, 2], got [4, 3, 3, 3], "

@@ -5,6 +5,7 @@
 
 #include "cvattn/core/error.hpp"
 #include "cvattn/core/tensor.hpp"
+#include "support/call.hpp"
 #include "support/random.hpp"
 
 namespace cvattn {
@@ -51,11 +52,10 @@ TEST(Tensor, ReshapeIsAViewAndInfersMinusOne) {
   EXPECT_EQ(b.shape(), (Shape{3, 2}));
   b[5] = 50.0f;
   EXPECT_EQ(a[5], 50.0f);
-  EXPECT_THAT(
-      [&] {
-        (void)a.reshape({4, 2});
-      },
-      ThrowsMessage<ShapeError>(HasSubstr("cannot view [2, 3]")));
+  EXPECT_THAT(test::Call([&] {
+                (void)a.reshape({4, 2});
+              }),
+              ThrowsMessage<ShapeError>(HasSubstr("cannot view [2, 3]")));
   EXPECT_THROW((void)a.reshape({-1, -1}), ShapeError);
 }
 
@@ -112,15 +112,16 @@ TEST(Tensor, TwoDimensionalMultiChannelMatGetsChannelsLast) {
 
 TEST(Tensor, RejectsNonFloatAndNonContinuousMats) {
   cv::Mat u8(3, 3, CV_8U);
-  EXPECT_THAT([&] { Tensor t(u8); }, ThrowsMessage<ShapeError>(HasSubstr("CV_32F")));
+  EXPECT_THAT(test::Call([&] { Tensor t(u8); }), ThrowsMessage<ShapeError>(HasSubstr("CV_32F")));
   cv::Mat big(8, 8, CV_32F);
   cv::Mat roi = big(cv::Rect(1, 1, 3, 3));
-  EXPECT_THAT([&] { Tensor t(roi); }, ThrowsMessage<ShapeError>(HasSubstr("continuous")));
+  EXPECT_THAT(test::Call([&] { Tensor t(roi); }),
+              ThrowsMessage<ShapeError>(HasSubstr("continuous")));
 }
 
 TEST(Tensor, NchwRequiresRankFour) {
   Tensor t = Tensor::zeros({2, 3, 4});
-  EXPECT_THAT([&] { (void)t.nchw("x"); },
+  EXPECT_THAT(test::Call([&] { (void)t.nchw("x"); }),
               ThrowsMessage<ShapeError>(
                   HasSubstr("x: expected a rank-4 [N, C, H, W] tensor, got [2, 3, 4]")));
 }
@@ -136,7 +137,7 @@ TEST(Tensor, AllocationCapIsEnforcedBeforeAllocating) {
   const auto old = max_tensor_bytes();
   set_max_tensor_bytes(1024);
   EXPECT_NO_THROW((void)Tensor::empty({256}));
-  EXPECT_THAT([&] { (void)Tensor::empty({257}); },
+  EXPECT_THAT(test::Call([&] { (void)Tensor::empty({257}); }),
               ThrowsMessage<ValueError>(HasSubstr("over the allocation cap of 1024 bytes")));
   set_max_tensor_bytes(old);
   EXPECT_THROW(set_max_tensor_bytes(0), ValueError);
@@ -145,21 +146,20 @@ TEST(Tensor, AllocationCapIsEnforcedBeforeAllocating) {
 TEST(Tensor, CheckShapeNamesTensorAndShapes) {
   Tensor t = Tensor::zeros({2, 32, 14, 14});
   EXPECT_NO_THROW(check_shape(t, {kAny, 32, kAny, kAny}, "x", "Foo::forward"));
-  EXPECT_THAT(
-      [&] {
-        check_shape(t, {kAny, 64, kAny, kAny}, "x", "Foo::forward");
-      },
-      ThrowsMessage<ShapeError>(
-          HasSubstr("Foo::forward: tensor 'x' expected shape [*, 64, *, *], got [2, 32, 14, 14]")));
+  EXPECT_THAT(test::Call([&] {
+                check_shape(t, {kAny, 64, kAny, kAny}, "x", "Foo::forward");
+              }),
+              ThrowsMessage<ShapeError>(HasSubstr(
+                  "Foo::forward: tensor 'x' expected shape [*, 64, *, *], got [2, 32, 14, 14]")));
 }
 
 // fuzz_npy and fuzz_cli_args found that formatting this message computed numel * 4 with signed
 // overflow for shapes of more than 2^61 elements.
 TEST(Tensor, CapMessageForShapesBeyondInt64Bytes) {
-  EXPECT_THAT([] { (void)Tensor::empty({std::int64_t{1} << 62}); },
+  EXPECT_THAT(test::Call([] { (void)Tensor::empty({std::int64_t{1} << 62}); }),
               ThrowsMessage<ValueError>(
                   HasSubstr("needs more than 9223372036854775807 bytes, over the allocation cap")));
-  EXPECT_THAT([] { (void)Tensor::empty({std::int64_t{1} << 40}); },
+  EXPECT_THAT(test::Call([] { (void)Tensor::empty({std::int64_t{1} << 40}); }),
               ThrowsMessage<ValueError>(HasSubstr("needs 4398046511104 bytes")));
 }
 

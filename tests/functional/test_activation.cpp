@@ -7,6 +7,7 @@
 #include "cvattn/core/error.hpp"
 #include "cvattn/core/parallel.hpp"
 #include "cvattn/functional/activation.hpp"
+#include "support/call.hpp"
 #include "support/fixtures.hpp"
 #include "support/random.hpp"
 #include "support/tensor_near.hpp"
@@ -101,12 +102,12 @@ TEST(Softmax, ScalarIsOne) {
 
 TEST(Softmax, RejectsBadDim) {
   const Tensor x = Tensor::zeros({2, 3});
-  EXPECT_THAT([&] { (void)F::softmax(x, 2); },
+  EXPECT_THAT(test::Call([&] { (void)F::softmax(x, 2); }),
               ThrowsMessage<ValueError>(HasSubstr(
                   "softmax: dim 2 out of range for tensor 'x' [2, 3] (expected [-2, 1])")));
-  EXPECT_THAT([&] { (void)F::log_softmax(x, -3); },
+  EXPECT_THAT(test::Call([&] { (void)F::log_softmax(x, -3); }),
               ThrowsMessage<ValueError>(HasSubstr("log_softmax: dim -3 out of range")));
-  EXPECT_THAT([&] { (void)F::relu(Tensor()); },
+  EXPECT_THAT(test::Call([&] { (void)F::relu(Tensor()); }),
               ThrowsMessage<ShapeError>(HasSubstr("relu: tensor 'x' is undefined")));
 }
 

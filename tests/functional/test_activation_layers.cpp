@@ -11,6 +11,7 @@
 #include "cvattn/core/error.hpp"
 #include "cvattn/functional/activation.hpp"
 #include "cvattn/modules/layer_kinds.hpp"
+#include "support/call.hpp"
 #include "support/fixtures.hpp"
 #include "support/random.hpp"
 #include "support/tensor_near.hpp"
@@ -107,8 +108,9 @@ TEST(Activations, KeepShapeOfAnyRank) {
 }
 
 TEST(Activations, RejectUndefinedInput) {
-  EXPECT_THAT([] { (void)F::gelu(Tensor()); }, ThrowsMessage<ShapeError>(HasSubstr("gelu")));
-  EXPECT_THAT([] { (void)F::activation(Tensor(), ActLayer::identity); },
+  EXPECT_THAT(test::Call([] { (void)F::gelu(Tensor()); }),
+              ThrowsMessage<ShapeError>(HasSubstr("gelu")));
+  EXPECT_THAT(test::Call([] { (void)F::activation(Tensor(), ActLayer::identity); }),
               ThrowsMessage<ShapeError>(HasSubstr("activation")));
 }
 
@@ -121,11 +123,11 @@ TEST(ActLayer, ParsesTimmNamesAndAliases) {
                            ActLayer::hard_swish, ActLayer::hard_sigmoid, ActLayer::mish}) {
     EXPECT_EQ(parse_act_layer(to_string(a)), a) << to_string(a);
   }
-  EXPECT_THAT([] { (void)parse_act_layer("leaky"); },
+  EXPECT_THAT(test::Call([] { (void)parse_act_layer("leaky"); }),
               ThrowsMessage<ValueError>(HasSubstr("unknown act_layer 'leaky'")));
   EXPECT_EQ(parse_gelu_approximate("tanh"), GeluApproximate::tanh);
   EXPECT_STREQ(to_string(GeluApproximate::none), "none");
-  EXPECT_THAT([] { (void)parse_gelu_approximate("erf"); },
+  EXPECT_THAT(test::Call([] { (void)parse_gelu_approximate("erf"); }),
               ThrowsMessage<ValueError>(HasSubstr("unknown approximate 'erf'")));
 }
 

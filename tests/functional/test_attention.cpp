@@ -11,6 +11,7 @@
 
 #include "cvattn/core/error.hpp"
 #include "cvattn/functional/attention.hpp"
+#include "support/call.hpp"
 #include "support/fixtures.hpp"
 #include "support/random.hpp"
 #include "support/tensor_near.hpp"
@@ -182,21 +183,20 @@ TEST(ScaledDotProductAttention, PackedQkvSingleThreadMatchesPyTorch) {
 
 TEST(ScaledDotProductAttention, PackedQkvErrorsNameTheProblem) {
   const Tensor qkv = Tensor::zeros({2, 5, 18});
-  EXPECT_THAT([&] { (void)F::scaled_dot_product_attention_qkv(qkv, 4); },
+  EXPECT_THAT(cvattn::test::Call([&] { (void)F::scaled_dot_product_attention_qkv(qkv, 4); }),
               ThrowsMessage<cvattn::ShapeError>(HasSubstr(
                   "scaled_dot_product_attention_qkv: tensor 'qkv' expected [B, L, 3*num_heads*E] "
                   "with num_heads = 4 and E >= 1, got [2, 5, 18]")));
-  EXPECT_THAT([&] { (void)F::scaled_dot_product_attention_qkv(qkv, 0); },
+  EXPECT_THAT(cvattn::test::Call([&] { (void)F::scaled_dot_product_attention_qkv(qkv, 0); }),
               ThrowsMessage<cvattn::ValueError>(HasSubstr("num_heads must be positive, got 0")));
+  EXPECT_THAT(cvattn::test::Call([&] {
+                (void)F::scaled_dot_product_attention_qkv(Tensor::zeros({5, 18}), 2);
+              }),
+              ThrowsMessage<cvattn::ShapeError>(HasSubstr("scaled_dot_product_attention_qkv")));
   EXPECT_THAT(
-      [&] {
-        (void)F::scaled_dot_product_attention_qkv(Tensor::zeros({5, 18}), 2);
-      },
-      ThrowsMessage<cvattn::ShapeError>(HasSubstr("scaled_dot_product_attention_qkv")));
-  EXPECT_THAT(
-      [&] {
+      cvattn::test::Call([&] {
         (void)F::scaled_dot_product_attention_qkv_averaged(qkv, 3, Tensor::zeros({2, 5, 6}));
-      },
+      }),
       ThrowsMessage<cvattn::ShapeError>(HasSubstr("scaled_dot_product_attention_qkv")));
 }
 
@@ -353,62 +353,57 @@ TEST(ScaledDotProductAttention, RejectsBadInput) {
   const Tensor v = Tensor::zeros({2, 3, 7, 6});
   using cvattn::ShapeError;
   using cvattn::ValueError;
+  EXPECT_THAT(cvattn::test::Call([&] {
+                (void)F::scaled_dot_product_attention(q, Tensor::zeros({2, 3, 7, 4}), v);
+              }),
+              ThrowsMessage<ShapeError>(HasSubstr(
+                  "scaled_dot_product_attention: tensor 'key' expected [..., *, 8] (E of 'query' "
+                  "[2, 3, 5, 8]), got [2, 3, 7, 4]")));
+  EXPECT_THAT(cvattn::test::Call([&] {
+                (void)F::scaled_dot_product_attention(q, k, Tensor::zeros({2, 3, 6, 6}));
+              }),
+              ThrowsMessage<ShapeError>(
+                  HasSubstr("tensor 'value' expected [..., 7, *] (S of 'key' [2, 3, 7, 8]), got "
+                            "[2, 3, 6, 6]")));
+  EXPECT_THAT(cvattn::test::Call([&] {
+                (void)F::scaled_dot_product_attention(q, Tensor::zeros({4, 3, 7, 8}), v);
+              }),
+              ThrowsMessage<ShapeError>(HasSubstr("do not broadcast")));
   EXPECT_THAT(
-      [&] {
-        (void)F::scaled_dot_product_attention(q, Tensor::zeros({2, 3, 7, 4}), v);
-      },
-      ThrowsMessage<ShapeError>(
-          HasSubstr("scaled_dot_product_attention: tensor 'key' expected [..., *, 8] (E of 'query' "
-                    "[2, 3, 5, 8]), got [2, 3, 7, 4]")));
-  EXPECT_THAT(
-      [&] {
-        (void)F::scaled_dot_product_attention(q, k, Tensor::zeros({2, 3, 6, 6}));
-      },
-      ThrowsMessage<ShapeError>(
-          HasSubstr("tensor 'value' expected [..., 7, *] (S of 'key' [2, 3, 7, 8]), got "
-                    "[2, 3, 6, 6]")));
-  EXPECT_THAT(
-      [&] {
-        (void)F::scaled_dot_product_attention(q, Tensor::zeros({4, 3, 7, 8}), v);
-      },
-      ThrowsMessage<ShapeError>(HasSubstr("do not broadcast")));
-  EXPECT_THAT([&] { (void)F::scaled_dot_product_attention(Tensor::zeros({8}), k, v); },
-              ThrowsMessage<ShapeError>(HasSubstr("tensor 'query' expected [B..., L, E]")));
-  EXPECT_THAT([&] { (void)F::scaled_dot_product_attention(Tensor(), k, v); },
+      cvattn::test::Call([&] { (void)F::scaled_dot_product_attention(Tensor::zeros({8}), k, v); }),
+      ThrowsMessage<ShapeError>(HasSubstr("tensor 'query' expected [B..., L, E]")));
+  EXPECT_THAT(cvattn::test::Call([&] { (void)F::scaled_dot_product_attention(Tensor(), k, v); }),
               ThrowsMessage<ShapeError>(HasSubstr("query")));
+  EXPECT_THAT(cvattn::test::Call([&] {
+                (void)F::scaled_dot_product_attention(q, k, v, Tensor::zeros({5, 7}),
+                                                      F::SdpaOptions().is_causal(true));
+              }),
+              ThrowsMessage<ValueError>(HasSubstr("is_causal=true cannot be combined")));
+  EXPECT_THAT(cvattn::test::Call([&] {
+                (void)F::scaled_dot_product_attention(q, k, v, Tensor::zeros({5, 6}));
+              }),
+              ThrowsMessage<ShapeError>(HasSubstr(
+                  "tensor 'attn_mask' expected a shape that broadcasts to [2, 3, 5, 7], got "
+                  "[5, 6]")));
+  EXPECT_THAT(cvattn::test::Call([&] {
+                (void)F::scaled_dot_product_attention(q, k, v, Tensor::zeros({1, 2, 3, 5, 7}));
+              }),
+              ThrowsMessage<ShapeError>(HasSubstr("broadcasts to")));
+  EXPECT_THAT(cvattn::test::Call([&] {
+                (void)F::scaled_dot_product_attention(
+                    q, k, v, Tensor::full({5, 7}, 2.0f),
+                    F::SdpaOptions().mask_type(F::MaskType::boolean));
+              }),
+              ThrowsMessage<ValueError>(HasSubstr("is boolean and must hold only 0 and 1, got 2")));
+  EXPECT_THAT(cvattn::test::Call([&] {
+                (void)F::scaled_dot_product_attention(q, k, v, {},
+                                                      F::SdpaOptions().scale(std::nan("")));
+              }),
+              ThrowsMessage<ValueError>(HasSubstr("scale must be finite")));
   EXPECT_THAT(
-      [&] {
-        (void)F::scaled_dot_product_attention(q, k, v, Tensor::zeros({5, 7}),
-                                              F::SdpaOptions().is_causal(true));
-      },
-      ThrowsMessage<ValueError>(HasSubstr("is_causal=true cannot be combined")));
-  EXPECT_THAT(
-      [&] {
-        (void)F::scaled_dot_product_attention(q, k, v, Tensor::zeros({5, 6}));
-      },
-      ThrowsMessage<ShapeError>(
-          HasSubstr("tensor 'attn_mask' expected a shape that broadcasts to [2, 3, 5, 7], got "
-                    "[5, 6]")));
-  EXPECT_THAT(
-      [&] {
-        (void)F::scaled_dot_product_attention(q, k, v, Tensor::zeros({1, 2, 3, 5, 7}));
-      },
-      ThrowsMessage<ShapeError>(HasSubstr("broadcasts to")));
-  EXPECT_THAT(
-      [&] {
-        (void)F::scaled_dot_product_attention(q, k, v, Tensor::full({5, 7}, 2.0f),
-                                              F::SdpaOptions().mask_type(F::MaskType::boolean));
-      },
-      ThrowsMessage<ValueError>(HasSubstr("is boolean and must hold only 0 and 1, got 2")));
-  EXPECT_THAT(
-      [&] {
-        (void)F::scaled_dot_product_attention(q, k, v, {}, F::SdpaOptions().scale(std::nan("")));
-      },
-      ThrowsMessage<ValueError>(HasSubstr("scale must be finite")));
-  EXPECT_THAT(
-      [&] {
+      cvattn::test::Call([&] {
         (void)F::scaled_dot_product_attention(Tensor::zeros({3, 0}), Tensor::zeros({3, 0}), v);
-      },
+      }),
       ThrowsMessage<ShapeError>(HasSubstr("positive embedding size")));
 }
 
@@ -417,21 +412,20 @@ TEST(ScaledDotProductAttentionHeads, RejectsBadInput) {
   const Tensor v = Tensor::zeros({2, 7, 9});
   using cvattn::ShapeError;
   EXPECT_THAT(
-      [&] { (void)F::scaled_dot_product_attention_heads(q, k, v, 5); },
+      cvattn::test::Call([&] { (void)F::scaled_dot_product_attention_heads(q, k, v, 5); }),
       ThrowsMessage<ShapeError>(HasSubstr("expected [B, L, num_heads*E] with num_heads = 5")));
-  EXPECT_THAT([&] { (void)F::scaled_dot_product_attention_heads(q, k, v, 2); },
+  EXPECT_THAT(cvattn::test::Call([&] { (void)F::scaled_dot_product_attention_heads(q, k, v, 2); }),
               ThrowsMessage<ShapeError>(HasSubstr("tensor 'value' expected [B, S, num_heads*Ev]")));
-  EXPECT_THAT(
-      [&] {
-        (void)F::scaled_dot_product_attention_heads(q, Tensor::zeros({2, 7, 6}), v, 3);
-      },
-      ThrowsMessage<ShapeError>(HasSubstr("tensor 'key' expected shape [2, *, 12]")));
-  EXPECT_THAT([&] { (void)F::scaled_dot_product_attention_heads(q, k, v, 0); },
+  EXPECT_THAT(cvattn::test::Call([&] {
+                (void)F::scaled_dot_product_attention_heads(q, Tensor::zeros({2, 7, 6}), v, 3);
+              }),
+              ThrowsMessage<ShapeError>(HasSubstr("tensor 'key' expected shape [2, *, 12]")));
+  EXPECT_THAT(cvattn::test::Call([&] { (void)F::scaled_dot_product_attention_heads(q, k, v, 0); }),
               ThrowsMessage<cvattn::ValueError>(HasSubstr("num_heads must be positive")));
   EXPECT_THAT(
-      [&] {
+      cvattn::test::Call([&] {
         (void)F::scaled_dot_product_attention_heads(q, k, v, 3, Tensor::zeros({2, 2, 5, 7}));
-      },
+      }),
       ThrowsMessage<ShapeError>(HasSubstr("broadcasts to [2, 3, 5, 7]")));
 }
 
@@ -440,7 +434,7 @@ TEST(ParseMaskType, Words) {
   EXPECT_EQ(F::parse_mask_type("float"), F::MaskType::additive);
   EXPECT_EQ(F::parse_mask_type("bool"), F::MaskType::boolean);
   EXPECT_EQ(F::parse_mask_type("boolean"), F::MaskType::boolean);
-  EXPECT_THAT([] { (void)F::parse_mask_type("binary"); },
+  EXPECT_THAT(cvattn::test::Call([] { (void)F::parse_mask_type("binary"); }),
               ThrowsMessage<cvattn::ValueError>(HasSubstr("unknown mask type 'binary'")));
 }
 
@@ -471,20 +465,17 @@ TEST(FlattenSpatial, MatchesIndexingOnBlockedAndOddSizes) {
 }
 
 TEST(FlattenSpatial, RejectsBadShapes) {
-  EXPECT_THAT(
-      [] {
-        (void)F::flatten_spatial(Tensor::zeros({2, 3, 4}));
-      },
-      ThrowsMessage<cvattn::ShapeError>(HasSubstr("x")));
-  EXPECT_THAT(
-      [] {
-        (void)F::unflatten_spatial(Tensor::zeros({2, 12, 3}), 4, 4);
-      },
-      ThrowsMessage<cvattn::ShapeError>(HasSubstr(
-          "unflatten_spatial: tensor 'tokens' expected [*, 16 (4*4), *], got [2, 12, 3]")));
-  EXPECT_THAT(
-      [] {
-        (void)F::unflatten_spatial(Tensor::zeros({2, 12, 3}), -3, -4);
-      },
-      ThrowsMessage<cvattn::ValueError>(HasSubstr("non-negative")));
+  EXPECT_THAT(cvattn::test::Call([] {
+                (void)F::flatten_spatial(Tensor::zeros({2, 3, 4}));
+              }),
+              ThrowsMessage<cvattn::ShapeError>(HasSubstr("x")));
+  EXPECT_THAT(cvattn::test::Call([] {
+                (void)F::unflatten_spatial(Tensor::zeros({2, 12, 3}), 4, 4);
+              }),
+              ThrowsMessage<cvattn::ShapeError>(HasSubstr(
+                  "unflatten_spatial: tensor 'tokens' expected [*, 16 (4*4), *], got [2, 12, 3]")));
+  EXPECT_THAT(cvattn::test::Call([] {
+                (void)F::unflatten_spatial(Tensor::zeros({2, 12, 3}), -3, -4);
+              }),
+              ThrowsMessage<cvattn::ValueError>(HasSubstr("non-negative")));
 }

@@ -4,6 +4,7 @@
 #include "cvattn/core/error.hpp"
 #include "cvattn/functional/batch_norm.hpp"
 #include "cvattn/functional/conv.hpp"
+#include "support/call.hpp"
 #include "support/fixtures.hpp"
 #include "support/tensor_near.hpp"
 
@@ -67,26 +68,24 @@ TEST(FoldBatchNorm, LeavesInputsUntouched) {
 TEST(BatchNorm, RejectsBadShapes) {
   const Tensor x = Tensor::zeros({2, 3, 4, 4});
   const Tensor c3 = Tensor::zeros({3});
-  EXPECT_THAT([&] { (void)F::batch_norm(x, Tensor::zeros({4}), c3, c3, c3); },
+  EXPECT_THAT(test::Call([&] { (void)F::batch_norm(x, Tensor::zeros({4}), c3, c3, c3); }),
               ThrowsMessage<ShapeError>(
                   HasSubstr("batch_norm: tensor 'running_mean' expected shape [3], got [4]")));
-  EXPECT_THAT(
-      [&] {
-        (void)F::batch_norm(x, c3, c3, c3, Tensor::zeros({3, 1}));
-      },
-      ThrowsMessage<ShapeError>(HasSubstr("batch_norm: tensor 'bias' expected shape [3]")));
-  EXPECT_THAT([&] { (void)F::batch_norm(Tensor::zeros({3}), c3, c3, c3, c3); },
+  EXPECT_THAT(test::Call([&] {
+                (void)F::batch_norm(x, c3, c3, c3, Tensor::zeros({3, 1}));
+              }),
+              ThrowsMessage<ShapeError>(HasSubstr("batch_norm: tensor 'bias' expected shape [3]")));
+  EXPECT_THAT(test::Call([&] { (void)F::batch_norm(Tensor::zeros({3}), c3, c3, c3, c3); }),
               ThrowsMessage<ShapeError>(HasSubstr(
                   "batch_norm: tensor 'input' expected [N, C, ...] (rank >= 2), got [3]")));
   EXPECT_THAT(
-      [&] { (void)F::batch_norm(x, c3, c3, c3, c3, -1.0); },
+      test::Call([&] { (void)F::batch_norm(x, c3, c3, c3, c3, -1.0); }),
       ThrowsMessage<ValueError>(HasSubstr("batch_norm: eps must be finite and non-negative")));
-  EXPECT_THAT(
-      [&] {
-        (void)F::fold_batch_norm(Tensor::zeros({4, 3}), {}, c3, c3, c3, c3);
-      },
-      ThrowsMessage<ShapeError>(
-          HasSubstr("fold_batch_norm: tensor 'running_mean' expected shape [4], got [3]")));
+  EXPECT_THAT(test::Call([&] {
+                (void)F::fold_batch_norm(Tensor::zeros({4, 3}), {}, c3, c3, c3, c3);
+              }),
+              ThrowsMessage<ShapeError>(
+                  HasSubstr("fold_batch_norm: tensor 'running_mean' expected shape [4], got [3]")));
 }
 
 }  // namespace

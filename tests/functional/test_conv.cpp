@@ -10,6 +10,7 @@
 #include "cvattn/functional/conv.hpp"
 #include "functional/detail/conv_kernels.hpp"
 #include "functional/reference/winograd_kernels.hpp"
+#include "support/call.hpp"
 #include "support/fixtures.hpp"
 #include "support/naive_conv.hpp"
 #include "support/random.hpp"
@@ -215,84 +216,79 @@ TEST(Conv2d, EmptyBatchGivesEmptyOutput) {
 TEST(Conv2d, RejectsWrongChannelCount) {
   const Tensor x = Tensor::zeros({1, 4, 8, 8});
   const Tensor w = Tensor::zeros({6, 3, 3, 3});
-  EXPECT_THAT([&] { (void)F::conv2d(x, w); },
+  EXPECT_THAT(test::Call([&] { (void)F::conv2d(x, w); }),
               ThrowsMessage<ShapeError>(HasSubstr(
                   "conv2d: tensor 'input' expected 3 channels (weight [6, 3, 3, 3] with groups "
                   "1), got [1, 4, 8, 8]")));
-  EXPECT_THAT(
-      [&] {
-        (void)F::conv2d(x, Tensor::zeros({6, 1, 3, 3}), {}, F::Conv2dOptions().groups(2));
-      },
-      ThrowsMessage<ShapeError>(HasSubstr("expected 2 channels")));
+  EXPECT_THAT(test::Call([&] {
+                (void)F::conv2d(x, Tensor::zeros({6, 1, 3, 3}), {}, F::Conv2dOptions().groups(2));
+              }),
+              ThrowsMessage<ShapeError>(HasSubstr("expected 2 channels")));
 }
 
 TEST(Conv2d, RejectsGroupsNotDividingChannels) {
-  EXPECT_THAT(
-      [&] {
-        (void)F::conv2d(Tensor::zeros({1, 4, 8, 8}), Tensor::zeros({6, 1, 3, 3}), {},
-                        F::Conv2dOptions().groups(4));
-      },
-      ThrowsMessage<ValueError>(HasSubstr(
-          "conv2d: groups (4) must divide the output channels of 'weight' [6, 1, 3, 3]")));
-  EXPECT_THAT(
-      [&] {
-        (void)F::conv2d(Tensor::zeros({1, 4, 8, 8}), Tensor::zeros({4, 4, 3, 3}), {},
-                        F::Conv2dOptions().groups(0));
-      },
-      ThrowsMessage<ValueError>(HasSubstr("conv2d: groups must be positive, got 0")));
+  EXPECT_THAT(test::Call([&] {
+                (void)F::conv2d(Tensor::zeros({1, 4, 8, 8}), Tensor::zeros({6, 1, 3, 3}), {},
+                                F::Conv2dOptions().groups(4));
+              }),
+              ThrowsMessage<ValueError>(HasSubstr(
+                  "conv2d: groups (4) must divide the output channels of 'weight' [6, 1, 3, 3]")));
+  EXPECT_THAT(test::Call([&] {
+                (void)F::conv2d(Tensor::zeros({1, 4, 8, 8}), Tensor::zeros({4, 4, 3, 3}), {},
+                                F::Conv2dOptions().groups(0));
+              }),
+              ThrowsMessage<ValueError>(HasSubstr("conv2d: groups must be positive, got 0")));
 }
 
 TEST(Conv2d, RejectsKernelLargerThanPaddedInput) {
+  EXPECT_THAT(test::Call([&] {
+                (void)F::conv2d(Tensor::zeros({1, 2, 4, 9}), Tensor::zeros({3, 2, 5, 3}));
+              }),
+              ThrowsMessage<ShapeError>(HasSubstr(
+                  "conv2d: kernel (5, 3) with dilation (1, 1) spans (5, 3), larger than the padded "
+                  "input (4, 9)")));
   EXPECT_THAT(
-      [&] {
-        (void)F::conv2d(Tensor::zeros({1, 2, 4, 9}), Tensor::zeros({3, 2, 5, 3}));
-      },
-      ThrowsMessage<ShapeError>(HasSubstr(
-          "conv2d: kernel (5, 3) with dilation (1, 1) spans (5, 3), larger than the padded "
-          "input (4, 9)")));
-  EXPECT_THAT(
-      [&] {
+      test::Call([&] {
         (void)F::conv2d(Tensor::zeros({1, 2, 6, 6}), Tensor::zeros({3, 2, 3, 3}), {},
                         F::Conv2dOptions().dilation(3));
-      },
+      }),
       ThrowsMessage<ShapeError>(HasSubstr("spans (7, 7), larger than the padded input (6, 6)")));
 }
 
 TEST(Conv2d, RejectsBadBiasShape) {
   EXPECT_THAT(
-      [&] {
+      test::Call([&] {
         (void)F::conv2d(Tensor::zeros({1, 2, 6, 6}), Tensor::zeros({3, 2, 3, 3}),
                         Tensor::zeros({4}));
-      },
+      }),
       ThrowsMessage<ShapeError>(HasSubstr("conv2d: tensor 'bias' expected shape [3], got [4]")));
 }
 
 TEST(Conv2d, RejectsBadOptionsAndRanks) {
   const Tensor x = Tensor::zeros({1, 2, 6, 6});
   const Tensor w = Tensor::zeros({3, 2, 3, 3});
+  EXPECT_THAT(test::Call([&] {
+                (void)F::conv2d(x, w, {}, F::Conv2dOptions().stride({1, 0}));
+              }),
+              ThrowsMessage<ValueError>(HasSubstr("conv2d: stride must be positive, got (1, 0)")));
   EXPECT_THAT(
-      [&] {
-        (void)F::conv2d(x, w, {}, F::Conv2dOptions().stride({1, 0}));
-      },
-      ThrowsMessage<ValueError>(HasSubstr("conv2d: stride must be positive, got (1, 0)")));
-  EXPECT_THAT(
-      [&] { (void)F::conv2d(x, w, {}, F::Conv2dOptions().padding(-1)); },
+      test::Call([&] { (void)F::conv2d(x, w, {}, F::Conv2dOptions().padding(-1)); }),
       ThrowsMessage<ValueError>(HasSubstr("conv2d: padding must be non-negative, got (-1, -1)")));
-  EXPECT_THAT([&] { (void)F::conv2d(x, w, {}, F::Conv2dOptions().dilation(0)); },
+  EXPECT_THAT(test::Call([&] { (void)F::conv2d(x, w, {}, F::Conv2dOptions().dilation(0)); }),
               ThrowsMessage<ValueError>(HasSubstr("conv2d: dilation must be positive")));
-  EXPECT_THAT([&] { (void)F::conv2d(x, w, {}, F::Conv2dOptions().padding(std::int64_t{1} << 40)); },
+  EXPECT_THAT(test::Call([&] {
+                (void)F::conv2d(x, w, {}, F::Conv2dOptions().padding(std::int64_t{1} << 40));
+              }),
               ThrowsMessage<ValueError>(HasSubstr("conv2d: padding must be at most")));
-  EXPECT_THAT(
-      [&] {
-        (void)F::conv2d(Tensor::zeros({2, 6, 6}).reshape({72}), w);
-      },
-      ThrowsMessage<ShapeError>(HasSubstr("conv2d: tensor 'input' expected rank 4")));
-  EXPECT_THAT(
-      [&] {
-        (void)F::conv2d(x, Tensor::zeros({3, 2, 3}));
-      },
-      ThrowsMessage<ShapeError>(HasSubstr("conv2d: tensor 'weight' expected rank 4")));
-  EXPECT_THAT([&] { (void)F::conv2d(Tensor(), w); },
+  EXPECT_THAT(test::Call([&] {
+                (void)F::conv2d(Tensor::zeros({2, 6, 6}).reshape({72}), w);
+              }),
+              ThrowsMessage<ShapeError>(HasSubstr("conv2d: tensor 'input' expected rank 4")));
+  EXPECT_THAT(test::Call([&] {
+                (void)F::conv2d(x, Tensor::zeros({3, 2, 3}));
+              }),
+              ThrowsMessage<ShapeError>(HasSubstr("conv2d: tensor 'weight' expected rank 4")));
+  EXPECT_THAT(test::Call([&] { (void)F::conv2d(Tensor(), w); }),
               ThrowsMessage<ShapeError>(HasSubstr("conv2d: tensor 'input' is undefined")));
 }
 
@@ -302,9 +298,9 @@ TEST(Conv2d, HugePaddingAndDilationFailCleanly) {
   constexpr std::int64_t kBig = std::int64_t{1} << 31;
   const auto options = F::Conv2dOptions().padding(kBig).dilation(kBig);
   EXPECT_THAT(
-      [&] {
+      test::Call([&] {
         (void)F::conv2d(Tensor::zeros({1, 1, 1, 1}), Tensor::zeros({1, 1, 3, 3}), {}, options);
-      },
+      }),
       ThrowsMessage<ValueError>(HasSubstr("conv2d: shape")));
   // The im2col path only gathers taps: the centre one (offset -p + 1*d = 0) reads the pixel.
   const Tensor y = F::conv2d(Tensor::full({1, 2, 1, 1}, 1.0f), Tensor::full({1, 2, 3, 3}, 1.0f),

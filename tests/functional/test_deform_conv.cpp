@@ -11,6 +11,7 @@
 #include "cvattn/core/error.hpp"
 #include "cvattn/functional/conv.hpp"
 #include "cvattn/functional/deform_conv.hpp"
+#include "support/call.hpp"
 #include "support/fixtures.hpp"
 #include "support/random.hpp"
 #include "support/tensor_near.hpp"
@@ -444,11 +445,11 @@ TEST(SamplingPositions, AllPointsAndOffsetGroups) {
 
 TEST(SamplingPositions, RejectsBadArguments) {
   const Tensor off = Tensor::zeros({1, 18, 3, 4});
-  EXPECT_THAT([&] { (void)F::sampling_positions(off, 3, {cv::Point(4, 0)}); },
+  EXPECT_THAT(test::Call([&] { (void)F::sampling_positions(off, 3, {cv::Point(4, 0)}); }),
               ThrowsMessage<ShapeError>(HasSubstr("point (x=4, y=0) lies outside the 4x3 output")));
-  EXPECT_THAT([&] { (void)F::sampling_positions(off, 2); },
+  EXPECT_THAT(test::Call([&] { (void)F::sampling_positions(off, 2); }),
               ThrowsMessage<ShapeError>(HasSubstr("a positive multiple of 8")));
-  EXPECT_THAT([&] { (void)F::sampling_positions(off, 0); },
+  EXPECT_THAT(test::Call([&] { (void)F::sampling_positions(off, 0); }),
               ThrowsMessage<ValueError>(HasSubstr("kernel_size must be positive")));
 }
 

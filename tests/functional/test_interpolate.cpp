@@ -10,6 +10,7 @@
 
 #include "cvattn/core/error.hpp"
 #include "cvattn/functional/interpolate.hpp"
+#include "support/call.hpp"
 #include "support/fixtures.hpp"
 #include "support/random.hpp"
 #include "support/tensor_near.hpp"
@@ -79,31 +80,34 @@ TEST(Interpolate, BilinearOfAConstantIsTheConstant) {
 
 TEST(Interpolate, RejectsBadOptions) {
   const Tensor x = Tensor::zeros({1, 2, 4, 4});
-  EXPECT_THAT([&] { (void)F::interpolate(x, F::InterpolateOptions()); },
+  EXPECT_THAT(test::Call([&] { (void)F::interpolate(x, F::InterpolateOptions()); }),
               ThrowsMessage<ValueError>(
                   HasSubstr("interpolate: either size or scale_factor must be given")));
   EXPECT_THAT(
-      [&] { (void)F::interpolate(x, F::InterpolateOptions().size(3).scale_factor(2.0)); },
+      test::Call(
+          [&] { (void)F::interpolate(x, F::InterpolateOptions().size(3).scale_factor(2.0)); }),
       ThrowsMessage<ValueError>(HasSubstr("only one of size and scale_factor may be given")));
-  EXPECT_THAT([&] { (void)F::interpolate(x, F::InterpolateOptions().size(3).align_corners(true)); },
+  EXPECT_THAT(test::Call([&] {
+                (void)F::interpolate(x, F::InterpolateOptions().size(3).align_corners(true));
+              }),
               ThrowsMessage<ValueError>(HasSubstr("align_corners can only be set")));
-  EXPECT_THAT([&] { (void)F::interpolate(x, F::InterpolateOptions().scale_factor(0.1)); },
-              ThrowsMessage<ValueError>(HasSubstr(
-                  "input and output sizes must be greater than 0, got input (4, 4) and output "
-                  "(0, 0)")));
-  EXPECT_THAT([&] { (void)F::interpolate(x, F::InterpolateOptions().scale_factor(-2.0)); },
-              ThrowsMessage<ValueError>(HasSubstr("scale_factor (-2, -2) must be positive")));
   EXPECT_THAT(
-      [&] {
-        (void)F::interpolate(x, F::InterpolateOptions().size({-1, 3}));
-      },
-      ThrowsMessage<ValueError>(HasSubstr("size (-1, 3) must be positive")));
+      test::Call([&] { (void)F::interpolate(x, F::InterpolateOptions().scale_factor(0.1)); }),
+      ThrowsMessage<ValueError>(
+          HasSubstr("input and output sizes must be greater than 0, got input (4, 4) and output "
+                    "(0, 0)")));
   EXPECT_THAT(
-      [] {
-        (void)F::interpolate(Tensor::zeros({2, 4, 4}), F::InterpolateOptions().size(2));
-      },
-      ThrowsMessage<ShapeError>(
-          HasSubstr("interpolate: tensor 'input' expected [N, C, H, W], got [2, 4, 4]")));
+      test::Call([&] { (void)F::interpolate(x, F::InterpolateOptions().scale_factor(-2.0)); }),
+      ThrowsMessage<ValueError>(HasSubstr("scale_factor (-2, -2) must be positive")));
+  EXPECT_THAT(test::Call([&] {
+                (void)F::interpolate(x, F::InterpolateOptions().size({-1, 3}));
+              }),
+              ThrowsMessage<ValueError>(HasSubstr("size (-1, 3) must be positive")));
+  EXPECT_THAT(test::Call([] {
+                (void)F::interpolate(Tensor::zeros({2, 4, 4}), F::InterpolateOptions().size(2));
+              }),
+              ThrowsMessage<ShapeError>(
+                  HasSubstr("interpolate: tensor 'input' expected [N, C, H, W], got [2, 4, 4]")));
 }
 
 TEST(Interpolate, IsThreadSafe) {

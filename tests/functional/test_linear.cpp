@@ -4,6 +4,7 @@
 #include "cvattn/core/error.hpp"
 #include "cvattn/core/parallel.hpp"
 #include "cvattn/functional/linear.hpp"
+#include "support/call.hpp"
 #include "support/fixtures.hpp"
 #include "support/random.hpp"
 #include "support/tensor_near.hpp"
@@ -58,22 +59,20 @@ TEST(Linear, SplitsRowsOrFeaturesOverThreads) {
 
 TEST(Linear, RejectsBadShapes) {
   const Tensor w = Tensor::zeros({6, 9});
+  EXPECT_THAT(test::Call([&] {
+                (void)F::linear(Tensor::zeros({4, 8}), w);
+              }),
+              ThrowsMessage<ShapeError>(HasSubstr(
+                  "linear: tensor 'input' expected last dimension 9 (weight [6, 9]), got [4, 8]")));
   EXPECT_THAT(
-      [&] {
-        (void)F::linear(Tensor::zeros({4, 8}), w);
-      },
-      ThrowsMessage<ShapeError>(HasSubstr(
-          "linear: tensor 'input' expected last dimension 9 (weight [6, 9]), got [4, 8]")));
-  EXPECT_THAT(
-      [&] {
+      test::Call([&] {
         (void)F::linear(Tensor::zeros({4, 9}), w, Tensor::zeros({5}));
-      },
+      }),
       ThrowsMessage<ShapeError>(HasSubstr("linear: tensor 'bias' expected shape [6], got [5]")));
-  EXPECT_THAT(
-      [&] {
-        (void)F::linear(Tensor::zeros({4, 9}), Tensor::zeros({54}));
-      },
-      ThrowsMessage<ShapeError>(HasSubstr("linear: tensor 'weight' expected rank 2")));
+  EXPECT_THAT(test::Call([&] {
+                (void)F::linear(Tensor::zeros({4, 9}), Tensor::zeros({54}));
+              }),
+              ThrowsMessage<ShapeError>(HasSubstr("linear: tensor 'weight' expected rank 2")));
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 
 #include "cvattn/core/error.hpp"
 #include "cvattn/functional/normalization.hpp"
+#include "support/call.hpp"
 #include "support/fixtures.hpp"
 #include "support/random.hpp"
 #include "support/tensor_near.hpp"
@@ -57,27 +58,25 @@ TEST(LayerNorm, RowsAreNormalised) {
 
 TEST(LayerNorm, RejectsBadShapes) {
   const Tensor x = Tensor::zeros({2, 3, 4});
-  EXPECT_THAT([&] { (void)F::layer_norm(x, {3}); },
+  EXPECT_THAT(test::Call([&] { (void)F::layer_norm(x, {3}); }),
               ThrowsMessage<ShapeError>(HasSubstr(
                   "layer_norm: tensor 'input' expected shape [*, 3] (normalized_shape), got "
                   "[2, 3, 4]")));
-  EXPECT_THAT(
-      [&] {
-        (void)F::layer_norm(x, {2, 3, 4, 1});
-      },
-      ThrowsMessage<ShapeError>(HasSubstr("normalized_shape")));
-  EXPECT_THAT([&] { (void)F::layer_norm(x, {4}, Tensor::zeros({3})); },
+  EXPECT_THAT(test::Call([&] {
+                (void)F::layer_norm(x, {2, 3, 4, 1});
+              }),
+              ThrowsMessage<ShapeError>(HasSubstr("normalized_shape")));
+  EXPECT_THAT(test::Call([&] { (void)F::layer_norm(x, {4}, Tensor::zeros({3})); }),
               ThrowsMessage<ShapeError>(HasSubstr("tensor 'weight' expected shape [4], got [3]")));
-  EXPECT_THAT(
-      [&] {
-        (void)F::layer_norm(x, {4}, {}, Tensor::zeros({1, 4}));
-      },
-      ThrowsMessage<ShapeError>(HasSubstr("tensor 'bias' expected shape [4]")));
-  EXPECT_THAT([&] { (void)F::layer_norm(x, {}); },
+  EXPECT_THAT(test::Call([&] {
+                (void)F::layer_norm(x, {4}, {}, Tensor::zeros({1, 4}));
+              }),
+              ThrowsMessage<ShapeError>(HasSubstr("tensor 'bias' expected shape [4]")));
+  EXPECT_THAT(test::Call([&] { (void)F::layer_norm(x, {}); }),
               ThrowsMessage<ValueError>(HasSubstr("normalized_shape")));
-  EXPECT_THAT([&] { (void)F::layer_norm(x, {4}, {}, {}, -1.0); },
+  EXPECT_THAT(test::Call([&] { (void)F::layer_norm(x, {4}, {}, {}, -1.0); }),
               ThrowsMessage<ValueError>(HasSubstr("layer_norm: eps")));
-  EXPECT_THAT([] { (void)F::layer_norm(Tensor(), {4}); },
+  EXPECT_THAT(test::Call([] { (void)F::layer_norm(Tensor(), {4}); }),
               ThrowsMessage<ShapeError>(HasSubstr("layer_norm")));
 }
 
@@ -109,17 +108,15 @@ TEST(LayerNorm2d, EqualsLayerNormOverPermutedChannels) {
 }
 
 TEST(LayerNorm2d, RejectsBadShapes) {
-  EXPECT_THAT(
-      [] {
-        (void)F::layer_norm2d(Tensor::zeros({2, 3, 4}));
-      },
-      ThrowsMessage<ShapeError>(HasSubstr("input")));
-  EXPECT_THAT(
-      [] {
-        (void)F::layer_norm2d(Tensor::zeros({2, 3, 4, 4}), Tensor::zeros({4}));
-      },
-      ThrowsMessage<ShapeError>(
-          HasSubstr("layer_norm2d: tensor 'weight' expected shape [3], got [4]")));
+  EXPECT_THAT(test::Call([] {
+                (void)F::layer_norm2d(Tensor::zeros({2, 3, 4}));
+              }),
+              ThrowsMessage<ShapeError>(HasSubstr("input")));
+  EXPECT_THAT(test::Call([] {
+                (void)F::layer_norm2d(Tensor::zeros({2, 3, 4, 4}), Tensor::zeros({4}));
+              }),
+              ThrowsMessage<ShapeError>(
+                  HasSubstr("layer_norm2d: tensor 'weight' expected shape [3], got [4]")));
 }
 
 TEST(GroupNorm, MatchesPyTorch) {
@@ -137,13 +134,14 @@ TEST(GroupNorm, MatchesPyTorch) {
 
 TEST(GroupNorm, RejectsBadArguments) {
   const Tensor x = Tensor::zeros({2, 6, 4, 4});
-  EXPECT_THAT([&] { (void)F::group_norm(x, 4); },
+  EXPECT_THAT(test::Call([&] { (void)F::group_norm(x, 4); }),
               ThrowsMessage<ValueError>(HasSubstr(
                   "group_norm: num_groups (4) must be positive and divide the channels (6)")));
-  EXPECT_THAT([&] { (void)F::group_norm(x, 0); }, ThrowsMessage<ValueError>(HasSubstr("(0)")));
-  EXPECT_THAT([] { (void)F::group_norm(Tensor::zeros({6}), 1); },
+  EXPECT_THAT(test::Call([&] { (void)F::group_norm(x, 0); }),
+              ThrowsMessage<ValueError>(HasSubstr("(0)")));
+  EXPECT_THAT(test::Call([] { (void)F::group_norm(Tensor::zeros({6}), 1); }),
               ThrowsMessage<ShapeError>(HasSubstr("rank >= 2")));
-  EXPECT_THAT([&] { (void)F::group_norm(x, 2, Tensor::zeros({2})); },
+  EXPECT_THAT(test::Call([&] { (void)F::group_norm(x, 2, Tensor::zeros({2})); }),
               ThrowsMessage<ShapeError>(HasSubstr("tensor 'weight' expected shape [6], got [2]")));
 }
 

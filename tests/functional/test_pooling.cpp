@@ -6,6 +6,7 @@
 
 #include "cvattn/core/error.hpp"
 #include "cvattn/functional/pooling.hpp"
+#include "support/call.hpp"
 #include "support/fixtures.hpp"
 #include "support/random.hpp"
 #include "support/tensor_near.hpp"
@@ -156,66 +157,58 @@ TEST(Pooling, LargeBatchMatchesPerPlaneResults) {
 TEST(Pooling, RejectsBadOptions) {
   const Tensor x = Tensor::zeros({1, 2, 6, 6});
   EXPECT_THAT(
-      [&] { (void)F::max_pool2d(x, F::MaxPool2dOptions(0)); },
+      test::Call([&] { (void)F::max_pool2d(x, F::MaxPool2dOptions(0)); }),
       ThrowsMessage<ValueError>(HasSubstr("max_pool2d: kernel_size must be positive, got (0, 0)")));
-  EXPECT_THAT(
-      [&] {
-        (void)F::max_pool2d(x, F::MaxPool2dOptions(2).stride({1, 0}));
-      },
-      ThrowsMessage<ValueError>(HasSubstr("max_pool2d: stride must be positive")));
-  EXPECT_THAT([&] { (void)F::max_pool2d(x, F::MaxPool2dOptions(3).padding(2)); },
+  EXPECT_THAT(test::Call([&] {
+                (void)F::max_pool2d(x, F::MaxPool2dOptions(2).stride({1, 0}));
+              }),
+              ThrowsMessage<ValueError>(HasSubstr("max_pool2d: stride must be positive")));
+  EXPECT_THAT(test::Call([&] { (void)F::max_pool2d(x, F::MaxPool2dOptions(3).padding(2)); }),
               ThrowsMessage<ValueError>(HasSubstr(
                   "max_pool2d: padding (2, 2) must be at most half of kernel_size (3, 3)")));
-  EXPECT_THAT([&] { (void)F::max_pool2d(x, F::MaxPool2dOptions(2).dilation(0)); },
+  EXPECT_THAT(test::Call([&] { (void)F::max_pool2d(x, F::MaxPool2dOptions(2).dilation(0)); }),
               ThrowsMessage<ValueError>(HasSubstr("max_pool2d: dilation must be positive")));
+  EXPECT_THAT(test::Call([&] {
+                (void)F::avg_pool2d(x, F::AvgPool2dOptions(2).padding({0, -1}));
+              }),
+              ThrowsMessage<ValueError>(HasSubstr("avg_pool2d: padding must be non-negative")));
   EXPECT_THAT(
-      [&] {
-        (void)F::avg_pool2d(x, F::AvgPool2dOptions(2).padding({0, -1}));
-      },
-      ThrowsMessage<ValueError>(HasSubstr("avg_pool2d: padding must be non-negative")));
-  EXPECT_THAT(
-      [&] { (void)F::avg_pool2d(x, F::AvgPool2dOptions(2).divisor_override(0)); },
+      test::Call([&] { (void)F::avg_pool2d(x, F::AvgPool2dOptions(2).divisor_override(0)); }),
       ThrowsMessage<ValueError>(HasSubstr("avg_pool2d: divisor_override must be non-zero")));
-  EXPECT_THAT(
-      [&] {
-        (void)F::adaptive_avg_pool2d(x, {0, 2});
-      },
-      ThrowsMessage<ValueError>(
-          HasSubstr("adaptive_avg_pool2d: output_size must be positive, got (0, 2)")));
+  EXPECT_THAT(test::Call([&] {
+                (void)F::adaptive_avg_pool2d(x, {0, 2});
+              }),
+              ThrowsMessage<ValueError>(
+                  HasSubstr("adaptive_avg_pool2d: output_size must be positive, got (0, 2)")));
 }
 
 TEST(Pooling, RejectsKernelLargerThanInput) {
-  EXPECT_THAT(
-      [&] {
-        (void)F::max_pool2d(Tensor::zeros({1, 2, 3, 8}), F::MaxPool2dOptions(4));
-      },
-      ThrowsMessage<ShapeError>(
-          HasSubstr("max_pool2d: kernel_size (4, 4) with dilation (1, 1) and padding (0, 0) gives "
-                    "an empty output (0, 2) for 'input' [1, 2, 3, 8]")));
-  EXPECT_THAT(
-      [&] {
-        (void)F::avg_pool2d(Tensor::zeros({1, 2, 8, 3}), F::AvgPool2dOptions({2, 5}));
-      },
-      ThrowsMessage<ShapeError>(HasSubstr("avg_pool2d: kernel_size (2, 5)")));
+  EXPECT_THAT(test::Call([&] {
+                (void)F::max_pool2d(Tensor::zeros({1, 2, 3, 8}), F::MaxPool2dOptions(4));
+              }),
+              ThrowsMessage<ShapeError>(HasSubstr(
+                  "max_pool2d: kernel_size (4, 4) with dilation (1, 1) and padding (0, 0) gives "
+                  "an empty output (0, 2) for 'input' [1, 2, 3, 8]")));
+  EXPECT_THAT(test::Call([&] {
+                (void)F::avg_pool2d(Tensor::zeros({1, 2, 8, 3}), F::AvgPool2dOptions({2, 5}));
+              }),
+              ThrowsMessage<ShapeError>(HasSubstr("avg_pool2d: kernel_size (2, 5)")));
 }
 
 TEST(Pooling, RejectsBadRanks) {
-  EXPECT_THAT(
-      [&] {
-        (void)F::max_pool2d(Tensor::zeros({4, 4}), F::MaxPool2dOptions(2));
-      },
-      ThrowsMessage<ShapeError>(
-          HasSubstr("max_pool2d: tensor 'input' expected [N, C, H, W] or [C, H, W], got [4, 4]")));
-  EXPECT_THAT(
-      [&] {
-        (void)F::global_avg_pool2d(Tensor::zeros({1, 2, 0, 3}));
-      },
-      ThrowsMessage<ShapeError>(HasSubstr("has an empty spatial size")));
-  EXPECT_THAT(
-      [&] {
-        (void)F::adaptive_max_pool2d(Tensor(), {1, 1});
-      },
-      ThrowsMessage<ShapeError>(HasSubstr("tensor 'input' is undefined")));
+  EXPECT_THAT(test::Call([&] {
+                (void)F::max_pool2d(Tensor::zeros({4, 4}), F::MaxPool2dOptions(2));
+              }),
+              ThrowsMessage<ShapeError>(HasSubstr(
+                  "max_pool2d: tensor 'input' expected [N, C, H, W] or [C, H, W], got [4, 4]")));
+  EXPECT_THAT(test::Call([&] {
+                (void)F::global_avg_pool2d(Tensor::zeros({1, 2, 0, 3}));
+              }),
+              ThrowsMessage<ShapeError>(HasSubstr("has an empty spatial size")));
+  EXPECT_THAT(test::Call([&] {
+                (void)F::adaptive_max_pool2d(Tensor(), {1, 1});
+              }),
+              ThrowsMessage<ShapeError>(HasSubstr("tensor 'input' is undefined")));
 }
 
 }  // namespace

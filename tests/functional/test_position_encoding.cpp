@@ -7,6 +7,7 @@
 
 #include "cvattn/core/error.hpp"
 #include "cvattn/functional/position_encoding.hpp"
+#include "support/call.hpp"
 #include "support/fixtures.hpp"
 #include "support/random.hpp"
 #include "support/tensor_near.hpp"
@@ -71,43 +72,37 @@ TEST(PositionEncodingSine, EmptySizeWithAHugeExtentReturnsAtOnce) {
 TEST(PositionEncodingSine, RejectsBadInput) {
   using cvattn::ShapeError;
   using cvattn::ValueError;
+  EXPECT_THAT(cvattn::test::Call([] {
+                (void)F::position_encoding_sine({1, 6, 2, 2});
+              }),
+              ThrowsMessage<ShapeError>(HasSubstr("positive multiple of 4")));
+  EXPECT_THAT(cvattn::test::Call([] {
+                (void)F::position_encoding_sine({1, 8, 2});
+              }),
+              ThrowsMessage<ShapeError>(HasSubstr("size expected [N, C, H, W], got [1, 8, 2]")));
+  EXPECT_THAT(cvattn::test::Call([] {
+                (void)F::position_encoding_sine(
+                    {1, 8, 2, 2}, F::PositionEncodingOptions().normalize(false).scale(3.0));
+              }),
+              ThrowsMessage<ValueError>(HasSubstr("normalize should be true if scale is passed")));
   EXPECT_THAT(
-      [] {
-        (void)F::position_encoding_sine({1, 6, 2, 2});
-      },
-      ThrowsMessage<ShapeError>(HasSubstr("positive multiple of 4")));
-  EXPECT_THAT(
-      [] {
-        (void)F::position_encoding_sine({1, 8, 2});
-      },
-      ThrowsMessage<ShapeError>(HasSubstr("size expected [N, C, H, W], got [1, 8, 2]")));
-  EXPECT_THAT(
-      [] {
-        (void)F::position_encoding_sine({1, 8, 2, 2},
-                                        F::PositionEncodingOptions().normalize(false).scale(3.0));
-      },
-      ThrowsMessage<ValueError>(HasSubstr("normalize should be true if scale is passed")));
-  EXPECT_THAT(
-      [] {
+      cvattn::test::Call([] {
         (void)F::position_encoding_sine({1, 8, 2, 2}, F::PositionEncodingOptions().temperature(0));
-      },
+      }),
       ThrowsMessage<ValueError>(HasSubstr("temperature must be finite and positive")));
-  EXPECT_THAT(
-      [] {
-        (void)F::position_encoding_sine({2, 8, 2, 2}, {}, Tensor::zeros({1, 2, 2}));
-      },
-      ThrowsMessage<ShapeError>(
-          HasSubstr("tensor 'mask' expected shape [2, 2, 2], got [1, 2, 2]")));
-  EXPECT_THAT(
-      [] {
-        (void)F::position_encoding_sine({1, 8, 2, 2}, {}, Tensor::full({1, 2, 2}, 0.5f));
-      },
-      ThrowsMessage<ValueError>(HasSubstr("must hold only 0 (valid) and 1 (padded)")));
-  EXPECT_THAT(
-      [] {
-        (void)F::position_encoding_sine({1, 8, -2, 2});
-      },
-      ThrowsMessage<ShapeError>(HasSubstr("negative")));
+  EXPECT_THAT(cvattn::test::Call([] {
+                (void)F::position_encoding_sine({2, 8, 2, 2}, {}, Tensor::zeros({1, 2, 2}));
+              }),
+              ThrowsMessage<ShapeError>(
+                  HasSubstr("tensor 'mask' expected shape [2, 2, 2], got [1, 2, 2]")));
+  EXPECT_THAT(cvattn::test::Call([] {
+                (void)F::position_encoding_sine({1, 8, 2, 2}, {}, Tensor::full({1, 2, 2}, 0.5f));
+              }),
+              ThrowsMessage<ValueError>(HasSubstr("must hold only 0 (valid) and 1 (padded)")));
+  EXPECT_THAT(cvattn::test::Call([] {
+                (void)F::position_encoding_sine({1, 8, -2, 2});
+              }),
+              ThrowsMessage<ShapeError>(HasSubstr("negative")));
 }
 
 TEST(AddPositionEncoding, AddsTheTableToEverySample) {
@@ -117,17 +112,15 @@ TEST(AddPositionEncoding, AddsTheTableToEverySample) {
     const Tensor y = F::add_position_encoding(x, t);
     for (std::int64_t i = 0; i < x.numel(); ++i) EXPECT_EQ(y[i], x[i] + table[i % 60]);
   }
-  EXPECT_THAT(
-      [&] {
-        (void)F::add_position_encoding(x, Tensor::zeros({3, 5, 4}));
-      },
-      ThrowsMessage<cvattn::ShapeError>(
-          HasSubstr("tensor 'table' expected shape [3, 4, 5], got [3, 5, 4]")));
-  EXPECT_THAT(
-      [&] {
-        (void)F::add_position_encoding(x, Tensor::zeros({2, 3, 4, 5}));
-      },
-      ThrowsMessage<cvattn::ShapeError>(HasSubstr("expected shape [1, 3, 4, 5]")));
+  EXPECT_THAT(cvattn::test::Call([&] {
+                (void)F::add_position_encoding(x, Tensor::zeros({3, 5, 4}));
+              }),
+              ThrowsMessage<cvattn::ShapeError>(
+                  HasSubstr("tensor 'table' expected shape [3, 4, 5], got [3, 5, 4]")));
+  EXPECT_THAT(cvattn::test::Call([&] {
+                (void)F::add_position_encoding(x, Tensor::zeros({2, 3, 4, 5}));
+              }),
+              ThrowsMessage<cvattn::ShapeError>(HasSubstr("expected shape [1, 3, 4, 5]")));
 }
 
 TEST(RelativePositionBias, MatchesSwin) {
@@ -149,16 +142,14 @@ TEST(RelativePositionBias, MatchesSwin) {
 }
 
 TEST(RelativePositionBias, RejectsBadInput) {
-  EXPECT_THAT(
-      [] {
-        (void)F::relative_position_bias(Tensor::zeros({24, 2}), cvattn::Pair2(3, 4));
-      },
-      ThrowsMessage<cvattn::ShapeError>(
-          HasSubstr("relative_position_bias: tensor 'table' expected [35, heads] ((2*3-1)*(2*4-1) "
-                    "rows for a 3x4 window), got [24, 2]")));
-  EXPECT_THAT(
-      [] {
-        (void)F::relative_position_bias(Tensor::zeros({1, 2}), cvattn::Pair2(0, 1));
-      },
-      ThrowsMessage<cvattn::ValueError>(HasSubstr("window must be in [1, 4096]")));
+  EXPECT_THAT(cvattn::test::Call([] {
+                (void)F::relative_position_bias(Tensor::zeros({24, 2}), cvattn::Pair2(3, 4));
+              }),
+              ThrowsMessage<cvattn::ShapeError>(HasSubstr(
+                  "relative_position_bias: tensor 'table' expected [35, heads] ((2*3-1)*(2*4-1) "
+                  "rows for a 3x4 window), got [24, 2]")));
+  EXPECT_THAT(cvattn::test::Call([] {
+                (void)F::relative_position_bias(Tensor::zeros({1, 2}), cvattn::Pair2(0, 1));
+              }),
+              ThrowsMessage<cvattn::ValueError>(HasSubstr("window must be in [1, 4096]")));
 }

@@ -10,6 +10,7 @@
 #include "cvattn/core/error.hpp"
 #include "cvattn/core/parallel.hpp"
 #include "cvattn/functional/sampling.hpp"
+#include "support/call.hpp"
 #include "support/fixtures.hpp"
 #include "support/random.hpp"
 #include "support/tensor_near.hpp"
@@ -402,49 +403,44 @@ TEST(Sampling, ParsesPyTorchWords) {
   EXPECT_EQ(F::parse_padding_mode("reflection"), F::PaddingMode::reflection);
   EXPECT_STREQ(F::padding_mode_name(F::PaddingMode::border), "border");
   EXPECT_STREQ(F::interpolation_name(F::Interpolation::nearest), "nearest");
-  EXPECT_THAT([] { (void)F::parse_interpolation("linear"); },
+  EXPECT_THAT(test::Call([] { (void)F::parse_interpolation("linear"); }),
               ThrowsMessage<ValueError>(
                   HasSubstr("mode expected one of bilinear, nearest, bicubic, got 'linear'")));
-  EXPECT_THAT([] { (void)F::parse_padding_mode("zero"); },
+  EXPECT_THAT(test::Call([] { (void)F::parse_padding_mode("zero"); }),
               ThrowsMessage<ValueError>(
                   HasSubstr("padding_mode expected one of zeros, border, reflection, got 'zero'")));
 }
 
 TEST(GridSample, RejectsBadShapes) {
   const Tensor input = Tensor::zeros({2, 3, 32, 32});
-  EXPECT_THAT(
-      [&] {
-        (void)F::grid_sample(input, Tensor::zeros({1, 16, 16, 2}));
-      },
-      ThrowsMessage<ShapeError>(
-          HasSubstr("grid_sample: tensor 'grid' expected [2, *, *, 2] (batch of 'input' "
-                    "[2, 3, 32, 32]), got [1, 16, 16, 2]")));
-  EXPECT_THAT(
-      [&] {
-        (void)F::grid_sample(input, Tensor::zeros({2, 16, 16, 3}));
-      },
-      ThrowsMessage<ShapeError>(HasSubstr("got [2, 16, 16, 3]")));
-  EXPECT_THAT(
-      [&] {
-        (void)F::grid_sample(Tensor::zeros({3, 32, 32}), Tensor::zeros({3, 4, 4, 2}));
-      },
-      ThrowsMessage<ShapeError>(
-          HasSubstr("grid_sample: tensor 'input' expected rank 4, got shape [3, 32, 32]")));
-  EXPECT_THAT(
-      [&] {
-        (void)F::grid_sample(Tensor::zeros({1, 1, 0, 4}), Tensor::zeros({1, 2, 2, 2}));
-      },
-      ThrowsMessage<ShapeError>(
-          HasSubstr("grid_sample: tensor 'input' expected non-empty spatial dimensions, got "
-                    "[1, 1, 0, 4]")));
-  EXPECT_THAT([&] { (void)F::grid_sample(input, Tensor()); },
+  EXPECT_THAT(test::Call([&] {
+                (void)F::grid_sample(input, Tensor::zeros({1, 16, 16, 2}));
+              }),
+              ThrowsMessage<ShapeError>(
+                  HasSubstr("grid_sample: tensor 'grid' expected [2, *, *, 2] (batch of 'input' "
+                            "[2, 3, 32, 32]), got [1, 16, 16, 2]")));
+  EXPECT_THAT(test::Call([&] {
+                (void)F::grid_sample(input, Tensor::zeros({2, 16, 16, 3}));
+              }),
+              ThrowsMessage<ShapeError>(HasSubstr("got [2, 16, 16, 3]")));
+  EXPECT_THAT(test::Call([&] {
+                (void)F::grid_sample(Tensor::zeros({3, 32, 32}), Tensor::zeros({3, 4, 4, 2}));
+              }),
+              ThrowsMessage<ShapeError>(
+                  HasSubstr("grid_sample: tensor 'input' expected rank 4, got shape [3, 32, 32]")));
+  EXPECT_THAT(test::Call([&] {
+                (void)F::grid_sample(Tensor::zeros({1, 1, 0, 4}), Tensor::zeros({1, 2, 2, 2}));
+              }),
+              ThrowsMessage<ShapeError>(HasSubstr(
+                  "grid_sample: tensor 'input' expected non-empty spatial dimensions, got "
+                  "[1, 1, 0, 4]")));
+  EXPECT_THAT(test::Call([&] { (void)F::grid_sample(input, Tensor()); }),
               ThrowsMessage<ShapeError>(HasSubstr("grid_sample: tensor 'grid' is undefined")));
-  EXPECT_THAT(
-      [&] {
-        (void)F::grid_sample(input, Tensor::zeros({2, 4, 4, 2}),
-                             F::GridSampleOptions().mode(static_cast<F::Interpolation>(7)));
-      },
-      ThrowsMessage<ValueError>(HasSubstr("grid_sample: unknown interpolation mode 7")));
+  EXPECT_THAT(test::Call([&] {
+                (void)F::grid_sample(input, Tensor::zeros({2, 4, 4, 2}),
+                                     F::GridSampleOptions().mode(static_cast<F::Interpolation>(7)));
+              }),
+              ThrowsMessage<ValueError>(HasSubstr("grid_sample: unknown interpolation mode 7")));
 }
 
 TEST(GridSample, EmptyOutputsAreFine) {
@@ -458,99 +454,90 @@ TEST(GridSample, EmptyOutputsAreFine) {
 }
 
 TEST(GridSampleBackward, RejectsBadGradOutput) {
-  EXPECT_THAT(
-      [] {
-        (void)F::grid_sample_backward(Tensor::zeros({2, 3, 8, 8}), Tensor::zeros({2, 4, 5, 2}),
-                                      Tensor::zeros({2, 3, 5, 4}));
-      },
-      ThrowsMessage<ShapeError>(HasSubstr(
-          "grid_sample_backward: tensor 'grad_output' expected [2, 3, 4, 5] (the shape of "
-          "grid_sample's output), got [2, 3, 5, 4]")));
+  EXPECT_THAT(test::Call([] {
+                (void)F::grid_sample_backward(Tensor::zeros({2, 3, 8, 8}),
+                                              Tensor::zeros({2, 4, 5, 2}),
+                                              Tensor::zeros({2, 3, 5, 4}));
+              }),
+              ThrowsMessage<ShapeError>(HasSubstr(
+                  "grid_sample_backward: tensor 'grad_output' expected [2, 3, 4, 5] (the shape of "
+                  "grid_sample's output), got [2, 3, 5, 4]")));
 }
 
 TEST(AffineGrid, RejectsBadArguments) {
   const Tensor theta = Tensor::zeros({2, 2, 3});
-  EXPECT_THAT(
-      [&] {
-        (void)F::affine_grid(theta, {2, 3, 8});
-      },
-      ThrowsMessage<ShapeError>(
-          HasSubstr("affine_grid: size expected 4 entries {N, C, H, W}, got [2, 3, 8]")));
-  EXPECT_THAT(
-      [&] {
-        (void)F::affine_grid(theta, {2, 3, 0, 8});
-      },
-      ThrowsMessage<ValueError>(
-          HasSubstr("affine_grid: size expected positive entries {N, C, H, W}, got [2, 3, 0, 8]")));
-  EXPECT_THAT(
-      [&] {
-        (void)F::affine_grid(Tensor::zeros({2, 3, 2}), {2, 3, 8, 8});
-      },
-      ThrowsMessage<ShapeError>(
-          HasSubstr("affine_grid: tensor 'theta' expected [2, 2, 3] (N of size [2, 3, 8, 8]), got "
-                    "[2, 3, 2]")));
-  EXPECT_THAT(
-      [&] {
-        (void)F::affine_grid(theta, {1, 3, 8, 8});
-      },
-      ThrowsMessage<ShapeError>(HasSubstr("got [2, 2, 3]")));
-  EXPECT_THAT(
-      [&] {
-        (void)F::affine_grid_backward(Tensor::zeros({2, 8, 7, 2}), {2, 3, 8, 8});
-      },
-      ThrowsMessage<ShapeError>(
-          HasSubstr("affine_grid_backward: tensor 'grad_grid' expected [2, 8, 8, 2]")));
-  EXPECT_THAT(
-      [&] {
-        (void)F::affine_grid(theta, {2, 3, 1 << 20, 1 << 20});
-      },
-      ThrowsMessage<ValueError>(HasSubstr("affine_grid")));
+  EXPECT_THAT(test::Call([&] {
+                (void)F::affine_grid(theta, {2, 3, 8});
+              }),
+              ThrowsMessage<ShapeError>(
+                  HasSubstr("affine_grid: size expected 4 entries {N, C, H, W}, got [2, 3, 8]")));
+  EXPECT_THAT(test::Call([&] {
+                (void)F::affine_grid(theta, {2, 3, 0, 8});
+              }),
+              ThrowsMessage<ValueError>(HasSubstr(
+                  "affine_grid: size expected positive entries {N, C, H, W}, got [2, 3, 0, 8]")));
+  EXPECT_THAT(test::Call([&] {
+                (void)F::affine_grid(Tensor::zeros({2, 3, 2}), {2, 3, 8, 8});
+              }),
+              ThrowsMessage<ShapeError>(HasSubstr(
+                  "affine_grid: tensor 'theta' expected [2, 2, 3] (N of size [2, 3, 8, 8]), got "
+                  "[2, 3, 2]")));
+  EXPECT_THAT(test::Call([&] {
+                (void)F::affine_grid(theta, {1, 3, 8, 8});
+              }),
+              ThrowsMessage<ShapeError>(HasSubstr("got [2, 2, 3]")));
+  EXPECT_THAT(test::Call([&] {
+                (void)F::affine_grid_backward(Tensor::zeros({2, 8, 7, 2}), {2, 3, 8, 8});
+              }),
+              ThrowsMessage<ShapeError>(
+                  HasSubstr("affine_grid_backward: tensor 'grad_grid' expected [2, 8, 8, 2]")));
+  EXPECT_THAT(test::Call([&] {
+                (void)F::affine_grid(theta, {2, 3, 1 << 20, 1 << 20});
+              }),
+              ThrowsMessage<ValueError>(HasSubstr("affine_grid")));
 }
 
 TEST(ProjectiveGrid, RejectsBadShapes) {
-  EXPECT_THAT(
-      [] {
-        (void)F::projective_grid(Tensor::zeros({1, 2, 3}), {1, 1, 4, 4});
-      },
-      ThrowsMessage<ShapeError>(
-          HasSubstr("projective_grid: tensor 'homography' expected [1, 3, 3] (N of size "
-                    "[1, 1, 4, 4]), got [1, 2, 3]")));
+  EXPECT_THAT(test::Call([] {
+                (void)F::projective_grid(Tensor::zeros({1, 2, 3}), {1, 1, 4, 4});
+              }),
+              ThrowsMessage<ShapeError>(
+                  HasSubstr("projective_grid: tensor 'homography' expected [1, 3, 3] (N of size "
+                            "[1, 1, 4, 4]), got [1, 2, 3]")));
 }
 
 TEST(TpsGrid, RejectsDegenerateOrMismatchedPoints) {
   const Tensor src = Tensor::zeros({1, 3, 2});
   EXPECT_THAT(
-      [&] {
+      test::Call([&] {
         (void)F::tps_grid(src, Tensor::from_vector({3, 2}, {0, 0, 0.5f, 0.5f, 1, 1}), {1, 1, 4, 4});
-      },
+      }),
       ThrowsMessage<ValueError>(HasSubstr("tps_grid: tensor 'target_points' expected K distinct "
                                           "points not all on one line")));
-  EXPECT_THAT(
-      [&] {
-        (void)F::tps_grid(Tensor::zeros({1, 4, 2}),
-                          Tensor::from_vector({4, 2}, {0, 0, 1, 0, 0, 1, 1, 0}), {1, 1, 4, 4});
-      },
-      ThrowsMessage<ValueError>(HasSubstr("the TPS system is singular")));
-  EXPECT_THAT(
-      [&] {
-        (void)F::tps_grid(Tensor::zeros({1, 2, 2}), Tensor::zeros({2, 2}), {1, 1, 4, 4});
-      },
-      ThrowsMessage<ValueError>(
-          HasSubstr("tps_grid: tensor 'source_points' expected at least 3 control points, got 2")));
-  EXPECT_THAT(
-      [&] {
-        (void)F::tps_grid(src, Tensor::zeros({4, 2}), {1, 1, 4, 4});
-      },
-      ThrowsMessage<ShapeError>(
-          HasSubstr("tps_grid: tensor 'target_points' expected [3, 2] or [1, 3, 2] (K of "
-                    "'source_points' [1, 3, 2]), got [4, 2]")));
+  EXPECT_THAT(test::Call([&] {
+                (void)F::tps_grid(Tensor::zeros({1, 4, 2}),
+                                  Tensor::from_vector({4, 2}, {0, 0, 1, 0, 0, 1, 1, 0}),
+                                  {1, 1, 4, 4});
+              }),
+              ThrowsMessage<ValueError>(HasSubstr("the TPS system is singular")));
+  EXPECT_THAT(test::Call([&] {
+                (void)F::tps_grid(Tensor::zeros({1, 2, 2}), Tensor::zeros({2, 2}), {1, 1, 4, 4});
+              }),
+              ThrowsMessage<ValueError>(HasSubstr(
+                  "tps_grid: tensor 'source_points' expected at least 3 control points, got 2")));
+  EXPECT_THAT(test::Call([&] {
+                (void)F::tps_grid(src, Tensor::zeros({4, 2}), {1, 1, 4, 4});
+              }),
+              ThrowsMessage<ShapeError>(
+                  HasSubstr("tps_grid: tensor 'target_points' expected [3, 2] or [1, 3, 2] (K of "
+                            "'source_points' [1, 3, 2]), got [4, 2]")));
   const float nan = std::numeric_limits<float>::quiet_NaN();
   EXPECT_THAT(
-      [&] {
+      test::Call([&] {
         (void)F::tps_grid(src, Tensor::from_vector({3, 2}, {0, 0, 1, 0, nan, 1}), {1, 1, 4, 4});
-      },
+      }),
       ThrowsMessage<ValueError>(HasSubstr("tps_grid: tensor 'target_points' must be finite")));
-  EXPECT_THAT([] { (void)F::regular_control_points(1, 3); },
+  EXPECT_THAT(test::Call([] { (void)F::regular_control_points(1, 3); }),
               ThrowsMessage<ValueError>(
                   HasSubstr("regular_control_points: rows and cols expected >= 2, got 1 x 3")));
 }

@@ -12,6 +12,7 @@
 #include "cvattn/core/parallel.hpp"
 #include "cvattn/functional/sampling3d.hpp"
 #include "cvattn/modules/bilinear_sampler.hpp"
+#include "support/call.hpp"
 #include "support/fixtures.hpp"
 #include "support/tensor_near.hpp"
 
@@ -105,70 +106,62 @@ TEST(GridSample3d, WorkedExample) {
 TEST(GridSample3d, RejectsBicubicAndBadShapes) {
   const Tensor input = Tensor::zeros({2, 3, 4, 5, 6});
   EXPECT_THAT(
-      [&] {
+      test::Call([&] {
         (void)F::grid_sample(input, Tensor::zeros({2, 1, 1, 1, 3}),
                              F::GridSampleOptions().mode(F::Interpolation::bicubic));
-      },
+      }),
       ThrowsMessage<ValueError>(HasSubstr("grid_sample: mode 'bicubic' supports 4-D input only")));
+  EXPECT_THAT(test::Call([&] {
+                (void)F::grid_sample_backward(
+                    input, Tensor::zeros({2, 1, 1, 1, 3}), Tensor::zeros({2, 3, 1, 1, 1}),
+                    F::GridSampleOptions().mode(F::Interpolation::bicubic));
+              }),
+              ThrowsMessage<ValueError>(HasSubstr("grid_sample_backward: mode 'bicubic'")));
+  EXPECT_THAT(test::Call([&] {
+                (void)F::grid_sample(input, Tensor::zeros({2, 4, 4, 2}));
+              }),
+              ThrowsMessage<ShapeError>(
+                  HasSubstr("grid_sample: tensor 'grid' expected rank 5, got shape [2, 4, 4, 2]")));
+  EXPECT_THAT(test::Call([&] {
+                (void)F::grid_sample(input, Tensor::zeros({2, 1, 2, 2, 2}));
+              }),
+              ThrowsMessage<ShapeError>(
+                  HasSubstr("grid_sample: tensor 'grid' expected [2, *, *, *, 3] (batch of 'input' "
+                            "[2, 3, 4, 5, 6]), got [2, 1, 2, 2, 2]")));
   EXPECT_THAT(
-      [&] {
-        (void)F::grid_sample_backward(input, Tensor::zeros({2, 1, 1, 1, 3}),
-                                      Tensor::zeros({2, 3, 1, 1, 1}),
-                                      F::GridSampleOptions().mode(F::Interpolation::bicubic));
-      },
-      ThrowsMessage<ValueError>(HasSubstr("grid_sample_backward: mode 'bicubic'")));
-  EXPECT_THAT(
-      [&] {
-        (void)F::grid_sample(input, Tensor::zeros({2, 4, 4, 2}));
-      },
-      ThrowsMessage<ShapeError>(
-          HasSubstr("grid_sample: tensor 'grid' expected rank 5, got shape [2, 4, 4, 2]")));
-  EXPECT_THAT(
-      [&] {
-        (void)F::grid_sample(input, Tensor::zeros({2, 1, 2, 2, 2}));
-      },
-      ThrowsMessage<ShapeError>(
-          HasSubstr("grid_sample: tensor 'grid' expected [2, *, *, *, 3] (batch of 'input' "
-                    "[2, 3, 4, 5, 6]), got [2, 1, 2, 2, 2]")));
-  EXPECT_THAT(
-      [&] {
+      test::Call([&] {
         (void)F::grid_sample(Tensor::zeros({1, 1, 0, 2, 2}), Tensor::zeros({1, 1, 1, 1, 3}));
-      },
+      }),
       ThrowsMessage<ShapeError>(HasSubstr("expected non-empty spatial dimensions")));
-  EXPECT_THAT(
-      [&] {
-        (void)F::grid_sample_backward(input, Tensor::zeros({2, 1, 2, 2, 3}),
-                                      Tensor::zeros({2, 3, 2, 2, 1}));
-      },
-      ThrowsMessage<ShapeError>(
-          HasSubstr("grid_sample_backward: tensor 'grad_output' expected [2, 3, 1, 2, 2]")));
-  EXPECT_THAT(
-      [&] {
-        (void)F::grid_sample(input, Tensor::zeros({2, 1 << 20, 1 << 20, 1, 3}));
-      },
-      ::testing::Throws<Error>());
+  EXPECT_THAT(test::Call([&] {
+                (void)F::grid_sample_backward(input, Tensor::zeros({2, 1, 2, 2, 3}),
+                                              Tensor::zeros({2, 3, 2, 2, 1}));
+              }),
+              ThrowsMessage<ShapeError>(HasSubstr(
+                  "grid_sample_backward: tensor 'grad_output' expected [2, 3, 1, 2, 2]")));
+  EXPECT_THAT(test::Call([&] {
+                (void)F::grid_sample(input, Tensor::zeros({2, 1 << 20, 1 << 20, 1, 3}));
+              }),
+              ::testing::Throws<Error>());
 }
 
 TEST(AffineGrid3d, RejectsBadArguments) {
-  EXPECT_THAT(
-      [] {
-        (void)F::affine_grid(Tensor::zeros({2, 2, 3}), {2, 1, 3, 4, 5});
-      },
-      ThrowsMessage<ShapeError>(
-          HasSubstr("affine_grid: tensor 'theta' expected [2, 3, 4] (N of size [2, 1, 3, 4, 5]), "
-                    "got [2, 2, 3]")));
-  EXPECT_THAT(
-      [] {
-        (void)F::affine_grid(Tensor::zeros({1, 3, 4}), {1, 1, 0, 4, 5});
-      },
-      ThrowsMessage<ValueError>(
-          HasSubstr("affine_grid: size expected positive entries {N, C, D, H, W}")));
-  EXPECT_THAT(
-      [] {
-        (void)F::affine_grid_backward(Tensor::zeros({1, 3, 4, 5, 2}), {1, 1, 3, 4, 5});
-      },
-      ThrowsMessage<ShapeError>(
-          HasSubstr("affine_grid_backward: tensor 'grad_grid' expected [1, 3, 4, 5, 3]")));
+  EXPECT_THAT(test::Call([] {
+                (void)F::affine_grid(Tensor::zeros({2, 2, 3}), {2, 1, 3, 4, 5});
+              }),
+              ThrowsMessage<ShapeError>(HasSubstr(
+                  "affine_grid: tensor 'theta' expected [2, 3, 4] (N of size [2, 1, 3, 4, 5]), "
+                  "got [2, 2, 3]")));
+  EXPECT_THAT(test::Call([] {
+                (void)F::affine_grid(Tensor::zeros({1, 3, 4}), {1, 1, 0, 4, 5});
+              }),
+              ThrowsMessage<ValueError>(
+                  HasSubstr("affine_grid: size expected positive entries {N, C, D, H, W}")));
+  EXPECT_THAT(test::Call([] {
+                (void)F::affine_grid_backward(Tensor::zeros({1, 3, 4, 5, 2}), {1, 1, 3, 4, 5});
+              }),
+              ThrowsMessage<ShapeError>(
+                  HasSubstr("affine_grid_backward: tensor 'grad_grid' expected [1, 3, 4, 5, 3]")));
 }
 
 // The identity theta samples a volume back onto itself (both align_corners).

@@ -9,6 +9,7 @@
 
 #include "cvattn/core/error.hpp"
 #include "cvattn/functional/score.hpp"
+#include "support/call.hpp"
 #include "support/fixtures.hpp"
 #include "support/random.hpp"
 #include "support/tensor_near.hpp"
@@ -112,44 +113,41 @@ TEST(NormalizeScores, SoftmaxRowsSumToOne) {
 TEST(AttentionScores, RejectsBadInput) {
   const Tensor q = Tensor::zeros({2, 5, 6}), k = Tensor::zeros({2, 7, 6});
   using cvattn::ShapeError;
-  EXPECT_THAT(
-      [&] {
-        (void)F::attention_scores(q, Tensor::zeros({2, 7, 4}), F::Score::dot);
-      },
-      ThrowsMessage<ShapeError>(
-          HasSubstr("attention_scores: tensor 'k' expected [2, *, 6] (score 'dot' needs the E of "
-                    "'q' [2, 5, 6]), got [2, 7, 4]")));
-  EXPECT_THAT(
-      [&] {
-        (void)F::attention_scores(q, Tensor::zeros({3, 7, 6}), F::Score::dot);
-      },
-      ThrowsMessage<ShapeError>(HasSubstr("tensor 'k' expected [2, *, *]")));
-  EXPECT_THAT([&] { (void)F::attention_scores(q, k, F::Score::general); },
+  EXPECT_THAT(cvattn::test::Call([&] {
+                (void)F::attention_scores(q, Tensor::zeros({2, 7, 4}), F::Score::dot);
+              }),
+              ThrowsMessage<ShapeError>(HasSubstr(
+                  "attention_scores: tensor 'k' expected [2, *, 6] (score 'dot' needs the E of "
+                  "'q' [2, 5, 6]), got [2, 7, 4]")));
+  EXPECT_THAT(cvattn::test::Call([&] {
+                (void)F::attention_scores(q, Tensor::zeros({3, 7, 6}), F::Score::dot);
+              }),
+              ThrowsMessage<ShapeError>(HasSubstr("tensor 'k' expected [2, *, *]")));
+  EXPECT_THAT(cvattn::test::Call([&] { (void)F::attention_scores(q, k, F::Score::general); }),
               ThrowsMessage<ShapeError>(HasSubstr("'weight'")));
   F::ScoreParams p;
   p.weight = Tensor::zeros({6, 5});
   EXPECT_THAT(
-      [&] { (void)F::attention_scores(q, k, F::Score::general, p); },
+      cvattn::test::Call([&] { (void)F::attention_scores(q, k, F::Score::general, p); }),
       ThrowsMessage<ShapeError>(HasSubstr("tensor 'weight' expected shape [6, 6], got [6, 5]")));
   F::ScoreParams a;
   a.query_weight = Tensor::zeros({4, 6});
   a.key_weight = Tensor::zeros({4, 6});
   a.vector = Tensor::zeros({5});
-  EXPECT_THAT([&] { (void)F::attention_scores(q, k, F::Score::additive, a); },
+  EXPECT_THAT(cvattn::test::Call([&] { (void)F::attention_scores(q, k, F::Score::additive, a); }),
               ThrowsMessage<ShapeError>(HasSubstr("tensor 'vector' expected shape [4], got [5]")));
   F::ScoreParams c;
   c.eps = -1;
-  EXPECT_THAT([&] { (void)F::attention_scores(q, k, F::Score::cosine, c); },
+  EXPECT_THAT(cvattn::test::Call([&] { (void)F::attention_scores(q, k, F::Score::cosine, c); }),
               ThrowsMessage<cvattn::ValueError>(HasSubstr("eps must be finite and non-negative")));
+  EXPECT_THAT(cvattn::test::Call([&] {
+                (void)F::normalize_scores(Tensor::zeros({2, 3}), F::Normalizer::topk, 4);
+              }),
+              ThrowsMessage<cvattn::ValueError>(HasSubstr("top_k must be in [1, 3]")));
   EXPECT_THAT(
-      [&] {
-        (void)F::normalize_scores(Tensor::zeros({2, 3}), F::Normalizer::topk, 4);
-      },
-      ThrowsMessage<cvattn::ValueError>(HasSubstr("top_k must be in [1, 3]")));
-  EXPECT_THAT(
-      [&] {
+      cvattn::test::Call([&] {
         (void)F::attend(q, k, Tensor::zeros({2, 6, 3}), F::Score::dot, F::Normalizer::softmax);
-      },
+      }),
       ThrowsMessage<ShapeError>(HasSubstr("tensor 'v' expected shape [2, 7, *]")));
 }
 
@@ -157,8 +155,8 @@ TEST(ParseScore, Words) {
   EXPECT_EQ(F::parse_score("additive"), F::Score::additive);
   EXPECT_EQ(F::parse_score("scaled_dot"), F::Score::scaled_dot);
   EXPECT_EQ(F::parse_normalizer("topk"), F::Normalizer::topk);
-  EXPECT_THAT([] { (void)F::parse_score("bilinear"); },
+  EXPECT_THAT(cvattn::test::Call([] { (void)F::parse_score("bilinear"); }),
               ThrowsMessage<cvattn::ValueError>(HasSubstr("unknown score 'bilinear'")));
-  EXPECT_THAT([] { (void)F::parse_normalizer("sparsemax"); },
+  EXPECT_THAT(cvattn::test::Call([] { (void)F::parse_normalizer("sparsemax"); }),
               ThrowsMessage<cvattn::ValueError>(HasSubstr("unknown normalizer 'sparsemax'")));
 }

@@ -8,6 +8,7 @@
 
 #include "cvattn/core/error.hpp"
 #include "cvattn/functional/sparse_attention.hpp"
+#include "support/call.hpp"
 #include "support/fixtures.hpp"
 #include "support/random.hpp"
 #include "support/tensor_near.hpp"
@@ -128,20 +129,19 @@ TEST(LocalAttention, SameResultOnOneAndTwoThreads) {
 
 TEST(LocalAttention, RejectsBadInput) {
   const Tensor q = Tensor::zeros({1, 4, 5, 6});
+  EXPECT_THAT(cvattn::test::Call([&] {
+                (void)F::local_attention(q, Tensor::zeros({1, 4, 5, 7}), q, 1);
+              }),
+              ThrowsMessage<cvattn::ShapeError>(HasSubstr(
+                  "local_attention: tensor 'k' expected shape [1, 4, 5, 6], got [1, 4, 5, 7]")));
   EXPECT_THAT(
-      [&] {
-        (void)F::local_attention(q, Tensor::zeros({1, 4, 5, 7}), q, 1);
-      },
-      ThrowsMessage<cvattn::ShapeError>(
-          HasSubstr("local_attention: tensor 'k' expected shape [1, 4, 5, 6], got [1, 4, 5, 7]")));
-  EXPECT_THAT(
-      [&] {
+      cvattn::test::Call([&] {
         (void)F::local_attention(q, q, Tensor::zeros({1, 2, 5, 5}), 1);
-      },
+      }),
       ThrowsMessage<cvattn::ShapeError>(HasSubstr("tensor 'v' expected shape [1, *, 5, 6]")));
-  EXPECT_THAT([&] { (void)F::local_attention(q, q, q, -1); },
+  EXPECT_THAT(cvattn::test::Call([&] { (void)F::local_attention(q, q, q, -1); }),
               ThrowsMessage<cvattn::ValueError>(HasSubstr("radius must be in [0, 1024], got -1")));
-  EXPECT_THAT([&] { (void)F::local_attention(q, q, q, 1, std::nan("")); },
+  EXPECT_THAT(cvattn::test::Call([&] { (void)F::local_attention(q, q, q, 1, std::nan("")); }),
               ThrowsMessage<cvattn::ValueError>(HasSubstr("scale must be finite")));
 }
 
@@ -229,35 +229,35 @@ TEST(SparseAttention, RejectsBadInput) {
                v = Tensor::zeros({1, 6, 3});
   using cvattn::ShapeError;
   using cvattn::ValueError;
-  EXPECT_THAT([&] { (void)F::select_keys(q, k, F::KeySearchOptions().top_k(7)); },
-              ThrowsMessage<ValueError>(HasSubstr("select_keys: top_k must be in [1, 6]")));
   EXPECT_THAT(
-      [&] {
-        (void)F::select_keys(q, Tensor::zeros({1, 6, 5}));
-      },
-      ThrowsMessage<ShapeError>(HasSubstr("tensor 'k' expected shape [1, *, 8]")));
-  EXPECT_THAT(
-      [&] {
-        (void)F::select_keys(q, k,
-                             F::KeySearchOptions().top_k(2).method(F::KeySearch::lsh).bits(12));
-      },
-      ThrowsMessage<ValueError>(HasSubstr("bits must be a multiple of 8")));
-  EXPECT_THAT(
-      [&] {
-        (void)F::select_keys(q, k,
-                             F::KeySearchOptions().top_k(2).method(F::KeySearch::kdtree).trees(0));
-      },
-      ThrowsMessage<ValueError>(HasSubstr("trees must be in [1, 64]")));
-  EXPECT_THAT([&] { (void)F::sparse_attention(q, k, v, F::KeySearchOptions().top_k(2), -1.0); },
+      cvattn::test::Call([&] { (void)F::select_keys(q, k, F::KeySearchOptions().top_k(7)); }),
+      ThrowsMessage<ValueError>(HasSubstr("select_keys: top_k must be in [1, 6]")));
+  EXPECT_THAT(cvattn::test::Call([&] {
+                (void)F::select_keys(q, Tensor::zeros({1, 6, 5}));
+              }),
+              ThrowsMessage<ShapeError>(HasSubstr("tensor 'k' expected shape [1, *, 8]")));
+  EXPECT_THAT(cvattn::test::Call([&] {
+                (void)F::select_keys(
+                    q, k, F::KeySearchOptions().top_k(2).method(F::KeySearch::lsh).bits(12));
+              }),
+              ThrowsMessage<ValueError>(HasSubstr("bits must be a multiple of 8")));
+  EXPECT_THAT(cvattn::test::Call([&] {
+                (void)F::select_keys(
+                    q, k, F::KeySearchOptions().top_k(2).method(F::KeySearch::kdtree).trees(0));
+              }),
+              ThrowsMessage<ValueError>(HasSubstr("trees must be in [1, 64]")));
+  EXPECT_THAT(cvattn::test::Call([&] {
+                (void)F::sparse_attention(q, k, v, F::KeySearchOptions().top_k(2), -1.0);
+              }),
               ThrowsMessage<ValueError>(HasSubstr("scale must be positive")));
   F::KeySelection bad{{1, 4, 2}, std::vector<std::int32_t>(8, 6)};
   EXPECT_THAT(
-      [&] { (void)F::attend_selected(q, k, v, bad); },
+      cvattn::test::Call([&] { (void)F::attend_selected(q, k, v, bad); }),
       ThrowsMessage<ValueError>(HasSubstr("selection index 6 at position 0 is outside [0, 6)")));
   F::KeySelection wrong{{1, 3, 2}, std::vector<std::int32_t>(6, 0)};
-  EXPECT_THAT([&] { (void)F::attend_selected(q, k, v, wrong); },
+  EXPECT_THAT(cvattn::test::Call([&] { (void)F::attend_selected(q, k, v, wrong); }),
               ThrowsMessage<ShapeError>(
                   HasSubstr("selection expected shape [1, 4, top_k >= 1], got [1, 3, 2]")));
-  EXPECT_THAT([] { (void)F::parse_key_search("annoy"); },
+  EXPECT_THAT(cvattn::test::Call([] { (void)F::parse_key_search("annoy"); }),
               ThrowsMessage<ValueError>(HasSubstr("unknown method 'annoy'")));
 }

@@ -7,6 +7,7 @@
 
 #include "cvattn/core/error.hpp"
 #include "cvattn/functional/survey_attention.hpp"
+#include "support/call.hpp"
 #include "support/fixtures.hpp"
 #include "support/random.hpp"
 #include "support/tensor_near.hpp"
@@ -58,7 +59,7 @@ TEST(ThresholdedAttention, RenormalisesAndFallsBackToTheLowestArgmax) {
   EXPECT_EQ(fallback[2], 1.0f);
   EXPECT_EQ(fallback[3], 0.0f);
   EXPECT_EQ(fallback[6], 1.0f);
-  EXPECT_THAT([&] { (void)F::threshold_weights(s, std::nan("")); },
+  EXPECT_THAT(test::Call([&] { (void)F::threshold_weights(s, std::nan("")); }),
               ThrowsMessage<ValueError>(HasSubstr("tau must be finite")));
 }
 
@@ -87,19 +88,18 @@ TEST(LuongLocalAttention, MatchesTorchReference) {
 
 TEST(LuongLocalAttention, RejectsBadSettings) {
   const Tensor q = Tensor::zeros({1, 3, 4}), k = Tensor::zeros({1, 5, 4});
-  EXPECT_THAT(
-      [&] {
-        (void)F::luong_local_attention(q, k, k, F::Score::dot, F::LuongLocalOptions().window(0));
-      },
-      ThrowsMessage<ValueError>(HasSubstr("window D must be >= 1")));
-  EXPECT_THAT(
-      [&] {
-        (void)F::luong_local_attention(
-            q, k, k, F::Score::dot,
-            F::LuongLocalOptions().alignment(F::LocalAlignment::predictive));
-      },
-      ThrowsMessage<ValueError>(HasSubstr("local-p needs position_weight")));
-  EXPECT_THAT([] { (void)F::parse_local_alignment("local-x"); },
+  EXPECT_THAT(test::Call([&] {
+                (void)F::luong_local_attention(q, k, k, F::Score::dot,
+                                               F::LuongLocalOptions().window(0));
+              }),
+              ThrowsMessage<ValueError>(HasSubstr("window D must be >= 1")));
+  EXPECT_THAT(test::Call([&] {
+                (void)F::luong_local_attention(
+                    q, k, k, F::Score::dot,
+                    F::LuongLocalOptions().alignment(F::LocalAlignment::predictive));
+              }),
+              ThrowsMessage<ValueError>(HasSubstr("local-p needs position_weight")));
+  EXPECT_THAT(test::Call([] { (void)F::parse_local_alignment("local-x"); }),
               ThrowsMessage<ValueError>(HasSubstr("local-m")));
 }
 
@@ -144,8 +144,9 @@ TEST(StochasticHardAttention, DrawsAreOneHotAndSeeded) {
   Tensor s = Tensor::from_vector({1, 3}, {0.0f, -INFINITY, 0.0f});
   const Tensor never = F::stochastic_hard_weights(s, F::StochasticOptions().samples(1000));
   EXPECT_EQ(never[1], 0.0f);
-  EXPECT_THAT([&] { (void)F::stochastic_hard_weights(s, F::StochasticOptions().samples(0)); },
-              ThrowsMessage<ValueError>(HasSubstr("samples must be in")));
+  EXPECT_THAT(
+      test::Call([&] { (void)F::stochastic_hard_weights(s, F::StochasticOptions().samples(0)); }),
+      ThrowsMessage<ValueError>(HasSubstr("samples must be in")));
 }
 
 TEST(StochasticHardAttention, MonteCarloMeanIsTheSoftOutputWithinStandardErrors) {

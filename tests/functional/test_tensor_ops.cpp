@@ -9,6 +9,7 @@
 
 #include "cvattn/core/error.hpp"
 #include "cvattn/functional/tensor_ops.hpp"
+#include "support/call.hpp"
 #include "support/fixtures.hpp"
 #include "support/random.hpp"
 #include "support/tensor_near.hpp"
@@ -66,13 +67,12 @@ TEST(Broadcast, ZeroDimOperandsBroadcastEverywhere) {
 }
 
 TEST(Broadcast, RejectsIncompatibleShapes) {
-  EXPECT_THAT(
-      [] {
-        (void)F::add(Tensor::zeros({2, 3}), Tensor::zeros({4}));
-      },
-      ThrowsMessage<ShapeError>(
-          HasSubstr("add: tensors 'input' [2, 3] and 'other' [4] do not broadcast")));
-  EXPECT_THAT([] { (void)F::div(Tensor(), Tensor::zeros({4})); },
+  EXPECT_THAT(test::Call([] {
+                (void)F::add(Tensor::zeros({2, 3}), Tensor::zeros({4}));
+              }),
+              ThrowsMessage<ShapeError>(
+                  HasSubstr("add: tensors 'input' [2, 3] and 'other' [4] do not broadcast")));
+  EXPECT_THAT(test::Call([] { (void)F::div(Tensor(), Tensor::zeros({4})); }),
               ThrowsMessage<ShapeError>(HasSubstr("div")));
 }
 
@@ -87,19 +87,18 @@ TEST(Cat, MatchesPyTorch) {
 }
 
 TEST(Cat, RejectsMismatchedShapes) {
-  EXPECT_THAT(
-      [] {
-        (void)F::cat({Tensor::zeros({2, 3}), Tensor::zeros({3, 3})}, 1);
-      },
-      ThrowsMessage<ShapeError>(
-          HasSubstr("cat: tensor 1 [3, 3] must match tensor 0 [2, 3] except in dim 1")));
-  EXPECT_THAT([] { (void)F::cat({}, 0); }, ThrowsMessage<ValueError>(HasSubstr("non-empty")));
-  EXPECT_THAT(
-      [] {
-        (void)F::cat({Tensor::zeros({2, 3})}, 2);
-      },
-      ThrowsMessage<ValueError>(
-          HasSubstr("cat: dim 2 out of range for tensor 'input' [2, 3] (expected [-2, 1])")));
+  EXPECT_THAT(test::Call([] {
+                (void)F::cat({Tensor::zeros({2, 3}), Tensor::zeros({3, 3})}, 1);
+              }),
+              ThrowsMessage<ShapeError>(
+                  HasSubstr("cat: tensor 1 [3, 3] must match tensor 0 [2, 3] except in dim 1")));
+  EXPECT_THAT(test::Call([] { (void)F::cat({}, 0); }),
+              ThrowsMessage<ValueError>(HasSubstr("non-empty")));
+  EXPECT_THAT(test::Call([] {
+                (void)F::cat({Tensor::zeros({2, 3})}, 2);
+              }),
+              ThrowsMessage<ValueError>(HasSubstr(
+                  "cat: dim 2 out of range for tensor 'input' [2, 3] (expected [-2, 1])")));
 }
 
 TEST(Permute, MatchesPyTorch) {
@@ -119,17 +118,15 @@ TEST(Permute, MatchesPyTorch) {
 
 TEST(Permute, RejectsBadDims) {
   const Tensor x = Tensor::zeros({2, 3, 4});
-  EXPECT_THAT(
-      [&] {
-        (void)F::permute(x, {0, 1});
-      },
-      ThrowsMessage<ValueError>(HasSubstr("permute: dims has 2 entries")));
-  EXPECT_THAT(
-      [&] {
-        (void)F::permute(x, {0, 1, -3});
-      },
-      ThrowsMessage<ValueError>(HasSubstr("permute: dim 0 appears more than once")));
-  EXPECT_THAT([&] { (void)F::transpose(x, 0, 3); },
+  EXPECT_THAT(test::Call([&] {
+                (void)F::permute(x, {0, 1});
+              }),
+              ThrowsMessage<ValueError>(HasSubstr("permute: dims has 2 entries")));
+  EXPECT_THAT(test::Call([&] {
+                (void)F::permute(x, {0, 1, -3});
+              }),
+              ThrowsMessage<ValueError>(HasSubstr("permute: dim 0 appears more than once")));
+  EXPECT_THAT(test::Call([&] { (void)F::transpose(x, 0, 3); }),
               ThrowsMessage<ValueError>(HasSubstr("transpose: dim1 3 out of range")));
 }
 
@@ -143,20 +140,18 @@ TEST(Reshape, InfersOneDimAndSharesStorage) {
   EXPECT_EQ(F::flatten(x, 0, -2).shape(), (Shape{6, 4}));
   EXPECT_EQ(F::flatten(x, -2, -2).shape(), (Shape{2, 3, 4}));
   EXPECT_EQ(F::flatten(Tensor::full({}, 2.0f)).shape(), (Shape{1}));
-  EXPECT_THAT(
-      [&] {
-        (void)F::reshape(x, {-1, -1});
-      },
-      ThrowsMessage<ValueError>(HasSubstr("reshape: more than one -1")));
-  EXPECT_THAT(
-      [&] {
-        (void)F::reshape(x, {5, -1});
-      },
-      ThrowsMessage<ShapeError>(
-          HasSubstr("reshape: shape [5, -1] is invalid for tensor 'input' [2, 3, 4] of 24")));
-  EXPECT_THAT([&] { (void)F::flatten(x, 2, 1); },
+  EXPECT_THAT(test::Call([&] {
+                (void)F::reshape(x, {-1, -1});
+              }),
+              ThrowsMessage<ValueError>(HasSubstr("reshape: more than one -1")));
+  EXPECT_THAT(test::Call([&] {
+                (void)F::reshape(x, {5, -1});
+              }),
+              ThrowsMessage<ShapeError>(HasSubstr(
+                  "reshape: shape [5, -1] is invalid for tensor 'input' [2, 3, 4] of 24")));
+  EXPECT_THAT(test::Call([&] { (void)F::flatten(x, 2, 1); }),
               ThrowsMessage<ValueError>(HasSubstr("flatten: start_dim 2 comes after end_dim 1")));
-  EXPECT_THAT([&] { (void)F::flatten(x, 3); },
+  EXPECT_THAT(test::Call([&] { (void)F::flatten(x, 3); }),
               ThrowsMessage<ValueError>(HasSubstr("flatten: start_dim 3 out of range")));
 }
 
@@ -187,16 +182,17 @@ TEST(Indexing, SliceNarrowSelectMatchPyTorch) {
 TEST(Indexing, RejectsOutOfRange) {
   const Tensor x = Tensor::zeros({3, 7});
   EXPECT_THAT(
-      [&] { (void)F::select(x, 1, 7); },
+      test::Call([&] { (void)F::select(x, 1, 7); }),
       ThrowsMessage<ValueError>(HasSubstr("select: index 7 out of range for dim 1 of size 7")));
-  EXPECT_THAT([&] { (void)F::select(x, 0, -4); }, ThrowsMessage<ValueError>(HasSubstr("index -4")));
-  EXPECT_THAT([&] { (void)F::narrow(x, 1, 5, 3); },
+  EXPECT_THAT(test::Call([&] { (void)F::select(x, 0, -4); }),
+              ThrowsMessage<ValueError>(HasSubstr("index -4")));
+  EXPECT_THAT(test::Call([&] { (void)F::narrow(x, 1, 5, 3); }),
               ThrowsMessage<ValueError>(HasSubstr("narrow: start (5) + length (3) exceeds dim 1")));
-  EXPECT_THAT([&] { (void)F::narrow(x, 1, -8, 1); },
+  EXPECT_THAT(test::Call([&] { (void)F::narrow(x, 1, -8, 1); }),
               ThrowsMessage<ValueError>(HasSubstr("narrow: start -8 out of range")));
-  EXPECT_THAT([&] { (void)F::slice(x, 0, 0, 3, 0); },
+  EXPECT_THAT(test::Call([&] { (void)F::slice(x, 0, 0, 3, 0); }),
               ThrowsMessage<ValueError>(HasSubstr("slice: step must be positive")));
-  EXPECT_THAT([&] { (void)F::slice(x, -3); },
+  EXPECT_THAT(test::Call([&] { (void)F::slice(x, -3); }),
               ThrowsMessage<ValueError>(HasSubstr("slice: dim -3 out of range")));
 }
 
@@ -230,18 +226,16 @@ TEST(Reduce, EmptyDimsAndErrors) {
   const Tensor m = F::mean(e, {1});
   ASSERT_EQ(m.shape(), (Shape{2}));
   EXPECT_TRUE(std::isnan(m[0]));
-  EXPECT_THAT([&] { (void)F::amax(e, {1}); },
+  EXPECT_THAT(test::Call([&] { (void)F::amax(e, {1}); }),
               ThrowsMessage<ValueError>(HasSubstr("amax: cannot reduce over a dim of size 0")));
-  EXPECT_THAT(
-      [] {
-        (void)F::mean(Tensor::zeros({2, 3}), {1, -1});
-      },
-      ThrowsMessage<ValueError>(HasSubstr("mean: dim 1 appears more than once")));
-  EXPECT_THAT(
-      [] {
-        (void)F::mean(Tensor::zeros({2, 3}), {2});
-      },
-      ThrowsMessage<ValueError>(HasSubstr("mean: dim 2 out of range")));
+  EXPECT_THAT(test::Call([] {
+                (void)F::mean(Tensor::zeros({2, 3}), {1, -1});
+              }),
+              ThrowsMessage<ValueError>(HasSubstr("mean: dim 1 appears more than once")));
+  EXPECT_THAT(test::Call([] {
+                (void)F::mean(Tensor::zeros({2, 3}), {2});
+              }),
+              ThrowsMessage<ValueError>(HasSubstr("mean: dim 2 out of range")));
 }
 
 TEST(Pad, EveryModeMatchesPyTorch) {
@@ -268,31 +262,27 @@ TEST(Pad, EveryModeMatchesPyTorch) {
 
 TEST(Pad, RejectsWhatPyTorchRejects) {
   const Tensor x = Tensor::zeros({2, 3, 5, 4});
-  EXPECT_THAT([&] { (void)F::pad(x, {1}); },
+  EXPECT_THAT(test::Call([&] { (void)F::pad(x, {1}); }),
               ThrowsMessage<ValueError>(HasSubstr("pad: pads has 1 entries")));
-  EXPECT_THAT(
-      [&] {
-        (void)F::pad(x, {4, 0}, PadMode::reflect);
-      },
-      ThrowsMessage<ValueError>(
-          HasSubstr("pad: reflect padding of 1 dims expects a tensor of rank 2 or 3")));
-  EXPECT_THAT(
-      [&] {
-        (void)F::pad(x, {4, 0, 0, 0}, PadMode::reflect);
-      },
-      ThrowsMessage<ValueError>(
-          HasSubstr("reflect pads (4, 0) must be non-negative and less than dim 3")));
-  EXPECT_THAT(
-      [&] {
-        (void)F::pad(x, {5, 0, 0, 0}, PadMode::circular);
-      },
-      ThrowsMessage<ValueError>(HasSubstr("wrap around more than once")));
-  EXPECT_THAT(
-      [&] {
-        (void)F::pad(x, {-3, -2});
-      },
-      ThrowsMessage<ValueError>(HasSubstr("leave a negative size")));
-  EXPECT_THAT([] { (void)parse_pad_mode("zeros"); },
+  EXPECT_THAT(test::Call([&] {
+                (void)F::pad(x, {4, 0}, PadMode::reflect);
+              }),
+              ThrowsMessage<ValueError>(
+                  HasSubstr("pad: reflect padding of 1 dims expects a tensor of rank 2 or 3")));
+  EXPECT_THAT(test::Call([&] {
+                (void)F::pad(x, {4, 0, 0, 0}, PadMode::reflect);
+              }),
+              ThrowsMessage<ValueError>(
+                  HasSubstr("reflect pads (4, 0) must be non-negative and less than dim 3")));
+  EXPECT_THAT(test::Call([&] {
+                (void)F::pad(x, {5, 0, 0, 0}, PadMode::circular);
+              }),
+              ThrowsMessage<ValueError>(HasSubstr("wrap around more than once")));
+  EXPECT_THAT(test::Call([&] {
+                (void)F::pad(x, {-3, -2});
+              }),
+              ThrowsMessage<ValueError>(HasSubstr("leave a negative size")));
+  EXPECT_THAT(test::Call([] { (void)parse_pad_mode("zeros"); }),
               ThrowsMessage<ValueError>(HasSubstr("pad: unknown mode 'zeros'")));
 }
 

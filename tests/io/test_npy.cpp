@@ -6,6 +6,7 @@
 
 #include "cvattn/core/error.hpp"
 #include "cvattn/io/npy.hpp"
+#include "support/call.hpp"
 #include "support/fixtures.hpp"
 #include "support/random.hpp"
 #include "support/tensor_near.hpp"
@@ -55,11 +56,11 @@ TEST(Npy, ReadsScalarsAndEmptyArrays) {
 
 TEST(Npy, RejectsOtherDtypesAndOrders) {
   const auto fx = test::fixture("io/npy");
-  EXPECT_THAT([&] { (void)io::read_npy(fx.path("i64.npy")); },
+  EXPECT_THAT(test::Call([&] { (void)io::read_npy(fx.path("i64.npy")); }),
               ThrowsMessage<IoError>(HasSubstr("dtype '<i8' is not supported")));
-  EXPECT_THAT([&] { (void)io::read_npy(fx.path("big_endian.npy")); },
+  EXPECT_THAT(test::Call([&] { (void)io::read_npy(fx.path("big_endian.npy")); }),
               ThrowsMessage<IoError>(HasSubstr("dtype '>f4'")));
-  EXPECT_THAT([&] { (void)io::read_npy(fx.path("fortran.npy")); },
+  EXPECT_THAT(test::Call([&] { (void)io::read_npy(fx.path("fortran.npy")); }),
               ThrowsMessage<IoError>(HasSubstr("Fortran-order")));
 }
 
@@ -76,7 +77,7 @@ TEST(Npy, WriteThenReadRoundTrips) {
 }
 
 TEST(Npy, MissingFileNamesThePath) {
-  EXPECT_THAT([] { (void)io::read_npy("/nonexistent/x.npy"); },
+  EXPECT_THAT(test::Call([] { (void)io::read_npy("/nonexistent/x.npy"); }),
               ThrowsMessage<IoError>(HasSubstr("cannot open '/nonexistent/x.npy'")));
 }
 
@@ -136,7 +137,8 @@ TEST(Npy, MalformedFilesGiveClearErrors) {
       {"NUL in header", npy(std::string("{'descr': '<f4'\0", 16), four_floats), "NUL"},
   };
   for (const auto& c : cases) {
-    EXPECT_THAT([&] { (void)parse(c.bytes); }, ThrowsMessage<IoError>(HasSubstr(c.message)))
+    EXPECT_THAT(test::Call([&] { (void)parse(c.bytes); }),
+                ThrowsMessage<IoError>(HasSubstr(c.message)))
         << c.what;
   }
 }

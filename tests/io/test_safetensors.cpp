@@ -7,6 +7,7 @@
 #include "cvattn/core/error.hpp"
 #include "cvattn/io/npy.hpp"
 #include "cvattn/io/safetensors.hpp"
+#include "support/call.hpp"
 #include "support/fixtures.hpp"
 #include "support/random.hpp"
 #include "support/tensor_near.hpp"
@@ -137,7 +138,8 @@ TEST(Safetensors, MalformedFilesGiveClearErrors) {
        "rank 7"},
   };
   for (const auto& c : cases) {
-    EXPECT_THAT([&] { (void)parse(c.bytes); }, ThrowsMessage<IoError>(HasSubstr(c.message)))
+    EXPECT_THAT(test::Call([&] { (void)parse(c.bytes); }),
+                ThrowsMessage<IoError>(HasSubstr(c.message)))
         << c.what;
   }
 }
@@ -148,7 +150,7 @@ TEST(Safetensors, AcceptsEmptyHeaderAndMetadata) {
 }
 
 TEST(Safetensors, MissingFileNamesThePath) {
-  EXPECT_THAT([] { (void)io::load_safetensors("/nonexistent/w.safetensors"); },
+  EXPECT_THAT(test::Call([] { (void)io::load_safetensors("/nonexistent/w.safetensors"); }),
               ThrowsMessage<IoError>(HasSubstr("/nonexistent/w.safetensors")));
 }
 

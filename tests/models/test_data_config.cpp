@@ -11,6 +11,7 @@
 #include "cvattn/core/error.hpp"
 #include "cvattn/models/data_config.hpp"
 #include "cvattn/models/timm.hpp"
+#include "support/call.hpp"
 #include "support/fixtures.hpp"
 
 namespace cvattn::test {
@@ -51,20 +52,19 @@ TEST(DataConfig, EverySupportedModelHasOne) {
 }
 
 TEST(DataConfig, UnknownNameAndBadImagesAreNamedErrors) {
-  EXPECT_THAT([] { (void)models::data_config("resnet19"); },
+  EXPECT_THAT(test::Call([] { (void)models::data_config("resnet19"); }),
               ThrowsMessage<ValueError>(HasSubstr("no preprocessing known for 'resnet19'")));
   const models::DataConfig c = models::data_config("resnet18");
-  EXPECT_THAT([&] { (void)models::preprocess(cv::Mat(), c); },
+  EXPECT_THAT(test::Call([&] { (void)models::preprocess(cv::Mat(), c); }),
               ThrowsMessage<ValueError>(HasSubstr("an empty image")));
-  EXPECT_THAT([&] { (void)models::preprocess(cv::Mat(8, 8, CV_32FC3), c); },
+  EXPECT_THAT(test::Call([&] { (void)models::preprocess(cv::Mat(8, 8, CV_32FC3), c); }),
               ThrowsMessage<ValueError>(HasSubstr("CV_32FC3")));
   models::DataConfig bad = c;
   bad.crop_pct = 0.0;
-  EXPECT_THAT(
-      [&] {
-        (void)models::crop_geometry({10, 10}, bad);
-      },
-      ThrowsMessage<ValueError>(HasSubstr("crop_pct")));
+  EXPECT_THAT(test::Call([&] {
+                (void)models::crop_geometry({10, 10}, bad);
+              }),
+              ThrowsMessage<ValueError>(HasSubstr("crop_pct")));
 }
 
 TEST(DataConfig, GeometryFollowsTorchvisionResizeAndCenterCrop) {

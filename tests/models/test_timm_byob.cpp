@@ -13,6 +13,7 @@
 #include "cvattn/core/error.hpp"
 #include "cvattn/models/byobnet.hpp"
 #include "cvattn/models/timm.hpp"
+#include "support/call.hpp"
 #include "support/fixtures.hpp"
 #include "support/map_rows.hpp"
 #include "support/model_fixtures.hpp"
@@ -103,27 +104,27 @@ TEST(ByobNet, MismatchedStateDictIsANamedError) {
   EXPECT_NO_THROW((void)models::create("botnet26t_256", dict));
   // BoTNet weights for HaloNet: the attention keys differ.
   EXPECT_THAT(
-      [&] { (void)models::create("halonet26t", dict); },
+      test::Call([&] { (void)models::create("halonet26t", dict); }),
       ThrowsMessage<ValueError>(AllOf(HasSubstr("models::create('halonet26t')"),
                                       HasSubstr("missing 'stages.2.1.self_attn.q.weight'"),
                                       HasSubstr("unexpected 'stages.2.1.self_attn.qkv.weight'"))));
   // ... and for the lambda network the qkv widths differ.
-  EXPECT_THAT([&] { (void)models::create("lambda_resnet26t", dict); },
+  EXPECT_THAT(test::Call([&] { (void)models::create("lambda_resnet26t", dict); }),
               ThrowsMessage<ValueError>(
                   HasSubstr("'stages.2.1.self_attn.qkv.weight' expected [144, 256, 1, 1]")));
   // A BoTNet trained at another img_size: the relative-position tables do not fit.
   StateDict other = dict;
   other.set("stages.2.1.self_attn.pos_embed.height_rel", Tensor::zeros({39, 64}));
-  EXPECT_THAT([&] { (void)models::create("botnet26t_256", other); },
+  EXPECT_THAT(test::Call([&] { (void)models::create("botnet26t_256", other); }),
               ThrowsMessage<ValueError>(
                   HasSubstr("'stages.2.1.self_attn.pos_embed.height_rel' expected [31, 64]")));
   StateDict no_fc = dict;
   no_fc.erase("head.fc.weight");
-  EXPECT_THAT([&] { (void)models::create("botnet26t_256", no_fc); },
+  EXPECT_THAT(test::Call([&] { (void)models::create("botnet26t_256", no_fc); }),
               ThrowsMessage<ValueError>(HasSubstr("no classifier weight 'head.fc.weight'")));
   StateDict resnet_style = dict;
   resnet_style.set("fc.weight", Tensor::zeros({5, 2048}));
-  EXPECT_THAT([&] { (void)models::create("botnet26t_256", resnet_style); },
+  EXPECT_THAT(test::Call([&] { (void)models::create("botnet26t_256", resnet_style); }),
               ThrowsMessage<ValueError>(HasSubstr("unexpected 'fc.weight'")));
   StateDict with_counter = dict;
   with_counter.set("stages.2.1.post_attn.num_batches_tracked", Tensor::zeros({}), true);
@@ -133,38 +134,35 @@ TEST(ByobNet, MismatchedStateDictIsANamedError) {
 TEST(ByobNet, BotNetInputSizeIsFixed) {
   const auto net = models::build("botnet26t_256", 3);
   EXPECT_THAT(
-      [&] {
+      test::Call([&] {
         (void)net->forward(Tensor::zeros({1, 3, 224, 224}));
-      },
+      }),
       ThrowsMessage<ShapeError>(AllOf(HasSubstr("botnet26t_256::forward"),
                                       HasSubstr("fixed at 256x256"), HasSubstr("got 224x224"))));
-  EXPECT_THAT(
-      [&] {
-        (void)net->forward(Tensor::zeros({1, 4, 256, 256}));
-      },
-      ThrowsMessage<ShapeError>(HasSubstr("expected shape [*, 3, *, *]")));
+  EXPECT_THAT(test::Call([&] {
+                (void)net->forward(Tensor::zeros({1, 4, 256, 256}));
+              }),
+              ThrowsMessage<ShapeError>(HasSubstr("expected shape [*, 3, *, *]")));
 }
 
 TEST(ByobNet, HaloNetNeedsWholeBlocks) {
   const auto net = models::build("halonet26t", 3);
-  EXPECT_THAT(
-      [&] {
-        (void)net->forward(Tensor::zeros({1, 3, 256, 224}));
-      },
-      ThrowsMessage<ShapeError>(
-          AllOf(HasSubstr("halonet26t::forward"), HasSubstr("multiples of 256"))));
+  EXPECT_THAT(test::Call([&] {
+                (void)net->forward(Tensor::zeros({1, 3, 256, 224}));
+              }),
+              ThrowsMessage<ShapeError>(
+                  AllOf(HasSubstr("halonet26t::forward"), HasSubstr("multiples of 256"))));
 }
 
 TEST(ByobNet, LambdaNetOddMapIsANamedError) {
   // 160 + 16: the stride-2 lambda block sees an odd 11 x 7 map (timm fails there too).
   const auto net = models::build("lambda_resnet26t", 2);
   net->load_state_dict(generated_state_dict(*net, 3).dict);
-  EXPECT_THAT(
-      [&] {
-        (void)net->forward(generated("input", {1, 3, 176, 96}, 1));
-      },
-      ThrowsMessage<ShapeError>(
-          AllOf(HasSubstr("SelfAttnBlock"), HasSubstr("does not match the residual"))));
+  EXPECT_THAT(test::Call([&] {
+                (void)net->forward(generated("input", {1, 3, 176, 96}, 1));
+              }),
+              ThrowsMessage<ShapeError>(
+                  AllOf(HasSubstr("SelfAttnBlock"), HasSubstr("does not match the residual"))));
   // Any multiple of 32 runs.
   const models::NetworkOutput out = net->run(generated("input", {1, 3, 96, 64}, 2));
   EXPECT_EQ(out.logits.shape(), (Shape{1, 2}));
@@ -186,9 +184,9 @@ TEST(ByobNet, BlocksAreReusable) {
   EXPECT_EQ(a.maps.items()[0].first, "self_attn.attention");
   const models::BottleneckBlock bottle(models::ByobBlockOptions(8, 8));
   EXPECT_EQ(bottle.state_dict().find("shortcut.conv.weight"), nullptr);  // identity shortcut
-  EXPECT_THAT([] { models::SelfAttnBlock b(models::ByobBlockOptions(8, 8)); },
+  EXPECT_THAT(test::Call([] { models::SelfAttnBlock b(models::ByobBlockOptions(8, 8)); }),
               ThrowsMessage<ValueError>(HasSubstr("BottleneckAttn needs feat_size")));
-  EXPECT_THAT([] { (void)models::byoanet_options("botnet50ts_256"); },
+  EXPECT_THAT(test::Call([] { (void)models::byoanet_options("botnet50ts_256"); }),
               ThrowsMessage<ValueError>(HasSubstr("unknown model_name 'botnet50ts_256'")));
 }
 

@@ -12,6 +12,7 @@
 #include "cvattn/core/error.hpp"
 #include "cvattn/models/efficientnet.hpp"
 #include "cvattn/models/timm.hpp"
+#include "support/call.hpp"
 #include "support/fixtures.hpp"
 #include "support/model_fixtures.hpp"
 #include "support/tensor_near.hpp"
@@ -50,7 +51,7 @@ TEST_P(TimmMobileNetwork, MatchesTimm) {
     const Tensor cam = fx.tensor("cam");
     EXPECT_TENSOR_NEAR(net->class_activation_map(out), cam, network_tolerance(cam));
   } else {
-    EXPECT_THAT([&] { (void)net->class_activation_map(out); },
+    EXPECT_THAT(test::Call([&] { (void)net->class_activation_map(out); }),
                 ThrowsMessage<ValueError>(HasSubstr("no class activation map")));
   }
 
@@ -86,27 +87,27 @@ TEST(MobileModelsCreate, MismatchedStateDictIsANamedError) {
   StateDict missing = dict;
   missing.erase("blocks.1.0.se.conv_reduce.weight");
   EXPECT_THAT(
-      [&] { (void)models::create("efficientnet_b0", missing); },
+      test::Call([&] { (void)models::create("efficientnet_b0", missing); }),
       ThrowsMessage<ValueError>(AllOf(HasSubstr("models::create('efficientnet_b0')"),
                                       HasSubstr("missing 'blocks.1.0.se.conv_reduce.weight'"))));
   StateDict extra = dict;
   extra.set("blocks.0.0.conv_s2d.weight", Tensor::zeros({4}));
-  EXPECT_THAT([&] { (void)models::create("efficientnet_b0", extra); },
+  EXPECT_THAT(test::Call([&] { (void)models::create("efficientnet_b0", extra); }),
               ThrowsMessage<ValueError>(HasSubstr("unexpected 'blocks.0.0.conv_s2d.weight'")));
   StateDict wrong = dict;
   wrong.set("blocks.2.1.conv_dw.weight", Tensor::zeros({240, 1, 3, 3}));
   EXPECT_THAT(
-      [&] { (void)models::create("efficientnet_b0", wrong); },
+      test::Call([&] { (void)models::create("efficientnet_b0", wrong); }),
       ThrowsMessage<ValueError>(HasSubstr("'blocks.2.1.conv_dw.weight' expected [240, 1, 5, 5]")));
   // EfficientNet-B0 weights for its CondConv sibling: the routing keys are missing.
-  EXPECT_THAT([&] { (void)models::create("efficientnet_cc_b0_4e", dict); },
+  EXPECT_THAT(test::Call([&] { (void)models::create("efficientnet_cc_b0_4e", dict); }),
               ThrowsMessage<ValueError>(HasSubstr("missing 'blocks.4.0.routing_fn.weight'")));
   // ... and for MobileNetV3 the classifier is not even the right width.
-  EXPECT_THAT([&] { (void)models::create("mobilenetv3_small_100", dict); },
+  EXPECT_THAT(test::Call([&] { (void)models::create("mobilenetv3_small_100", dict); }),
               ThrowsMessage<ValueError>(HasSubstr("models::create('mobilenetv3_small_100')")));
   StateDict no_head = dict;
   no_head.erase("classifier.weight");
-  EXPECT_THAT([&] { (void)models::create("efficientnet_b0", no_head); },
+  EXPECT_THAT(test::Call([&] { (void)models::create("efficientnet_b0", no_head); }),
               ThrowsMessage<ValueError>(HasSubstr("no classifier weight 'classifier.weight'")));
 }
 
@@ -120,16 +121,15 @@ TEST(MobileModelsCreate, AcceptsNumBatchesTracked) {
 TEST(MobileNetwork, RejectsWrongInput) {
   const auto net = models::build("mobilenetv3_small_100", 4);
   EXPECT_THAT(
-      [&] {
+      test::Call([&] {
         (void)net->forward(Tensor::zeros({1, 4, 32, 32}));
-      },
+      }),
       ThrowsMessage<ShapeError>(HasSubstr("expected shape [*, 3, *, *], got [1, 4, 32, 32]")));
   const auto b0 = models::build("efficientnet_b0", 4);
-  EXPECT_THAT(
-      [&] {
-        (void)b0->forward(Tensor::zeros({3, 32, 32}));
-      },
-      ThrowsMessage<ShapeError>(HasSubstr("EfficientNet::forward")));
+  EXPECT_THAT(test::Call([&] {
+                (void)b0->forward(Tensor::zeros({3, 32, 32}));
+              }),
+              ThrowsMessage<ShapeError>(HasSubstr("EfficientNet::forward")));
 }
 
 TEST(MobileNetwork, RunsTinyAndOddInputs) {
@@ -197,17 +197,17 @@ TEST(MobileArch, DecodesTimmBlockStrings) {
 }
 
 TEST(MobileArch, RejectsWhatItDoesNotBuild) {
-  EXPECT_THAT([] { (void)models::decode_block_string("er_r1_k3_s1_e4_c24"); },
+  EXPECT_THAT(test::Call([] { (void)models::decode_block_string("er_r1_k3_s1_e4_c24"); }),
               ThrowsMessage<ValueError>(HasSubstr("block type 'er' is not built")));
-  EXPECT_THAT([] { (void)models::decode_block_string("ir_r1_k3_s1_e4_c24_gs8"); },
+  EXPECT_THAT(test::Call([] { (void)models::decode_block_string("ir_r1_k3_s1_e4_c24_gs8"); }),
               ThrowsMessage<ValueError>(HasSubstr("option 'gs' is not built")));
-  EXPECT_THAT([] { (void)models::decode_block_string("ir_r1_k3.5_s1_e4_c24"); },
+  EXPECT_THAT(test::Call([] { (void)models::decode_block_string("ir_r1_k3.5_s1_e4_c24"); }),
               ThrowsMessage<ValueError>(HasSubstr("option 'k' expects an integer")));
-  EXPECT_THAT([] { (void)models::decode_block_string("ir_r1_k3_s3_e4_c24"); },
+  EXPECT_THAT(test::Call([] { (void)models::decode_block_string("ir_r1_k3_s3_e4_c24"); }),
               ThrowsMessage<ValueError>(HasSubstr("s 1 or 2")));
-  EXPECT_THAT([] { (void)models::decode_block_string("ir_k3_s1_e4_c24"); },
+  EXPECT_THAT(test::Call([] { (void)models::decode_block_string("ir_k3_s1_e4_c24"); }),
               ThrowsMessage<ValueError>(HasSubstr("r, k, s and c are required")));
-  EXPECT_THAT([] { (void)models::decode_block_string("ds_r1_k3_s1_c16_cc4"); },
+  EXPECT_THAT(test::Call([] { (void)models::decode_block_string("ds_r1_k3_s1_c16_cc4"); }),
               ThrowsMessage<ValueError>(HasSubstr("only on 'ir' blocks")));
 }
 
@@ -220,7 +220,7 @@ TEST(MobileArch, MakeDivisibleIsTimms) {
   EXPECT_EQ(models::make_divisible(11.0), 16);
   EXPECT_EQ(models::make_divisible(1280.0), 1280);
   EXPECT_EQ(models::round_channels(1280, 1.1), 1408);
-  EXPECT_THAT([] { (void)models::make_divisible(-1.0); },
+  EXPECT_THAT(test::Call([] { (void)models::make_divisible(-1.0); }),
               ThrowsMessage<ValueError>(HasSubstr("make_divisible")));
 }
 
@@ -235,14 +235,13 @@ TEST(MobileBlocks, ShortcutOnlyWhereTimmTakesIt) {
   EXPECT_FALSE(models::DepthwiseSeparableConv(MobileBlockOptions(16, 16).pw_act(true)).has_skip());
   EXPECT_EQ(models::InvertedResidual(MobileBlockOptions(24, 24).exp_ratio(3.67)).mid_channels(),
             88);
-  EXPECT_THAT([] { models::CondConvResidual b(MobileBlockOptions(16, 16)); },
+  EXPECT_THAT(test::Call([] { models::CondConvResidual b(MobileBlockOptions(16, 16)); }),
               ThrowsMessage<ValueError>(HasSubstr("num_experts must be >= 1")));
   const models::SqueezeExcite se(models::SqueezeExciteOptions(8, 2));
-  EXPECT_THAT(
-      [&] {
-        (void)se.forward(Tensor::zeros({1, 4, 3, 3}));
-      },
-      ThrowsMessage<ShapeError>(HasSubstr("SqueezeExcite::forward")));
+  EXPECT_THAT(test::Call([&] {
+                (void)se.forward(Tensor::zeros({1, 4, 3, 3}));
+              }),
+              ThrowsMessage<ShapeError>(HasSubstr("SqueezeExcite::forward")));
 }
 
 }  // namespace

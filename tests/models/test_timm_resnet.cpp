@@ -14,6 +14,7 @@
 #include "cvattn/functional/saliency.hpp"
 #include "cvattn/models/resnet.hpp"
 #include "cvattn/models/timm.hpp"
+#include "support/call.hpp"
 #include "support/fixtures.hpp"
 #include "support/model_fixtures.hpp"
 #include "support/tensor_near.hpp"
@@ -87,10 +88,10 @@ TEST(ModelsCreate, ListsTheSupportedModels) {
 }
 
 TEST(ModelsCreate, UnknownNameIsANamedError) {
-  EXPECT_THAT([] { (void)models::create("resnet19", StateDict()); },
+  EXPECT_THAT(test::Call([] { (void)models::create("resnet19", StateDict()); }),
               ThrowsMessage<ValueError>(
                   AllOf(HasSubstr("unknown model_name 'resnet19'"), HasSubstr("seresnet18"))));
-  EXPECT_THAT([] { (void)models::build("vit_huge", 10); },
+  EXPECT_THAT(test::Call([] { (void)models::build("vit_huge", 10); }),
               ThrowsMessage<ValueError>(HasSubstr("unknown model_name 'vit_huge'")));
 }
 
@@ -99,24 +100,24 @@ TEST(ModelsCreate, MismatchedStateDictIsANamedError) {
   const StateDict dict = generated_state_dict(*r18, 1).dict;
   EXPECT_NO_THROW((void)models::create("resnet18", dict));
   // resnet18 weights for seresnet18: the SE keys are missing.
-  EXPECT_THAT([&] { (void)models::create("seresnet18", dict); },
+  EXPECT_THAT(test::Call([&] { (void)models::create("seresnet18", dict); }),
               ThrowsMessage<ValueError>(AllOf(HasSubstr("models::create('seresnet18')"),
                                               HasSubstr("missing 'layer1.0.se.fc1.weight'"))));
   // ... and for resnet50 every block differs.
   EXPECT_THAT(
-      [&] { (void)models::create("resnet50", dict); },
+      test::Call([&] { (void)models::create("resnet50", dict); }),
       ThrowsMessage<ValueError>(HasSubstr("'layer1.0.conv1.weight' expected [64, 64, 1, 1]")));
   StateDict extra = dict;
   extra.set("head.weight", Tensor::zeros({7, 512}));
-  EXPECT_THAT([&] { (void)models::create("resnet18", extra); },
+  EXPECT_THAT(test::Call([&] { (void)models::create("resnet18", extra); }),
               ThrowsMessage<ValueError>(HasSubstr("unexpected 'head.weight'")));
   StateDict no_fc = dict;
   no_fc.erase("fc.weight");
-  EXPECT_THAT([&] { (void)models::create("resnet18", no_fc); },
+  EXPECT_THAT(test::Call([&] { (void)models::create("resnet18", no_fc); }),
               ThrowsMessage<ValueError>(HasSubstr("no classifier weight 'fc.weight'")));
   StateDict bad_fc = dict;
   bad_fc.set("fc.weight", Tensor::zeros({7}));
-  EXPECT_THAT([&] { (void)models::create("resnet18", bad_fc); },
+  EXPECT_THAT(test::Call([&] { (void)models::create("resnet18", bad_fc); }),
               ThrowsMessage<ValueError>(HasSubstr("'fc.weight' expected [num_classes, features]")));
 }
 
@@ -130,15 +131,14 @@ TEST(ModelsCreate, AcceptsNumBatchesTracked) {
 TEST(ResNet, RejectsWrongInput) {
   const auto net = models::build("resnet18", 4);
   EXPECT_THAT(
-      [&] {
+      test::Call([&] {
         (void)net->forward(Tensor::zeros({1, 4, 32, 32}));
-      },
+      }),
       ThrowsMessage<ShapeError>(HasSubstr("expected shape [*, 3, *, *], got [1, 4, 32, 32]")));
-  EXPECT_THAT(
-      [&] {
-        (void)net->forward(Tensor::zeros({3, 32, 32}));
-      },
-      ThrowsMessage<ShapeError>(HasSubstr("ResNet::forward")));
+  EXPECT_THAT(test::Call([&] {
+                (void)net->forward(Tensor::zeros({3, 32, 32}));
+              }),
+              ThrowsMessage<ShapeError>(HasSubstr("ResNet::forward")));
 }
 
 TEST(ResNet, RunsTinyAndOddInputs) {
@@ -167,17 +167,17 @@ TEST(ResNet, ForwardIsThreadSafe) {
 }
 
 TEST(ResNetBlocks, BasicBlockRejectsCardinality) {
-  EXPECT_THAT([] { models::BasicBlock b(models::ResNetBlockOptions(64, 64).cardinality(32)); },
-              ThrowsMessage<ValueError>(HasSubstr("only cardinality 1")));
+  EXPECT_THAT(
+      test::Call([] { models::BasicBlock b(models::ResNetBlockOptions(64, 64).cardinality(32)); }),
+      ThrowsMessage<ValueError>(HasSubstr("only cardinality 1")));
 }
 
 TEST(ResNetBlocks, MissingDownsampleIsAShapeError) {
   const models::BasicBlock block(models::ResNetBlockOptions(8, 16));
-  EXPECT_THAT(
-      [&] {
-        (void)block.forward(Tensor::zeros({1, 8, 5, 5}));
-      },
-      ThrowsMessage<ShapeError>(HasSubstr("needs downsample=true")));
+  EXPECT_THAT(test::Call([&] {
+                (void)block.forward(Tensor::zeros({1, 8, 5, 5}));
+              }),
+              ThrowsMessage<ShapeError>(HasSubstr("needs downsample=true")));
 }
 
 TEST(ResidualAdd, AddsAndRectifies) {
@@ -187,11 +187,10 @@ TEST(ResidualAdd, AddsAndRectifies) {
   const Tensor plain = Tensor::from_vector({4}, {2, -1, -0.5f, 0.25f});
   EXPECT_TENSOR_NEAR(F::residual_add(a, b), relu, kExact);
   EXPECT_TENSOR_NEAR(F::residual_add(a, b, false), plain, kExact);
-  EXPECT_THAT(
-      [&] {
-        (void)F::residual_add(a, Tensor::zeros({2, 2}));
-      },
-      ThrowsMessage<ShapeError>(HasSubstr("expected the shape of 'x' [4], got [2, 2]")));
+  EXPECT_THAT(test::Call([&] {
+                (void)F::residual_add(a, Tensor::zeros({2, 2}));
+              }),
+              ThrowsMessage<ShapeError>(HasSubstr("expected the shape of 'x' [4], got [2, 2]")));
 }
 
 TEST(ClassActivationMap, HandCheckable) {
@@ -209,13 +208,12 @@ TEST(ClassActivationMap, HandCheckable) {
   const Tensor neg = Tensor::from_vector({1, 2, 1, 3}, {-1, -2, -4, 1, 1, 1});
   const Tensor zero = Tensor::zeros({1, 1, 3});
   EXPECT_TENSOR_NEAR(F::class_activation_map(neg, w, logits, 0), zero, kExact);
-  EXPECT_THAT([&] { (void)F::class_activation_map(f, w, logits, 2); },
+  EXPECT_THAT(test::Call([&] { (void)F::class_activation_map(f, w, logits, 2); }),
               ThrowsMessage<ValueError>(HasSubstr("class_index 2 out of range for 2 classes")));
-  EXPECT_THAT(
-      [&] {
-        (void)F::class_activation_map(f, Tensor::zeros({2, 3}), logits);
-      },
-      ThrowsMessage<ShapeError>(HasSubstr("weight")));
+  EXPECT_THAT(test::Call([&] {
+                (void)F::class_activation_map(f, Tensor::zeros({2, 3}), logits);
+              }),
+              ThrowsMessage<ShapeError>(HasSubstr("weight")));
 }
 
 }  // namespace

@@ -16,6 +16,7 @@
 #include "cvattn/models/resnet.hpp"
 #include "cvattn/models/swin_transformer.hpp"
 #include "cvattn/models/timm.hpp"
+#include "support/call.hpp"
 #include "support/fixtures.hpp"
 #include "support/model_fixtures.hpp"
 #include "support/model_weights.hpp"
@@ -150,47 +151,45 @@ TEST(SwinTransformer, StrictLoadingNamesTheKeys) {
   EXPECT_EQ(net->num_features(), 768);
   StateDict missing = dict;
   missing.erase("layers.0.blocks.1.attn.relative_position_bias_table");
-  EXPECT_THAT([&] { (void)models::create("swin_tiny_patch4_window7_224", missing); },
+  EXPECT_THAT(test::Call([&] { (void)models::create("swin_tiny_patch4_window7_224", missing); }),
               ThrowsMessage<ValueError>(AllOf(
                   HasSubstr("models::create('swin_tiny_patch4_window7_224')"),
                   HasSubstr("missing 'layers.0.blocks.1.attn.relative_position_bias_table'"))));
   // The non-persistent buffers of older checkpoints are not part of timm's state_dict.
   StateDict extra = dict;
   extra.set("layers.0.blocks.0.attn.relative_position_index", Tensor::zeros({49, 49}));
-  EXPECT_THAT([&] { (void)models::create("swin_tiny_patch4_window7_224", extra); },
+  EXPECT_THAT(test::Call([&] { (void)models::create("swin_tiny_patch4_window7_224", extra); }),
               ThrowsMessage<ValueError>(
                   HasSubstr("unexpected 'layers.0.blocks.0.attn.relative_position_index'")));
   StateDict wrong = dict;
   wrong.set("layers.1.downsample.reduction.weight", Tensor::zeros({192, 192}));
-  EXPECT_THAT([&] { (void)models::create("swin_tiny_patch4_window7_224", wrong); },
+  EXPECT_THAT(test::Call([&] { (void)models::create("swin_tiny_patch4_window7_224", wrong); }),
               ThrowsMessage<ValueError>(HasSubstr(
                   "'layers.1.downsample.reduction.weight' expected [192, 384], got [192, 192]")));
   // An old-style classifier key ('head.weight', before timm's ClassifierHead).
   StateDict old = dict;
   old.set("head.weight", old.at("head.fc.weight"));
   old.erase("head.fc.weight");
-  EXPECT_THAT([&] { (void)models::create("swin_tiny_patch4_window7_224", old); },
+  EXPECT_THAT(test::Call([&] { (void)models::create("swin_tiny_patch4_window7_224", old); }),
               ThrowsMessage<ValueError>(HasSubstr("no classifier weight 'head.fc.weight'")));
 }
 
 TEST(SwinTransformer, RefusesOtherImageSizesAsTimmDoes) {
   const auto net = models::build("swin_tiny_patch4_window7_224", 4);
-  EXPECT_THAT(
-      [&] {
-        (void)net->forward(Tensor::zeros({1, 3, 192, 224}));
-      },
-      ThrowsMessage<ShapeError>(
-          HasSubstr("expected [N >= 1, 3, 224, 224] (timm's default strict img_size), got "
-                    "[1, 3, 192, 224]")));
-  EXPECT_THAT([&] { (void)net->rollout(models::NetworkOutput{}); },
+  EXPECT_THAT(test::Call([&] {
+                (void)net->forward(Tensor::zeros({1, 3, 192, 224}));
+              }),
+              ThrowsMessage<ShapeError>(
+                  HasSubstr("expected [N >= 1, 3, 224, 224] (timm's default strict img_size), got "
+                            "[1, 3, 192, 224]")));
+  EXPECT_THAT(test::Call([&] { (void)net->rollout(models::NetworkOutput{}); }),
               ThrowsMessage<ValueError>(HasSubstr("no attention rollout")));
-  EXPECT_THAT(
-      [] {
-        models::SwinTransformer bad(
-            models::SwinTransformerOptions().depths({2, 2}).num_heads({3, 6, 12}));
-      },
-      ThrowsMessage<ValueError>(HasSubstr("must have the same non-zero length")));
-  EXPECT_THAT([] { models::WindowAttention bad(96, 5, Pair2(7)); },
+  EXPECT_THAT(test::Call([] {
+                models::SwinTransformer bad(
+                    models::SwinTransformerOptions().depths({2, 2}).num_heads({3, 6, 12}));
+              }),
+              ThrowsMessage<ValueError>(HasSubstr("must have the same non-zero length")));
+  EXPECT_THAT(test::Call([] { models::WindowAttention bad(96, 5, Pair2(7)); }),
               ThrowsMessage<ValueError>(HasSubstr("num_heads (5) must divide dim (96)")));
 }
 
@@ -249,15 +248,16 @@ TEST(ResNest, StrictLoadingAndThreads) {
   StateDict missing = dict;
   missing.erase("layer2.0.conv2.bn0.running_var");
   EXPECT_THAT(
-      [&] { (void)models::create("resnest14d", missing); },
+      test::Call([&] { (void)models::create("resnest14d", missing); }),
       ThrowsMessage<ValueError>(AllOf(HasSubstr("models::create('resnest14d')"),
                                       HasSubstr("missing 'layer2.0.conv2.bn0.running_var'"))));
   // resnest14d weights are not resnest26d's: its second blocks are missing.
-  EXPECT_THAT([&] { (void)models::create("resnest26d", dict); },
+  EXPECT_THAT(test::Call([&] { (void)models::create("resnest26d", dict); }),
               ThrowsMessage<ValueError>(HasSubstr("missing 'layer1.1.conv1.weight'")));
-  EXPECT_THAT(
-      [] { models::ResNestBottleneck b(models::ResNetBlockOptions(64, 64).reduce_first(2)); },
-      ThrowsMessage<ValueError>(HasSubstr("only reduce_first 1 and no attn_layer")));
+  EXPECT_THAT(test::Call([] {
+                models::ResNestBottleneck b(models::ResNetBlockOptions(64, 64).reduce_first(2));
+              }),
+              ThrowsMessage<ValueError>(HasSubstr("only reduce_first 1 and no attn_layer")));
   const auto net = models::create("resnest14d", dict);
   const Tensor x = generated("input", {1, 3, 45, 38}, 32);
   const models::NetworkOutput serial = net->run(x);
@@ -287,13 +287,12 @@ TEST(WindowPartition, RoundTripsWithShiftAndPadding) {
   const Tensor row = Tensor::from_vector({1, 1, 3, 1}, {1, 2, 3});
   const Tensor expected = Tensor::from_vector({2, 2, 1}, {2, 3, 1, 0});
   EXPECT_TENSOR_NEAR(F::window_partition(row, Pair2(1, 2), Pair2(0, 1)), expected, kExact);
-  EXPECT_THAT([&] { (void)F::window_partition(x, Pair2(3), Pair2(3, 0)); },
+  EXPECT_THAT(test::Call([&] { (void)F::window_partition(x, Pair2(3), Pair2(3, 0)); }),
               ThrowsMessage<ValueError>(HasSubstr("must be smaller than the window")));
-  EXPECT_THAT(
-      [&] {
-        (void)F::window_reverse(Tensor::zeros({5, 9, 3}), Pair2(9, 11), Pair2(3));
-      },
-      ThrowsMessage<ShapeError>(HasSubstr("expected [N * 12, 9, C]")));
+  EXPECT_THAT(test::Call([&] {
+                (void)F::window_reverse(Tensor::zeros({5, 9, 3}), Pair2(9, 11), Pair2(3));
+              }),
+              ThrowsMessage<ShapeError>(HasSubstr("expected [N * 12, 9, C]")));
 }
 
 TEST(ShiftedWindowMask, HandCheckable) {
@@ -334,13 +333,12 @@ TEST(WindowAttention, EqualsPlainAttentionPerWindow) {
                          (Tolerance{1e-6, 1e-5}));
     }
   }
-  EXPECT_THAT([&] { (void)F::window_attention(qkv, 4); },
+  EXPECT_THAT(test::Call([&] { (void)F::window_attention(qkv, 4); }),
               ThrowsMessage<ShapeError>(HasSubstr("expected [B, A, 3 * num_heads * E]")));
-  EXPECT_THAT(
-      [&] {
-        (void)F::window_attention(qkv, heads, random_tensor({3, heads, a, a}, 1));
-      },
-      ThrowsMessage<ShapeError>(HasSubstr("3 windows, which must divide the 4")));
+  EXPECT_THAT(test::Call([&] {
+                (void)F::window_attention(qkv, heads, random_tensor({3, heads, a, a}, 1));
+              }),
+              ThrowsMessage<ShapeError>(HasSubstr("3 windows, which must divide the 4")));
 }
 
 TEST(MergePatches, OrderAndPadding) {

@@ -12,6 +12,7 @@
 #include "cvattn/functional/saliency.hpp"
 #include "cvattn/functional/tokens.hpp"
 #include "cvattn/models/vision_transformer.hpp"
+#include "support/call.hpp"
 #include "support/model_fixtures.hpp"
 #include "support/tensor_near.hpp"
 
@@ -85,14 +86,13 @@ INSTANTIATE_TEST_SUITE_P(Fixtures, TimmVit, ::testing::ValuesIn(vit_cases()),
 
 TEST(VisionTransformer, RefusesOtherImageSizesAsTimmDoes) {
   const auto net = models::build("deit_tiny_patch16_224", 4);
-  EXPECT_THAT(
-      [&] {
-        (void)net->forward(Tensor::zeros({1, 3, 160, 160}));
-      },
-      ThrowsMessage<ShapeError>(
-          HasSubstr("expected [N >= 1, 3, 224, 224] (timm's default strict img_size), got "
-                    "[1, 3, 160, 160]")));
-  EXPECT_THAT([&] { (void)net->class_activation_map(models::NetworkOutput{}); },
+  EXPECT_THAT(test::Call([&] {
+                (void)net->forward(Tensor::zeros({1, 3, 160, 160}));
+              }),
+              ThrowsMessage<ShapeError>(
+                  HasSubstr("expected [N >= 1, 3, 224, 224] (timm's default strict img_size), got "
+                            "[1, 3, 160, 160]")));
+  EXPECT_THAT(test::Call([&] { (void)net->class_activation_map(models::NetworkOutput{}); }),
               ThrowsMessage<ValueError>(HasSubstr("no class activation map")));
 }
 
@@ -101,7 +101,7 @@ TEST(VisionTransformer, NumClassesFromTheHead) {
   const StateDict dict = generated_state_dict(*skeleton, 9).dict;
   const auto net = models::create("deit_tiny_distilled_patch16_224", dict);
   EXPECT_EQ(net->num_classes(), 5);
-  EXPECT_THAT([&] { (void)models::create("deit_tiny_patch16_224", dict); },
+  EXPECT_THAT(test::Call([&] { (void)models::create("deit_tiny_patch16_224", dict); }),
               ThrowsMessage<ValueError>(AllOf(HasSubstr("unexpected 'dist_token'"),
                                               HasSubstr("'pos_embed' expected [1, 197, 192], "
                                                         "got [1, 198, 192]"))));
@@ -144,14 +144,15 @@ TEST(AttentionRollout, HandCheckable) {
   EXPECT_TENSOR_NEAR(
       F::attention_rollout({b}, F::AttentionRolloutOptions(Pair2(1, 2)).discard_ratio(0.6)),
       dropped, kExact);
-  EXPECT_THAT([&] { (void)F::attention_rollout({b}, F::AttentionRolloutOptions(Pair2(2, 2))); },
-              ThrowsMessage<ShapeError>(HasSubstr("3 tokens do not split into 1 prefix tokens")));
   EXPECT_THAT(
-      [&] {
-        (void)F::attention_rollout({b}, F::AttentionRolloutOptions(Pair2(1, 2)).discard_ratio(1));
-      },
-      ThrowsMessage<ValueError>(HasSubstr("discard_ratio must be in [0, 1)")));
-  EXPECT_THAT([&] { (void)F::parse_head_fusion("median"); },
+      test::Call([&] { (void)F::attention_rollout({b}, F::AttentionRolloutOptions(Pair2(2, 2))); }),
+      ThrowsMessage<ShapeError>(HasSubstr("3 tokens do not split into 1 prefix tokens")));
+  EXPECT_THAT(test::Call([&] {
+                (void)F::attention_rollout(
+                    {b}, F::AttentionRolloutOptions(Pair2(1, 2)).discard_ratio(1));
+              }),
+              ThrowsMessage<ValueError>(HasSubstr("discard_ratio must be in [0, 1)")));
+  EXPECT_THAT(test::Call([&] { (void)F::parse_head_fusion("median"); }),
               ThrowsMessage<ValueError>(HasSubstr("expected mean, max or min")));
 }
 
@@ -190,7 +191,7 @@ TEST(Tokens, PrependSelectAndMean) {
   EXPECT_TENSOR_NEAR(F::select_token(joined, 1), second, kExact);
   const Tensor mean = Tensor::from_vector({2, 2}, {5, 5, 6, 6});
   EXPECT_TENSOR_NEAR(F::mean_of_two(F::select_token(joined, 0), second), mean, kExact);
-  EXPECT_THAT([&] { (void)F::select_token(joined, 2); },
+  EXPECT_THAT(test::Call([&] { (void)F::select_token(joined, 2); }),
               ThrowsMessage<ShapeError>(HasSubstr("index 2 out of range for 2 tokens")));
 }
 

@@ -5,6 +5,7 @@
 #include "cvattn/core/error.hpp"
 #include "cvattn/functional/sampling.hpp"
 #include "cvattn/modules/affine_grid_generator.hpp"
+#include "support/call.hpp"
 #include "support/fixtures.hpp"
 #include "support/random.hpp"
 #include "support/tensor_near.hpp"
@@ -52,33 +53,32 @@ TEST(AffineGridGenerator, InputSizedByDefault) {
 }
 
 TEST(AffineGridGenerator, RejectsBadSizesAndTheta) {
-  EXPECT_THAT([] { AffineGridGenerator(AffineGridGeneratorOptions().output_size(Pair2(-1, 3))); },
+  EXPECT_THAT(test::Call([] {
+                AffineGridGenerator(AffineGridGeneratorOptions().output_size(Pair2(-1, 3)));
+              }),
               ThrowsMessage<ValueError>(HasSubstr("output_size (-1, 3) must not be negative")));
   const AffineGridGenerator gen;
+  EXPECT_THAT(test::Call([&] {
+                (void)gen.forward(Tensor::zeros({1, 2, 3}));
+              }),
+              ThrowsMessage<ValueError>(HasSubstr("pass the input's shape to forward")));
   EXPECT_THAT(
-      [&] {
-        (void)gen.forward(Tensor::zeros({1, 2, 3}));
-      },
-      ThrowsMessage<ValueError>(HasSubstr("pass the input's shape to forward")));
-  EXPECT_THAT(
-      [&] {
+      test::Call([&] {
         (void)gen.forward(Tensor::zeros({1, 2, 3}), {1, 8, 8});
-      },
+      }),
       ThrowsMessage<ShapeError>(HasSubstr("input size expected [N, C, H, W], got [1, 8, 8]")));
+  EXPECT_THAT(test::Call([&] {
+                (void)gen.forward(Tensor::zeros({2, 3, 3}), {2, 1, 8, 8});
+              }),
+              ThrowsMessage<ShapeError>(HasSubstr("theta")));
+  EXPECT_THAT(test::Call([&] {
+                (void)gen.forward(Tensor::zeros({2, 2, 3}), {1, 1, 8, 8});
+              }),
+              ThrowsMessage<ShapeError>(HasSubstr("theta")));
   EXPECT_THAT(
-      [&] {
-        (void)gen.forward(Tensor::zeros({2, 3, 3}), {2, 1, 8, 8});
-      },
-      ThrowsMessage<ShapeError>(HasSubstr("theta")));
-  EXPECT_THAT(
-      [&] {
-        (void)gen.forward(Tensor::zeros({2, 2, 3}), {1, 1, 8, 8});
-      },
-      ThrowsMessage<ShapeError>(HasSubstr("theta")));
-  EXPECT_THAT(
-      [&] {
+      test::Call([&] {
         (void)gen.backward(Tensor::zeros({2, 4, 4, 3}));
-      },
+      }),
       ThrowsMessage<ShapeError>(HasSubstr("AffineGridGenerator::backward: tensor 'grad_grid'")));
   EXPECT_THROW((void)gen.forward(Tensor(), {1, 1, 4, 4}), Error);
 }

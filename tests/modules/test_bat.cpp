@@ -6,6 +6,7 @@
 #include "cvattn/core/error.hpp"
 #include "cvattn/functional/bilinear_attention.hpp"
 #include "cvattn/modules/bat.hpp"
+#include "support/call.hpp"
 #include "support/fixtures.hpp"
 #include "support/tensor_near.hpp"
 #include "support/threads.hpp"
@@ -65,16 +66,17 @@ TEST(BatNonLocalAttn, RejectsBadWeightsAndInputs) {
   const auto fx = test::fixture("spatial/bat_n2_c16_6x9_b3_g2");
   BatNonLocalAttn m(BatNonLocalAttnOptions::from_state_dict(fx.weights()));
   m.load_state_dict(fx.weights());
-  EXPECT_THAT(
-      [&] {
-        (void)m.forward(Tensor::zeros({1, 16, 6, 8}));
-      },
-      ThrowsMessage<ShapeError>(HasSubstr("multiples of block_size 3")));
+  EXPECT_THAT(test::Call([&] {
+                (void)m.forward(Tensor::zeros({1, 16, 6, 8}));
+              }),
+              ThrowsMessage<ShapeError>(HasSubstr("multiples of block_size 3")));
   StateDict w = fx.weights();
   w.set("ba.conv_p.weight", Tensor::zeros({10, 2, 3, 1}));
-  EXPECT_THAT([&] { (void)BatNonLocalAttnOptions::from_state_dict(w); },
+  EXPECT_THAT(test::Call([&] { (void)BatNonLocalAttnOptions::from_state_dict(w); }),
               ThrowsMessage<ValueError>(HasSubstr("ba.conv_p.weight")));
-  EXPECT_THAT([] { (void)BatNonLocalAttnOptions(16).rd_channels(6).groups(4).reduced_channels(); },
+  EXPECT_THAT(test::Call([] {
+                (void)BatNonLocalAttnOptions(16).rd_channels(6).groups(4).reduced_channels();
+              }),
               ThrowsMessage<ValueError>(HasSubstr("multiple of groups 4")));
 }
 

@@ -4,6 +4,7 @@
 #include "cvattn/core/error.hpp"
 #include "cvattn/modules/batch_norm2d.hpp"
 #include "modules/state_dict_fixture.hpp"
+#include "support/call.hpp"
 #include "support/tensor_near.hpp"
 
 namespace cvattn {
@@ -51,15 +52,15 @@ TEST(BatchNorm2dModule, RejectsWrongShapes) {
   dict.set("bias", Tensor::zeros({2}));
   dict.set("running_mean", Tensor::zeros({3}));
   dict.set("running_var", Tensor::zeros({2}));
-  EXPECT_THAT([&] { bn.load_state_dict(dict); },
+  EXPECT_THAT(test::Call([&] { bn.load_state_dict(dict); }),
               ThrowsMessage<ValueError>(HasSubstr("'running_mean' expected [2], got [3]")));
   EXPECT_THAT(
-      [&] {
+      test::Call([&] {
         (void)bn.forward(Tensor::zeros({1, 3, 4, 4}));
-      },
+      }),
       ThrowsMessage<ShapeError>(HasSubstr(
           "BatchNorm2d::forward: tensor 'x' expected shape [*, 2, *, *], got [1, 3, 4, 4]")));
-  EXPECT_THAT([] { BatchNorm2d(BatchNorm2dOptions(0)); },
+  EXPECT_THAT(test::Call([] { BatchNorm2d(BatchNorm2dOptions(0)); }),
               ThrowsMessage<ValueError>(HasSubstr("num_features must be positive, got 0")));
 }
 

@@ -5,6 +5,7 @@
 
 #include "cvattn/core/error.hpp"
 #include "cvattn/modules/bottleneck_attn.hpp"
+#include "support/call.hpp"
 #include "support/fixtures.hpp"
 #include "support/random.hpp"
 #include "support/tensor_near.hpp"
@@ -57,18 +58,19 @@ TEST(BottleneckAttn, OptionsFromTimmArguments) {
 }
 
 TEST(BottleneckAttn, RejectsBadSettingsAndWeights) {
-  EXPECT_THAT([] { (void)BottleneckAttnOptions(16, 4).num_heads(3).dims(); },
+  EXPECT_THAT(test::Call([] { (void)BottleneckAttnOptions(16, 4).num_heads(3).dims(); }),
               ThrowsMessage<ValueError>(HasSubstr("multiple of num_heads")));
-  EXPECT_THAT([] { (void)BottleneckAttnOptions(16, 4).stride(3).dims(); },
+  EXPECT_THAT(test::Call([] { (void)BottleneckAttnOptions(16, 4).stride(3).dims(); }),
               ThrowsMessage<ValueError>(HasSubstr("stride must be 1 or 2")));
   const auto fx = test::fixture("spatial/bot_n2_c16_5x7_h4");
   // 5 heads cannot split the 48 qkv channels with Dqk 4 into q, k and a v divisible by 5.
-  EXPECT_THAT(
-      [&] { (void)BottleneckAttnOptions::from_state_dict(fx.weights()).num_heads(5).dims(); },
-      ThrowsMessage<ValueError>(HasSubstr("qkv.weight has 48 output channels")));
+  EXPECT_THAT(test::Call([&] {
+                (void)BottleneckAttnOptions::from_state_dict(fx.weights()).num_heads(5).dims();
+              }),
+              ThrowsMessage<ValueError>(HasSubstr("qkv.weight has 48 output channels")));
   StateDict w = fx.weights();
   w.erase("pos_embed.width_rel");
-  EXPECT_THAT([&] { (void)BottleneckAttnOptions::from_state_dict(w); },
+  EXPECT_THAT(test::Call([&] { (void)BottleneckAttnOptions::from_state_dict(w); }),
               ThrowsMessage<ValueError>(HasSubstr("missing 'pos_embed.width_rel'")));
   StateDict prefixed;
   const StateDict plain = fx.weights();
@@ -77,16 +79,14 @@ TEST(BottleneckAttn, RejectsBadSettingsAndWeights) {
             Pair2(5, 7));
   BottleneckAttn m(BottleneckAttnOptions::from_state_dict(fx.weights()));
   m.load_state_dict(fx.weights());
-  EXPECT_THAT(
-      [&] {
-        (void)m.forward(Tensor::zeros({1, 16, 5, 6}));
-      },
-      ThrowsMessage<ShapeError>(HasSubstr("BottleneckAttn::forward")));
-  EXPECT_THAT(
-      [&] {
-        (void)m.forward(Tensor::zeros({1, 8, 5, 7}));
-      },
-      ThrowsMessage<ShapeError>(HasSubstr("'x'")));
+  EXPECT_THAT(test::Call([&] {
+                (void)m.forward(Tensor::zeros({1, 16, 5, 6}));
+              }),
+              ThrowsMessage<ShapeError>(HasSubstr("BottleneckAttn::forward")));
+  EXPECT_THAT(test::Call([&] {
+                (void)m.forward(Tensor::zeros({1, 8, 5, 7}));
+              }),
+              ThrowsMessage<ShapeError>(HasSubstr("'x'")));
 }
 
 }  // namespace

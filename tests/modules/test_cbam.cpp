@@ -7,6 +7,7 @@
 #include "cvattn/core/error.hpp"
 #include "cvattn/io/safetensors.hpp"
 #include "cvattn/modules/cbam.hpp"
+#include "support/call.hpp"
 #include "support/concurrency.hpp"
 #include "support/fixtures.hpp"
 #include "support/random.hpp"
@@ -73,7 +74,7 @@ TEST(Cbam, OldTimmWidthLoadsByShape) {
   EXPECT_EQ(CbamOptions(72).reduced_channels(), 5);
   EXPECT_EQ(CbamOptions::from_state_dict(fx.weights()).reduced_channels(), 4);
   Cbam fresh(CbamOptions(72));
-  EXPECT_THAT([&] { fresh.load_state_dict(fx.weights()); },
+  EXPECT_THAT(test::Call([&] { fresh.load_state_dict(fx.weights()); }),
               ThrowsMessage<ValueError>(
                   HasSubstr("'channel.fc1.weight' expected [5, 72, 1, 1], got [4, 72, 1, 1]")));
 }
@@ -186,30 +187,27 @@ TEST(Cbam, NanPropagatesWithoutCrashing) {
 
 TEST(Cbam, RejectsWrongInput) {
   const Cbam cbam(CbamOptions(64));
-  EXPECT_THAT(
-      [&] {
-        (void)cbam.forward(Tensor::zeros({1, 32, 8, 8}));
-      },
-      ThrowsMessage<ShapeError>(
-          HasSubstr("Cbam::forward: tensor 'x' expected shape [*, 64, *, *], got [1, 32, 8, 8]")));
-  EXPECT_THAT(
-      [&] {
-        (void)cbam.forward(Tensor::zeros({1, 64, 8, 8, 1}));
-      },
-      ThrowsMessage<ShapeError>(HasSubstr("got [1, 64, 8, 8, 1]")));
-  EXPECT_THAT(
-      [&] {
-        (void)cbam.forward(Tensor::zeros({1, 64, 0, 0}));
-      },
-      ThrowsMessage<ShapeError>(HasSubstr("expected H, W >= 1")));
+  EXPECT_THAT(test::Call([&] {
+                (void)cbam.forward(Tensor::zeros({1, 32, 8, 8}));
+              }),
+              ThrowsMessage<ShapeError>(HasSubstr(
+                  "Cbam::forward: tensor 'x' expected shape [*, 64, *, *], got [1, 32, 8, 8]")));
+  EXPECT_THAT(test::Call([&] {
+                (void)cbam.forward(Tensor::zeros({1, 64, 8, 8, 1}));
+              }),
+              ThrowsMessage<ShapeError>(HasSubstr("got [1, 64, 8, 8, 1]")));
+  EXPECT_THAT(test::Call([&] {
+                (void)cbam.forward(Tensor::zeros({1, 64, 0, 0}));
+              }),
+              ThrowsMessage<ShapeError>(HasSubstr("expected H, W >= 1")));
 }
 
 TEST(Cbam, RejectsInvalidOptions) {
-  EXPECT_THAT([] { Cbam c(CbamOptions(64).spatial_kernel_size(6)); },
+  EXPECT_THAT(test::Call([] { Cbam c(CbamOptions(64).spatial_kernel_size(6)); }),
               ThrowsMessage<ValueError>(HasSubstr("spatial_kernel_size must be odd")));
-  EXPECT_THAT([] { Cbam c(CbamOptions(0)); },
+  EXPECT_THAT(test::Call([] { Cbam c(CbamOptions(0)); }),
               ThrowsMessage<ValueError>(HasSubstr("channels must be >= 1, got 0")));
-  EXPECT_THAT([] { Cbam c(CbamOptions(64).rd_ratio(-0.5)); },
+  EXPECT_THAT(test::Call([] { Cbam c(CbamOptions(64).rd_ratio(-0.5)); }),
               ThrowsMessage<ValueError>(HasSubstr("rd_ratio must be positive and finite")));
 }
 
@@ -217,19 +215,19 @@ TEST(Cbam, LoadingErrorsNameTheKey) {
   const auto fx = test::fixture("channel/cbam_c64_default");
   StateDict d = fx.weights();
   d.erase("spatial.conv.conv.weight");
-  EXPECT_THAT([&] { (void)CbamOptions::from_state_dict(d); },
+  EXPECT_THAT(test::Call([&] { (void)CbamOptions::from_state_dict(d); }),
               ThrowsMessage<ValueError>(HasSubstr("missing 'spatial.conv.conv.weight'")));
   d.set("spatial.conv.conv.weight", Tensor::zeros({1, 2, 7, 5}));
-  EXPECT_THAT([&] { (void)CbamOptions::from_state_dict(d); },
+  EXPECT_THAT(test::Call([&] { (void)CbamOptions::from_state_dict(d); }),
               ThrowsMessage<ValueError>(HasSubstr("a square kernel), got [1, 2, 7, 5]")));
   d.set("spatial.conv.conv.weight", Tensor::zeros({1, 1, 7, 7}));  // LightCbam's shape
-  EXPECT_THAT([&] { (void)CbamOptions::from_state_dict(d); },
+  EXPECT_THAT(test::Call([&] { (void)CbamOptions::from_state_dict(d); }),
               ThrowsMessage<ValueError>(
                   HasSubstr("'spatial.conv.conv.weight' expected [1, 2, *, *], got [1, 1, 7, 7]")));
   // Strict loading: biases present but the module has mlp_bias=false; a kernel size mismatch.
   StateDict biased = test::fixture("channel/cbam_c72_mlp_bias").weights();
   Cbam plain(CbamOptions(72).spatial_kernel_size(3));
-  EXPECT_THAT([&] { plain.load_state_dict(biased); },
+  EXPECT_THAT(test::Call([&] { plain.load_state_dict(biased); }),
               ThrowsMessage<ValueError>(HasSubstr(
                   "unexpected 'channel.fc1.bias', 'channel.fc2.bias'; 'spatial.conv.conv.weight' "
                   "expected [1, 2, 3, 3], got [1, 2, 7, 7]")));

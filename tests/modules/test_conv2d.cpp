@@ -7,6 +7,7 @@
 #include "cvattn/functional/conv.hpp"
 #include "cvattn/modules/conv2d.hpp"
 #include "modules/state_dict_fixture.hpp"
+#include "support/call.hpp"
 #include "support/random.hpp"
 #include "support/tensor_near.hpp"
 
@@ -51,7 +52,7 @@ TEST(Conv2dModule, OptionsFromStateDict) {
   nested.set("features.0.weight", Tensor::zeros({8, 3, 7, 7}));
   EXPECT_FALSE(Conv2dOptions::from_state_dict(nested, "features.0").bias());
   EXPECT_EQ(Conv2dOptions::from_state_dict(nested, "features.0.").kernel_size(), Pair2(7));
-  EXPECT_THAT([&] { (void)Conv2dOptions::from_state_dict(nested, "features.1"); },
+  EXPECT_THAT(test::Call([&] { (void)Conv2dOptions::from_state_dict(nested, "features.1"); }),
               ThrowsMessage<ValueError>(HasSubstr("missing key 'features.1.weight'")));
 }
 
@@ -62,7 +63,7 @@ TEST(Conv2dModule, NoBiasMeansNoBiasKey) {
   StateDict dict;
   dict.set("weight", Tensor::zeros({3, 2, 3, 3}));
   dict.set("bias", Tensor::zeros({3}));
-  EXPECT_THAT([&] { conv.load_state_dict(dict); },
+  EXPECT_THAT(test::Call([&] { conv.load_state_dict(dict); }),
               ThrowsMessage<ValueError>(HasSubstr("unexpected 'bias'")));
   conv.load_state_dict(dict, Strict::no);  // non-strict ignores it
 }
@@ -79,30 +80,27 @@ TEST(Conv2dModule, DescribeLikePyTorch) {
 }
 
 TEST(Conv2dModule, RejectsBadOptionsAndInputs) {
-  EXPECT_THAT([] { Conv2d(Conv2dOptions(6, 4, 3).groups(4)); },
+  EXPECT_THAT(test::Call([] { Conv2d(Conv2dOptions(6, 4, 3).groups(4)); }),
               ThrowsMessage<ValueError>(HasSubstr(
                   "Conv2dOptions: groups (4) must divide in_channels (6) and out_channels (4)")));
-  EXPECT_THAT([] { Conv2d(Conv2dOptions(0, 4, 3)); },
+  EXPECT_THAT(test::Call([] { Conv2d(Conv2dOptions(0, 4, 3)); }),
               ThrowsMessage<ValueError>(HasSubstr("must be positive")));
-  EXPECT_THAT(
-      [] {
-        Conv2d(Conv2dOptions(2, 4, {3, 0}));
-      },
-      ThrowsMessage<ValueError>(HasSubstr("kernel_size must be positive, got (3, 0)")));
-  EXPECT_THAT([] { Conv2d(Conv2dOptions(2, 4, 3).padding(-1)); },
+  EXPECT_THAT(test::Call([] {
+                Conv2d(Conv2dOptions(2, 4, {3, 0}));
+              }),
+              ThrowsMessage<ValueError>(HasSubstr("kernel_size must be positive, got (3, 0)")));
+  EXPECT_THAT(test::Call([] { Conv2d(Conv2dOptions(2, 4, 3).padding(-1)); }),
               ThrowsMessage<ValueError>(HasSubstr("padding must be non-negative")));
   const Conv2d conv(Conv2dOptions(64, 8, 3));
-  EXPECT_THAT(
-      [&] {
-        (void)conv.forward(Tensor::zeros({1, 32, 8, 8}));
-      },
-      ThrowsMessage<ShapeError>(HasSubstr(
-          "Conv2d::forward: tensor 'x' expected shape [*, 64, *, *], got [1, 32, 8, 8]")));
-  EXPECT_THAT(
-      [&] {
-        (void)conv.forward(Tensor::zeros({1, 64, 2, 8}));
-      },
-      ThrowsMessage<ShapeError>(HasSubstr("larger than the padded input (2, 8)")));
+  EXPECT_THAT(test::Call([&] {
+                (void)conv.forward(Tensor::zeros({1, 32, 8, 8}));
+              }),
+              ThrowsMessage<ShapeError>(HasSubstr(
+                  "Conv2d::forward: tensor 'x' expected shape [*, 64, *, *], got [1, 32, 8, 8]")));
+  EXPECT_THAT(test::Call([&] {
+                (void)conv.forward(Tensor::zeros({1, 64, 2, 8}));
+              }),
+              ThrowsMessage<ShapeError>(HasSubstr("larger than the padded input (2, 8)")));
   EXPECT_EQ(conv.forward(Tensor::zeros({64, 5, 6})).shape(), (Shape{8, 3, 4}));
 }
 

@@ -10,6 +10,7 @@
 #include "cvattn/functional/conv.hpp"
 #include "cvattn/io/safetensors.hpp"
 #include "cvattn/modules/deform_conv.hpp"
+#include "support/call.hpp"
 #include "support/fixtures.hpp"
 #include "support/random.hpp"
 #include "support/tensor_near.hpp"
@@ -147,29 +148,29 @@ TEST(DeformConv2dModule, RejectsOffsetChannelsOfNeitherVariant) {
   sd.set("weight", Tensor::zeros({8, 4, 3, 3}));
   sd.set("conv_offset.weight", Tensor::zeros({20, 4, 3, 3}));
   sd.set("conv_offset.bias", Tensor::zeros({20}));
-  EXPECT_THAT([&] { (void)DeformConv2dOptions::from_state_dict(sd); },
+  EXPECT_THAT(test::Call([&] { (void)DeformConv2dOptions::from_state_dict(sd); }),
               ThrowsMessage<ValueError>(HasSubstr(
                   "'conv_offset.weight' [20, 4, 3, 3] has 20 output channels; expected "
                   "2*deform_groups*kh*kw = 18 (DCNv1) or 3*deform_groups*kh*kw = 27 (DCNv2, "
                   "modulated) for deform_groups=1 and kernel (3, 3)")));
   // 27 channels with deform_groups=2 is neither (36, 54).
   sd.set("conv_offset.weight", Tensor::zeros({27, 4, 3, 3}));
-  EXPECT_THAT([&] { (void)DeformConv2dOptions::from_state_dict(sd, 2); },
+  EXPECT_THAT(test::Call([&] { (void)DeformConv2dOptions::from_state_dict(sd, 2); }),
               ThrowsMessage<ValueError>(HasSubstr("'conv_offset.weight' [27, 4, 3, 3] has 27")));
   EXPECT_TRUE(DeformConv2dOptions::from_state_dict(sd, 1).modulated());
   sd.set("conv_offset.weight", Tensor::zeros({27, 4, 1, 3}));
-  EXPECT_THAT([&] { (void)DeformConv2dOptions::from_state_dict(sd); },
+  EXPECT_THAT(test::Call([&] { (void)DeformConv2dOptions::from_state_dict(sd); }),
               ThrowsMessage<ShapeError>(HasSubstr(
                   "'conv_offset.weight' expected the kernel (3, 3) of 'weight' [8, 4, 3, 3], got "
                   "[27, 4, 1, 3]")));
   sd.set("conv_offset.weight", Tensor::zeros({27, 6, 3, 3}));
-  EXPECT_THAT([&] { (void)DeformConv2dOptions::from_state_dict(sd); },
+  EXPECT_THAT(test::Call([&] { (void)DeformConv2dOptions::from_state_dict(sd); }),
               ThrowsMessage<ShapeError>(HasSubstr("expects a multiple of 4 input channels")));
   StateDict missing;
   missing.set("weight", Tensor::zeros({8, 4, 3, 3}));
-  EXPECT_THAT([&] { (void)DeformConv2dOptions::from_state_dict(missing); },
+  EXPECT_THAT(test::Call([&] { (void)DeformConv2dOptions::from_state_dict(missing); }),
               ThrowsMessage<ValueError>(HasSubstr("conv_offset.weight")));
-  EXPECT_THAT([&] { (void)DeformConv2dOptions::from_state_dict(sd, 0); },
+  EXPECT_THAT(test::Call([&] { (void)DeformConv2dOptions::from_state_dict(sd, 0); }),
               ThrowsMessage<ValueError>(HasSubstr("deform_groups must be positive")));
 }
 
@@ -192,43 +193,41 @@ TEST(DeformConv2dModule, LoadingChecksKeysAndShapes) {
   sd.set("weight", Tensor::zeros({4, 4, 3, 3}));
   sd.set("conv_offset.weight", Tensor::zeros({27, 4, 3, 3}));
   sd.set("conv_offset.bias", Tensor::zeros({27}));
-  EXPECT_THAT([&] { m.load_state_dict(sd); },
+  EXPECT_THAT(test::Call([&] { m.load_state_dict(sd); }),
               ThrowsMessage<ValueError>(HasSubstr("missing 'bias'")));
   sd.set("bias", Tensor::zeros({4}));
   sd.set("conv_offset.weight", Tensor::zeros({18, 4, 3, 3}));
-  EXPECT_THAT([&] { m.load_state_dict(sd); },
+  EXPECT_THAT(test::Call([&] { m.load_state_dict(sd); }),
               ThrowsMessage<ValueError>(HasSubstr("'conv_offset.weight' expected [27, 4, 3, 3]")));
 }
 
 TEST(DeformConv2dModule, RejectsBadOptionsAndInputs) {
-  EXPECT_THAT([] { DeformConv2d m(DeformConv2dOptions(4, 4, 3).bias(true)); },
+  EXPECT_THAT(test::Call([] { DeformConv2d m(DeformConv2dOptions(4, 4, 3).bias(true)); }),
               ThrowsMessage<ValueError>(HasSubstr("DCNv1) has no bias")));
-  EXPECT_THAT([] { DeformConv2d m(DeformConv2dOptions(4, 4, 3).groups(3)); },
+  EXPECT_THAT(test::Call([] { DeformConv2d m(DeformConv2dOptions(4, 4, 3).groups(3)); }),
               ThrowsMessage<ValueError>(HasSubstr("groups (3) must divide in_channels (4)")));
   EXPECT_THAT(
-      [] { DeformConv2d m(DeformConv2dOptions(4, 4, 3).deform_groups(3)); },
+      test::Call([] { DeformConv2d m(DeformConv2dOptions(4, 4, 3).deform_groups(3)); }),
       ThrowsMessage<ValueError>(HasSubstr("deform_groups (3) must divide in_channels (4)")));
-  EXPECT_THAT([] { DeformConv2d m(DeformConv2dOptions(4, 4, 0)); },
+  EXPECT_THAT(test::Call([] { DeformConv2d m(DeformConv2dOptions(4, 4, 0)); }),
               ThrowsMessage<ValueError>(HasSubstr("kernel_size must be positive")));
-  EXPECT_THAT([] { DeformConv2d m(DeformConv2dOptions(4, 4, 3).stride(0)); },
+  EXPECT_THAT(test::Call([] { DeformConv2d m(DeformConv2dOptions(4, 4, 3).stride(0)); }),
               ThrowsMessage<ValueError>(HasSubstr("stride must be positive")));
   const DeformConv2d m(DeformConv2dOptions(4, 4, 3));
   EXPECT_THAT(
-      [&] {
+      test::Call([&] {
         (void)m.forward(Tensor::zeros({1, 3, 8, 8}));
-      },
+      }),
       ThrowsMessage<ShapeError>(HasSubstr(
           "DeformConv2d::forward: tensor 'x' expected shape [*, 4, *, *], got [1, 3, 8, 8]")));
-  EXPECT_THAT(
-      [&] {
-        (void)m.forward(Tensor::zeros({4, 8, 8}));
-      },
-      ThrowsMessage<ShapeError>(HasSubstr("tensor 'x' expected shape [*, 4, *, *]")));
-  EXPECT_THAT(
-      [&] {
-        (void)m.forward(Tensor::zeros({1, 4, 2, 2}));
-      },
-      ThrowsMessage<ShapeError>(HasSubstr("larger than the padded input")));
+  EXPECT_THAT(test::Call([&] {
+                (void)m.forward(Tensor::zeros({4, 8, 8}));
+              }),
+              ThrowsMessage<ShapeError>(HasSubstr("tensor 'x' expected shape [*, 4, *, *]")));
+  EXPECT_THAT(test::Call([&] {
+                (void)m.forward(Tensor::zeros({1, 4, 2, 2}));
+              }),
+              ThrowsMessage<ShapeError>(HasSubstr("larger than the padded input")));
 }
 
 TEST(DeformConv2dModule, Describe) {

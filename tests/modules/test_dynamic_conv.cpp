@@ -13,6 +13,7 @@
 #include "cvattn/modules/cond_conv.hpp"
 #include "cvattn/modules/dynamic_conv.hpp"
 #include "modules/gates_support.hpp"
+#include "support/call.hpp"
 #include "support/concurrency.hpp"
 #include "support/tensor_near.hpp"
 #include "support/threads.hpp"
@@ -94,21 +95,20 @@ TEST(DynamicConv2d, KeysAndErrors) {
   EXPECT_EQ(m.describe(),
             "DynamicConv2d(8, 6, kernel_size=(3, 3), num_kernels=4, hidden=2, stride=(1, 1), "
             "padding=(0, 0), dilation=(1, 1), groups=1, bias=false, temperature=1)");
-  EXPECT_THAT([] { (void)DynamicConv2d(DynamicConv2dOptions(8, 6, 3).temperature(0)); },
+  EXPECT_THAT(test::Call([] { (void)DynamicConv2d(DynamicConv2dOptions(8, 6, 3).temperature(0)); }),
               ThrowsMessage<ValueError>(HasSubstr("temperature must be positive")));
-  EXPECT_THAT([] { (void)DynamicConv2d(DynamicConv2dOptions(8, 6, 3).groups(4)); },
+  EXPECT_THAT(test::Call([] { (void)DynamicConv2d(DynamicConv2dOptions(8, 6, 3).groups(4)); }),
               ThrowsMessage<ValueError>(HasSubstr("groups (4) must divide")));
   StateDict d = test::fixture("gates/dyn_c8_co6_k3_bias").weights();
   d.set("attention.fc2.weight", Tensor::zeros({3, 8, 1, 1}));
-  EXPECT_THAT([&] { (void)DynamicConv2dOptions::from_state_dict(d); },
+  EXPECT_THAT(test::Call([&] { (void)DynamicConv2dOptions::from_state_dict(d); }),
               ThrowsMessage<ValueError>(HasSubstr("'attention.fc2.weight' expected [4, 8, 1, 1], "
                                                   "got [3, 8, 1, 1]")));
-  EXPECT_THAT(
-      [&] {
-        (void)m.forward(Tensor::zeros({1, 6, 5, 5}));
-      },
-      ThrowsMessage<ShapeError>(HasSubstr("DynamicConv2d::forward: tensor 'x' expected "
-                                          "shape [*, 8, *, *]")));
+  EXPECT_THAT(test::Call([&] {
+                (void)m.forward(Tensor::zeros({1, 6, 5, 5}));
+              }),
+              ThrowsMessage<ShapeError>(HasSubstr("DynamicConv2d::forward: tensor 'x' expected "
+                                                  "shape [*, 8, *, *]")));
 }
 
 TEST(DynamicConv2d, ForwardIsThreadSafe) {
@@ -144,14 +144,13 @@ TEST(CondConv2d, TimmPaddingAndErrors) {
   const CondConv2d m(CondConv2dOptions(8, 6, 3).bias(true).num_experts(3));
   EXPECT_EQ(m.state_dict().keys(), (std::vector<std::string>{"weight", "bias"}));
   EXPECT_EQ(m.state_dict().entries()[0].value.shape(), (Shape{3, 6 * 8 * 9}));
-  EXPECT_THAT(
-      [&] {
-        (void)m.forward(Tensor::zeros({2, 8, 5, 5}), Tensor::zeros({2, 4}));
-      },
-      ThrowsMessage<ShapeError>(HasSubstr("tensor 'routing_weights' expected shape "
-                                          "[2, 3], got [2, 4]")));
+  EXPECT_THAT(test::Call([&] {
+                (void)m.forward(Tensor::zeros({2, 8, 5, 5}), Tensor::zeros({2, 4}));
+              }),
+              ThrowsMessage<ShapeError>(HasSubstr("tensor 'routing_weights' expected shape "
+                                                  "[2, 3], got [2, 4]")));
   const StateDict w = test::fixture("gates/cond_c6_co6_k1").weights();  // no bias, [5, 36]
-  EXPECT_THAT([&] { (void)CondConv2dOptions::from_state_dict(w, 6, 3); },
+  EXPECT_THAT(test::Call([&] { (void)CondConv2dOptions::from_state_dict(w, 6, 3); }),
               ThrowsMessage<ValueError>(HasSubstr("'weight' [5, 36] does not hold K experts of "
                                                   "Co x 6 x 3 x 3")));
   EXPECT_EQ(CondConv2dOptions::from_state_dict(w, 6, 1).out_channels(), 6);

@@ -7,6 +7,7 @@
 #include "cvattn/core/error.hpp"
 #include "cvattn/io/safetensors.hpp"
 #include "cvattn/modules/eca.hpp"
+#include "support/call.hpp"
 #include "support/concurrency.hpp"
 #include "support/fixtures.hpp"
 #include "support/random.hpp"
@@ -153,60 +154,57 @@ TEST(Eca, GateLiesInUnitIntervalAndIsLocal) {
 
 TEST(Eca, RejectsWrongInput) {
   const Eca eca(EcaOptions(64));
-  EXPECT_THAT(
-      [&] {
-        (void)eca.forward(Tensor::zeros({1, 32, 8, 8}));
-      },
-      ThrowsMessage<ShapeError>(
-          HasSubstr("Eca::forward: tensor 'x' expected shape [*, 64, *, *], got [1, 32, 8, 8]")));
+  EXPECT_THAT(test::Call([&] {
+                (void)eca.forward(Tensor::zeros({1, 32, 8, 8}));
+              }),
+              ThrowsMessage<ShapeError>(HasSubstr(
+                  "Eca::forward: tensor 'x' expected shape [*, 64, *, *], got [1, 32, 8, 8]")));
   const Eca any(EcaOptions{});
-  EXPECT_THAT(
-      [&] {
-        (void)any.forward(Tensor::zeros({2, 8, 8}));
-      },
-      ThrowsMessage<ShapeError>(HasSubstr("expected shape [*, *, *, *], got [2, 8, 8]")));
-  EXPECT_THAT(
-      [&] {
-        (void)any.forward(Tensor::zeros({2, 8, 3, 0}));
-      },
-      ThrowsMessage<ShapeError>(HasSubstr("expected H, W >= 1")));
+  EXPECT_THAT(test::Call([&] {
+                (void)any.forward(Tensor::zeros({2, 8, 8}));
+              }),
+              ThrowsMessage<ShapeError>(HasSubstr("expected shape [*, *, *, *], got [2, 8, 8]")));
+  EXPECT_THAT(test::Call([&] {
+                (void)any.forward(Tensor::zeros({2, 8, 3, 0}));
+              }),
+              ThrowsMessage<ShapeError>(HasSubstr("expected H, W >= 1")));
 }
 
 TEST(Eca, RejectsInvalidOptions) {
-  EXPECT_THAT([] { Eca e(EcaOptions().kernel_size(4)); },
+  EXPECT_THAT(test::Call([] { Eca e(EcaOptions().kernel_size(4)); }),
               ThrowsMessage<ValueError>(HasSubstr("kernel_size must be odd")));
-  EXPECT_THAT([] { Eca e(EcaOptions().kernel_size(-3)); },
+  EXPECT_THAT(test::Call([] { Eca e(EcaOptions().kernel_size(-3)); }),
               ThrowsMessage<ValueError>(HasSubstr("kernel_size must be odd")));
-  EXPECT_THAT([] { Eca e(EcaOptions(-1)); },
+  EXPECT_THAT(test::Call([] { Eca e(EcaOptions(-1)); }),
               ThrowsMessage<ValueError>(HasSubstr("channels must be >= 0")));
-  EXPECT_THAT([] { Eca e(EcaOptions(64).gamma(0)); },
+  EXPECT_THAT(test::Call([] { Eca e(EcaOptions(64).gamma(0)); }),
               ThrowsMessage<ValueError>(HasSubstr("gamma must be finite and non-zero")));
-  EXPECT_THAT([] { Eca e(EcaOptions(64).gamma(1e-300)); },
+  EXPECT_THAT(test::Call([] { Eca e(EcaOptions(64).gamma(1e-300)); }),
               ThrowsMessage<ValueError>(HasSubstr("is too large")));
-  EXPECT_THAT([] { Eca e(EcaOptions().use_mlp(true)); },
+  EXPECT_THAT(test::Call([] { Eca e(EcaOptions().use_mlp(true)); }),
               ThrowsMessage<ValueError>(HasSubstr("use_mlp needs channels or rd_channels")));
 }
 
 TEST(Eca, LoadingErrorsNameTheKey) {
   StateDict d;
-  EXPECT_THAT([&] { (void)EcaOptions::from_state_dict(d); },
+  EXPECT_THAT(test::Call([&] { (void)EcaOptions::from_state_dict(d); }),
               ThrowsMessage<ValueError>(HasSubstr("missing 'conv.weight'")));
   d.set("conv.weight", Tensor::zeros({1, 2, 3}));
   EXPECT_THAT(
-      [&] { (void)EcaOptions::from_state_dict(d); },
+      test::Call([&] { (void)EcaOptions::from_state_dict(d); }),
       ThrowsMessage<ValueError>(HasSubstr("'conv.weight' expected [1, 1, *], got [1, 2, 3]")));
   d.set("conv2.weight", Tensor::zeros({1, 16, 3}));
   EXPECT_THAT(
-      [&] { (void)EcaOptions::from_state_dict(d); },
+      test::Call([&] { (void)EcaOptions::from_state_dict(d); }),
       ThrowsMessage<ValueError>(HasSubstr("'conv.weight' expected [16, 1, 1], got [1, 2, 3]")));
   // A C=200 module has k=5: k=3 weights do not fit.
   const auto fx = test::fixture("channel/eca_c64_k3");
   Eca eca(EcaOptions(200));
   EXPECT_THAT(
-      [&] { eca.load_state_dict(fx.weights()); },
+      test::Call([&] { eca.load_state_dict(fx.weights()); }),
       ThrowsMessage<ValueError>(HasSubstr("'conv.weight' expected [1, 1, 5], got [1, 1, 3]")));
   Eca mlp(EcaOptions(72).use_mlp(true));
-  EXPECT_THAT([&] { mlp.load_state_dict(fx.weights()); },
+  EXPECT_THAT(test::Call([&] { mlp.load_state_dict(fx.weights()); }),
               ThrowsMessage<ValueError>(HasSubstr("missing 'conv.bias', 'conv2.weight'")));
 }
 

@@ -18,6 +18,7 @@
 #include "cvattn/modules/light_cbam.hpp"
 #include "cvattn/modules/split_attn.hpp"
 #include "modules/gates_support.hpp"
+#include "support/call.hpp"
 #include "support/concurrency.hpp"
 #include "support/tensor_near.hpp"
 
@@ -79,22 +80,21 @@ TEST(EffectiveSqueezeExcitation, KeysShapesAndPrefix) {
 TEST(EffectiveSqueezeExcitation, RejectsBadWeightsAndInput) {
   StateDict d;
   d.set("fc.weight", Tensor::zeros({8, 4, 1, 1}));
-  EXPECT_THAT([&] { (void)EffectiveSqueezeExcitationOptions::from_state_dict(d); },
+  EXPECT_THAT(test::Call([&] { (void)EffectiveSqueezeExcitationOptions::from_state_dict(d); }),
               ThrowsMessage<ValueError>(HasSubstr("'fc.weight' expected [C, C, 1, 1]")));
-  EXPECT_THAT([&] { (void)EffectiveSqueezeExcitationOptions::from_state_dict(StateDict()); },
-              ThrowsMessage<ValueError>(HasSubstr("missing 'fc.weight'")));
+  EXPECT_THAT(
+      test::Call([&] { (void)EffectiveSqueezeExcitationOptions::from_state_dict(StateDict()); }),
+      ThrowsMessage<ValueError>(HasSubstr("missing 'fc.weight'")));
   const EffectiveSqueezeExcitation m(EffectiveSqueezeExcitationOptions(8));
-  EXPECT_THAT(
-      [&] {
-        (void)m.forward(Tensor::zeros({1, 4, 3, 3}));
-      },
-      ThrowsMessage<ShapeError>(HasSubstr("expected shape [*, 8, *, *]")));
-  EXPECT_THAT(
-      [&] {
-        (void)m.forward(Tensor::zeros({1, 8, 0, 3}));
-      },
-      ThrowsMessage<ShapeError>(HasSubstr("H, W >= 1")));
-  EXPECT_THAT([] { (void)parse_gate_layer("swish"); },
+  EXPECT_THAT(test::Call([&] {
+                (void)m.forward(Tensor::zeros({1, 4, 3, 3}));
+              }),
+              ThrowsMessage<ShapeError>(HasSubstr("expected shape [*, 8, *, *]")));
+  EXPECT_THAT(test::Call([&] {
+                (void)m.forward(Tensor::zeros({1, 8, 0, 3}));
+              }),
+              ThrowsMessage<ShapeError>(HasSubstr("H, W >= 1")));
+  EXPECT_THAT(test::Call([] { (void)parse_gate_layer("swish"); }),
               ThrowsMessage<ValueError>(HasSubstr("expected sigmoid, hard_sigmoid or tanh")));
 }
 
@@ -145,18 +145,17 @@ TEST(Ceca, CircularPaddingWrapsTheChannels) {
 
 TEST(Ceca, RejectsPaddingWiderThanTheChannels) {
   const Ceca m(CecaOptions().kernel_size(9));  // padding 4
-  EXPECT_THAT(
-      [&] {
-        (void)m.forward(Tensor::zeros({1, 3, 2, 2}));
-      },
-      ThrowsMessage<ShapeError>(HasSubstr("circular padding 4 (kernel size 9) exceeds "
-                                          "the 3 channels")));
-  EXPECT_THAT([] { (void)Ceca(CecaOptions().kernel_size(4)); },
+  EXPECT_THAT(test::Call([&] {
+                (void)m.forward(Tensor::zeros({1, 3, 2, 2}));
+              }),
+              ThrowsMessage<ShapeError>(HasSubstr("circular padding 4 (kernel size 9) exceeds "
+                                                  "the 3 channels")));
+  EXPECT_THAT(test::Call([] { (void)Ceca(CecaOptions().kernel_size(4)); }),
               ThrowsMessage<ValueError>(HasSubstr("kernel_size must be odd")));
   StateDict d;
   d.set("conv.weight", Tensor::zeros({1, 2, 3}));
   EXPECT_THAT(
-      [&] { (void)CecaOptions::from_state_dict(d); },
+      test::Call([&] { (void)CecaOptions::from_state_dict(d); }),
       ThrowsMessage<ValueError>(HasSubstr("'conv.weight' expected [1, 1, *], got [1, 2, 3]")));
 }
 
@@ -183,11 +182,11 @@ TEST(LightCbam, KeysAndErrors) {
                 "spatial.conv.conv.weight", "spatial.conv.bn.weight", "spatial.conv.bn.bias",
                 "spatial.conv.bn.running_mean", "spatial.conv.bn.running_var",
                 "spatial.conv.bn.num_batches_tracked"}));
-  EXPECT_THAT([] { (void)LightCbam(LightCbamOptions(16, 2).spatial_kernel_size(4)); },
+  EXPECT_THAT(test::Call([] { (void)LightCbam(LightCbamOptions(16, 2).spatial_kernel_size(4)); }),
               ThrowsMessage<ValueError>(HasSubstr("spatial_kernel_size must be odd")));
   StateDict d = test::fixture("gates/lcbam_c32_default").weights();
   d.set("spatial.conv.conv.weight", Tensor::zeros({1, 1, 3, 5}));
-  EXPECT_THAT([&] { (void)LightCbamOptions::from_state_dict(d); },
+  EXPECT_THAT(test::Call([&] { (void)LightCbamOptions::from_state_dict(d); }),
               ThrowsMessage<ValueError>(HasSubstr("square kernel")));
 }
 
@@ -240,20 +239,20 @@ TEST(GatherExcite, OptionsFromTheWeights) {
 }
 
 TEST(GatherExcite, RejectsInvalidOptionsAndWeights) {
-  EXPECT_THAT([] { (void)GatherExcite(GatherExciteOptions(8).extent(3)); },
+  EXPECT_THAT(test::Call([] { (void)GatherExcite(GatherExciteOptions(8).extent(3)); }),
               ThrowsMessage<ValueError>(HasSubstr("extent must be 0 (global) or a positive even")));
-  EXPECT_THAT([] { (void)GatherExcite(GatherExciteOptions(8).extra_params(true)); },
+  EXPECT_THAT(test::Call([] { (void)GatherExcite(GatherExciteOptions(8).extra_params(true)); }),
               ThrowsMessage<ValueError>(HasSubstr("feat_size must be given for extent 0")));
-  EXPECT_THAT([] { (void)GatherExcite(GatherExciteOptions()); },
+  EXPECT_THAT(test::Call([] { (void)GatherExcite(GatherExciteOptions()); }),
               ThrowsMessage<ValueError>(HasSubstr("extra_params and use_mlp need channels")));
   // Extent 4 with params has two gather convs; the extent-8 weights have three.
   const auto fx = test::fixture("gates/ge_e8_params");
   GatherExcite m(GatherExciteOptions::from_state_dict(fx.weights()).extent(4));
-  EXPECT_THAT([&] { m.load_state_dict(fx.weights()); },
+  EXPECT_THAT(test::Call([&] { m.load_state_dict(fx.weights()); }),
               ThrowsMessage<ValueError>(HasSubstr("unexpected 'gather.conv3.weight'")));
   StateDict bad = fx.weights();
   bad.set("gather.conv1.weight", Tensor::zeros({16, 2, 3, 3}));
-  EXPECT_THAT([&] { (void)GatherExciteOptions::from_state_dict(bad); },
+  EXPECT_THAT(test::Call([&] { (void)GatherExciteOptions::from_state_dict(bad); }),
               ThrowsMessage<ValueError>(HasSubstr("'gather.conv1.weight' expected [*, 1, *, *]")));
 }
 
@@ -331,11 +330,11 @@ TEST(GlobalContext, AttentionPoolNonFiniteLogitsAsTorch) {
 }
 
 TEST(GlobalContext, RejectsBadWeights) {
-  EXPECT_THAT([] { (void)GlobalContextOptions::from_state_dict(StateDict()); },
+  EXPECT_THAT(test::Call([] { (void)GlobalContextOptions::from_state_dict(StateDict()); }),
               ThrowsMessage<ValueError>(HasSubstr("the weights size nothing")));
   StateDict d = test::fixture("gates/gc_c16_both").weights();
   d.set("mlp_scale.fc1.weight", Tensor::zeros({3, 16, 1, 1}));
-  EXPECT_THAT([&] { (void)GlobalContextOptions::from_state_dict(d); },
+  EXPECT_THAT(test::Call([&] { (void)GlobalContextOptions::from_state_dict(d); }),
               ThrowsMessage<ValueError>(HasSubstr(
                   "'mlp_scale.fc1.weight' [3, 16, 1, 1] disagrees with 'mlp_add.fc1.weight' "
                   "[2, 16, 1, 1]")));
@@ -373,15 +372,14 @@ TEST(CoordAttn, KeysAndErrors) {
   EXPECT_EQ(m.describe(),
             "CoordAttn(channels=16, rd_channels=8, bias=true, norm=none, act_layer=hard_swish, "
             "gate_layer=sigmoid, has_skip=false)");
-  EXPECT_THAT(
-      [&] {
-        (void)m.forward(Tensor::zeros({1, 8, 3, 3}));
-      },
-      ThrowsMessage<ShapeError>(HasSubstr("CoordAttn::forward: tensor 'x' expected shape "
-                                          "[*, 16, *, *]")));
+  EXPECT_THAT(test::Call([&] {
+                (void)m.forward(Tensor::zeros({1, 8, 3, 3}));
+              }),
+              ThrowsMessage<ShapeError>(HasSubstr("CoordAttn::forward: tensor 'x' expected shape "
+                                                  "[*, 16, *, *]")));
   StateDict d;
   d.set("conv1.weight", Tensor::zeros({8, 16, 3, 3}));
-  EXPECT_THAT([&] { (void)CoordAttnOptions::from_state_dict(d); },
+  EXPECT_THAT(test::Call([&] { (void)CoordAttnOptions::from_state_dict(d); }),
               ThrowsMessage<ValueError>(HasSubstr("'conv1.weight' expected [*, *, 1, 1]")));
 }
 
@@ -429,18 +427,17 @@ TEST(SplitAttn, RadixSoftmaxSumsToOneAndWidthsFollowTimm) {
 
 TEST(SplitAttn, RejectsWeightsThatContradictRadixAndGroups) {
   const StateDict w = test::fixture("gates/splat_c16_r2").weights();
-  EXPECT_THAT([&] { (void)SplitAttnOptions::from_state_dict(w, "", 4, 1); },
+  EXPECT_THAT(test::Call([&] { (void)SplitAttnOptions::from_state_dict(w, "", 4, 1); }),
               ThrowsMessage<ValueError>(HasSubstr("radix 4 and groups 1 contradict the weights: "
                                                   "'conv.weight' [32, 8, 3, 3]")));
-  EXPECT_THAT([] { (void)SplitAttn(SplitAttnOptions(10, 16).radix(4)); },
+  EXPECT_THAT(test::Call([] { (void)SplitAttn(SplitAttnOptions(10, 16).radix(4)); }),
               ThrowsMessage<ValueError>(HasSubstr("groups * radix (4) must divide in_channels "
                                                   "(10)")));
   const SplitAttn m(SplitAttnOptions::from_state_dict(w));
-  EXPECT_THAT(
-      [&] {
-        (void)m.forward(Tensor::zeros({1, 8, 5, 5}));
-      },
-      ThrowsMessage<ShapeError>(HasSubstr("expected shape [*, 16, *, *]")));
+  EXPECT_THAT(test::Call([&] {
+                (void)m.forward(Tensor::zeros({1, 8, 5, 5}));
+              }),
+              ThrowsMessage<ShapeError>(HasSubstr("expected shape [*, 16, *, *]")));
 }
 
 TEST(SplitAttn, ForwardIsThreadSafe) {

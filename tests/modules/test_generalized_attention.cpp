@@ -5,6 +5,7 @@
 
 #include "cvattn/core/error.hpp"
 #include "cvattn/modules/generalized_attention.hpp"
+#include "support/call.hpp"
 #include "support/fixtures.hpp"
 #include "support/tensor_near.hpp"
 #include "support/threads.hpp"
@@ -71,46 +72,45 @@ TEST(GeneralizedAttention, Mode0100RejectsNonSquareMaps) {
   const auto fx = test::fixture("spatial/ga_n1_c12_6x6_0100_square");
   GeneralizedAttention m(options_for(fx));
   m.load_state_dict(fx.weights());
-  EXPECT_THAT(
-      [&] {
-        (void)m.forward(Tensor::zeros({1, 12, 5, 7}));
-      },
-      ThrowsMessage<ShapeError>(HasSubstr("mmdetection#8179")));
+  EXPECT_THAT(test::Call([&] {
+                (void)m.forward(Tensor::zeros({1, 12, 5, 7}));
+              }),
+              ThrowsMessage<ShapeError>(HasSubstr("mmdetection#8179")));
   // The full '1111' branch has no such restriction (covered by the non-square fixtures).
 }
 
 TEST(GeneralizedAttention, RejectsBadSettingsAndWeights) {
-  EXPECT_THAT(
-      [] { (void)GeneralizedAttentionOptions(12).attention_type("11x1").functional_options(); },
-      ThrowsMessage<ValueError>(HasSubstr("four characters 0 or 1")));
-  EXPECT_THAT([] { (void)GeneralizedAttentionOptions(18).functional_options(); },
+  EXPECT_THAT(test::Call([] {
+                (void)GeneralizedAttentionOptions(12).attention_type("11x1").functional_options();
+              }),
+              ThrowsMessage<ValueError>(HasSubstr("four characters 0 or 1")));
+  EXPECT_THAT(test::Call([] { (void)GeneralizedAttentionOptions(18).functional_options(); }),
               ThrowsMessage<ValueError>(HasSubstr("multiple of 4")));
-  EXPECT_THAT([] { (void)GeneralizedAttentionOptions(12).num_heads(13).functional_options(); },
-              ThrowsMessage<ValueError>(HasSubstr("num_heads must be in [1, in_channels 12]")));
+  EXPECT_THAT(
+      test::Call([] { (void)GeneralizedAttentionOptions(12).num_heads(13).functional_options(); }),
+      ThrowsMessage<ValueError>(HasSubstr("num_heads must be in [1, in_channels 12]")));
   const auto fx = test::fixture("spatial/ga_n2_c12_5x7_1000_h3");
   // '1000' weights have no position or bias tensors: loading them as '1111' names the missing.
   GeneralizedAttention wrong(GeneralizedAttentionOptions::from_state_dict(fx.weights())
                                  .num_heads(3)
                                  .position_embedding_dim(8));
-  EXPECT_THAT([&] { wrong.load_state_dict(fx.weights()); },
+  EXPECT_THAT(test::Call([&] { wrong.load_state_dict(fx.weights()); }),
               ThrowsMessage<ValueError>(HasSubstr("appr_bias")));
   GeneralizedAttention m(GeneralizedAttentionOptions::from_state_dict(fx.weights())
                              .num_heads(3)
                              .attention_type("1000"));
   m.load_state_dict(fx.weights());
-  EXPECT_THAT(
-      [&] {
-        (void)m.forward(Tensor::zeros({1, 8, 5, 7}));
-      },
-      ThrowsMessage<ShapeError>(HasSubstr("GeneralizedAttention::forward")));
+  EXPECT_THAT(test::Call([&] {
+                (void)m.forward(Tensor::zeros({1, 8, 5, 7}));
+              }),
+              ThrowsMessage<ShapeError>(HasSubstr("GeneralizedAttention::forward")));
   // 256 channels: mmcv's map covers 84 x 84 queries only.
   GeneralizedAttention big(
       GeneralizedAttentionOptions(256).num_heads(8).spatial_range(2).attention_type("1000"));
-  EXPECT_THAT(
-      [&] {
-        (void)big.forward(Tensor::zeros({1, 256, 85, 2}));
-      },
-      ThrowsMessage<ShapeError>(HasSubstr("covers 84 x 84 queries")));
+  EXPECT_THAT(test::Call([&] {
+                (void)big.forward(Tensor::zeros({1, 256, 85, 2}));
+              }),
+              ThrowsMessage<ShapeError>(HasSubstr("covers 84 x 84 queries")));
 }
 
 }  // namespace

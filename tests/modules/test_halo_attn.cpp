@@ -5,6 +5,7 @@
 
 #include "cvattn/core/error.hpp"
 #include "cvattn/modules/halo_attn.hpp"
+#include "support/call.hpp"
 #include "support/fixtures.hpp"
 #include "support/tensor_near.hpp"
 #include "support/threads.hpp"
@@ -67,25 +68,24 @@ TEST(HaloAttn, StrideChoosesStridedQueriesOrPooling) {
 }
 
 TEST(HaloAttn, RejectsBadSettingsAndWeights) {
-  EXPECT_THAT([] { (void)HaloAttnOptions(16).num_heads(3).dims(); },
+  EXPECT_THAT(test::Call([] { (void)HaloAttnOptions(16).num_heads(3).dims(); }),
               ThrowsMessage<ValueError>(HasSubstr("multiple of num_heads")));
-  EXPECT_THAT([] { (void)HaloAttnOptions(16).num_heads(2).stride(4).dims(); },
+  EXPECT_THAT(test::Call([] { (void)HaloAttnOptions(16).num_heads(2).stride(4).dims(); }),
               ThrowsMessage<ValueError>(HasSubstr("stride must be 1 or 2")));
   const auto fx = test::fixture("spatial/halo_n2_c16_8x12_b4_h1");
   StateDict w = fx.weights();
   // Weights made for a 6x6 window (block 4, halo 1) do not load into block 4, halo 2.
   HaloAttn wrong(HaloAttnOptions::from_state_dict(w).block_size(4).halo_size(2));
-  EXPECT_THAT([&] { wrong.load_state_dict(w); },
+  EXPECT_THAT(test::Call([&] { wrong.load_state_dict(w); }),
               ThrowsMessage<ValueError>(HasSubstr("pos_embed.height_rel")));
   HaloAttn m(HaloAttnOptions::from_state_dict(w).block_size(4).halo_size(1));
   m.load_state_dict(w);
-  EXPECT_THAT(
-      [&] {
-        (void)m.forward(Tensor::zeros({1, 16, 8, 10}));
-      },
-      ThrowsMessage<ShapeError>(HasSubstr("multiples of block_size 4")));
+  EXPECT_THAT(test::Call([&] {
+                (void)m.forward(Tensor::zeros({1, 16, 8, 10}));
+              }),
+              ThrowsMessage<ShapeError>(HasSubstr("multiples of block_size 4")));
   w.erase("kv.weight");
-  EXPECT_THAT([&] { (void)HaloAttnOptions::from_state_dict(w); },
+  EXPECT_THAT(test::Call([&] { (void)HaloAttnOptions::from_state_dict(w); }),
               ThrowsMessage<ValueError>(HasSubstr("missing 'kv.weight'")));
 }
 

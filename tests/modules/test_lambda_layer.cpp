@@ -5,6 +5,7 @@
 
 #include "cvattn/core/error.hpp"
 #include "cvattn/modules/lambda_layer.hpp"
+#include "support/call.hpp"
 #include "support/fixtures.hpp"
 #include "support/tensor_near.hpp"
 #include "support/threads.hpp"
@@ -46,27 +47,26 @@ TEST(LambdaLayer, MatchesTimm) {
 }
 
 TEST(LambdaLayer, RejectsBadSettingsAndWeights) {
-  EXPECT_THAT([] { (void)LambdaLayerOptions(16).r(4).dims(); },
+  EXPECT_THAT(test::Call([] { (void)LambdaLayerOptions(16).r(4).dims(); }),
               ThrowsMessage<ValueError>(HasSubstr("r must be odd")));
-  EXPECT_THAT([] { (void)LambdaLayerOptions(16).r(0).dims(); },
+  EXPECT_THAT(test::Call([] { (void)LambdaLayerOptions(16).r(0).dims(); }),
               ThrowsMessage<ValueError>(HasSubstr("feat_size is required")));
-  EXPECT_THAT([] { (void)LambdaLayerOptions(16).dim_out(8).dims(); },
+  EXPECT_THAT(test::Call([] { (void)LambdaLayerOptions(16).dim_out(8).dims(); }),
               ThrowsMessage<ValueError>(HasSubstr("must equal dim")));
   const auto fx = test::fixture("spatial/lambda_n2_c8_4x6_relpos");
   LambdaLayer m(LambdaLayerOptions::from_state_dict(fx.weights()));
   m.load_state_dict(fx.weights());
-  EXPECT_THAT(
-      [&] {
-        (void)m.forward(Tensor::zeros({1, 8, 4, 5}));
-      },
-      ThrowsMessage<ShapeError>(HasSubstr("feat_size (4, 6)")));
+  EXPECT_THAT(test::Call([&] {
+                (void)m.forward(Tensor::zeros({1, 8, 4, 5}));
+              }),
+              ThrowsMessage<ShapeError>(HasSubstr("feat_size (4, 6)")));
   StateDict w = fx.weights();
   w.erase("pos_emb");
-  EXPECT_THAT([&] { (void)LambdaLayerOptions::from_state_dict(w); },
+  EXPECT_THAT(test::Call([&] { (void)LambdaLayerOptions::from_state_dict(w); }),
               ThrowsMessage<ValueError>(HasSubstr("missing 'conv_lambda.weight'")));
   StateDict w2 = fx.weights();
   w2.set("norm_v.running_mean", Tensor::zeros({3}));
-  EXPECT_THAT([&] { (void)LambdaLayerOptions::from_state_dict(w2); },
+  EXPECT_THAT(test::Call([&] { (void)LambdaLayerOptions::from_state_dict(w2); }),
               ThrowsMessage<ValueError>(HasSubstr("do not fit heads*K + K + V")));
 }
 

@@ -7,6 +7,7 @@
 #include "cvattn/modules/activation.hpp"
 #include "cvattn/modules/flatten.hpp"
 #include "cvattn/modules/pooling.hpp"
+#include "support/call.hpp"
 #include "support/random.hpp"
 #include "support/tensor_near.hpp"
 
@@ -54,13 +55,13 @@ TEST(Layers, NoStateDictKeys) {
 }
 
 TEST(Layers, PoolingOptionsCheckedAtConstruction) {
-  EXPECT_THAT([] { MaxPool2d(F::MaxPool2dOptions(3).padding(2)); },
+  EXPECT_THAT(test::Call([] { MaxPool2d(F::MaxPool2dOptions(3).padding(2)); }),
               ThrowsMessage<ValueError>(
                   HasSubstr("MaxPool2d: padding (2, 2) must be non-negative and at most half of "
                             "kernel_size (3, 3)")));
-  EXPECT_THAT([] { AvgPool2d(F::AvgPool2dOptions(2).stride(0)); },
+  EXPECT_THAT(test::Call([] { AvgPool2d(F::AvgPool2dOptions(2).stride(0)); }),
               ThrowsMessage<ValueError>(HasSubstr("AvgPool2d: stride must be positive")));
-  EXPECT_THAT([] { AdaptiveAvgPool2d(Pair2(0, 3)); },
+  EXPECT_THAT(test::Call([] { AdaptiveAvgPool2d(Pair2(0, 3)); }),
               ThrowsMessage<ValueError>(
                   HasSubstr("AdaptiveAvgPool2d: output_size must be positive, got (0, 3)")));
 }
@@ -74,11 +75,11 @@ TEST(Flatten, MergesTheRequestedDims) {
   const Tensor y = Flatten().forward(x);
   EXPECT_NE(y.data(), x.data()) << "Flatten returns a fresh tensor";
   EXPECT_TENSOR_NEAR(y.reshape(x.shape()), x, kExact);
-  EXPECT_THAT([&] { (void)Flatten(1, 4).forward(x); },
+  EXPECT_THAT(test::Call([&] { (void)Flatten(1, 4).forward(x); }),
               ThrowsMessage<ValueError>(HasSubstr(
                   "Flatten::forward: start_dim 1 and end_dim 4 out of range for tensor 'x' "
                   "[2, 3, 4, 5]")));
-  EXPECT_THAT([&] { (void)Flatten(2, 1).forward(x); },
+  EXPECT_THAT(test::Call([&] { (void)Flatten(2, 1).forward(x); }),
               ThrowsMessage<ValueError>(HasSubstr("start_dim 2 comes after end_dim 1")));
 }
 

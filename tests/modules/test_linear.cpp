@@ -4,6 +4,7 @@
 #include "cvattn/core/error.hpp"
 #include "cvattn/modules/linear.hpp"
 #include "modules/state_dict_fixture.hpp"
+#include "support/call.hpp"
 #include "support/tensor_near.hpp"
 
 namespace cvattn {
@@ -34,15 +35,14 @@ TEST(LinearModule, NoBiasMeansNoBiasKey) {
 
 TEST(LinearModule, RejectsWrongFeatureCount) {
   const Linear lin(LinearOptions(20, 30));
-  EXPECT_THAT(
-      [&] {
-        (void)lin.forward(Tensor::zeros({4, 21}));
-      },
-      ThrowsMessage<ShapeError>(
-          HasSubstr("Linear::forward: tensor 'x' expected [..., 20], got [4, 21]")));
+  EXPECT_THAT(test::Call([&] {
+                (void)lin.forward(Tensor::zeros({4, 21}));
+              }),
+              ThrowsMessage<ShapeError>(
+                  HasSubstr("Linear::forward: tensor 'x' expected [..., 20], got [4, 21]")));
   StateDict dict;
   dict.set("weight", Tensor::zeros({2, 3, 1}));
-  EXPECT_THAT([&] { (void)LinearOptions::from_state_dict(dict); },
+  EXPECT_THAT(test::Call([&] { (void)LinearOptions::from_state_dict(dict); }),
               ThrowsMessage<ShapeError>(HasSubstr("'weight' expected [out, in], got [2, 3, 1]")));
 }
 

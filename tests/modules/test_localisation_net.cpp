@@ -14,6 +14,7 @@
 #include "cvattn/modules/localisation_net.hpp"
 #include "cvattn/modules/pooling.hpp"
 #include "modules/stn_parts_nets.hpp"
+#include "support/call.hpp"
 #include "support/fixtures.hpp"
 #include "support/random.hpp"
 #include "support/tensor_near.hpp"
@@ -92,16 +93,16 @@ TEST(LocalisationNet, LoadErrorsNameTheKeys) {
   auto net = two_stage();
   StateDict missing = dict;
   missing.erase("regressor.0.bias");
-  EXPECT_THAT([&] { net->load_from(missing); },
+  EXPECT_THAT(test::Call([&] { net->load_from(missing); }),
               ThrowsMessage<ValueError>(HasSubstr("missing 'regressor.0.bias'")));
   StateDict wrong = dict;
   wrong.set("features.3.weight", Tensor::zeros({6, 4, 3, 2}));
-  EXPECT_THAT([&] { net->load_from(wrong); },
+  EXPECT_THAT(test::Call([&] { net->load_from(wrong); }),
               ThrowsMessage<ValueError>(HasSubstr("'features.3.weight' expected [6, 4, 3, 3], got "
                                                   "[6, 4, 3, 2]")));
   StateDict extra = dict;
   extra.set("regressor.5.weight", Tensor::zeros({6, 6}));
-  EXPECT_THAT([&] { net->load_from(extra); },
+  EXPECT_THAT(test::Call([&] { net->load_from(extra); }),
               ThrowsMessage<ValueError>(HasSubstr("unexpected 'regressor.5.weight'")));
   // Keys of other modules (a whole model's state_dict) are skipped.
   StateDict whole = dict;
@@ -110,7 +111,7 @@ TEST(LocalisationNet, LoadErrorsNameTheKeys) {
   EXPECT_NO_THROW(net->load_from(whole));
   EXPECT_EQ(net->select_keys(whole).size(), dict.size());
   // The tutorial loader on a file without its keys.
-  EXPECT_THAT([&] { (void)LocalisationNet::tutorial_from_state_dict(dict); },
+  EXPECT_THAT(test::Call([&] { (void)LocalisationNet::tutorial_from_state_dict(dict); }),
               ThrowsMessage<ValueError>(HasSubstr("missing 'localization.0.weight'")));
 }
 
@@ -118,53 +119,50 @@ TEST(LocalisationNet, RejectsLayersThatCannotGiveTheta) {
   auto seq = [](std::initializer_list<std::shared_ptr<UnaryModule>> m) {
     return std::make_shared<Sequential>(m);
   };
-  EXPECT_THAT([&] { LocalisationNet(nullptr, seq({})); },
+  EXPECT_THAT(test::Call([&] { LocalisationNet(nullptr, seq({})); }),
               ThrowsMessage<ValueError>(HasSubstr("both stages are empty")));
+  EXPECT_THAT(test::Call([&] {
+                LocalisationNet(seq({std::make_shared<Flatten>()}),
+                                seq({std::make_shared<ReLU>()}));
+              }),
+              ThrowsMessage<ValueError>(
+                  HasSubstr("layer 'fc_loc.0' expected a Linear with 6 outputs and a bias")));
   EXPECT_THAT(
-      [&] { LocalisationNet(seq({std::make_shared<Flatten>()}), seq({std::make_shared<ReLU>()})); },
-      ThrowsMessage<ValueError>(
-          HasSubstr("layer 'fc_loc.0' expected a Linear with 6 outputs and a bias")));
-  EXPECT_THAT(
-      [&] {
+      test::Call([&] {
         LocalisationNet(
             seq({std::make_shared<Flatten>(), std::make_shared<Linear>(LinearOptions(8, 4))}),
             nullptr);
-      },
+      }),
       ThrowsMessage<ValueError>(HasSubstr("layer 'localization.1' expected a Linear with 6")));
-  EXPECT_THAT(
-      [&] {
-        LocalisationNet(seq({std::make_shared<Flatten>()}),
-                        seq({std::make_shared<Linear>(LinearOptions(8, 6).bias(false))}));
-      },
-      ThrowsMessage<ValueError>(HasSubstr("with 6 outputs and a bias")));
-  EXPECT_THAT(
-      [&] {
-        LocalisationNet(seq({std::make_shared<Flatten>()}),
-                        seq({std::make_shared<Linear>(LinearOptions(8, 6))}),
-                        LocalisationNetOptions().regressor_name("localization"));
-      },
-      ThrowsMessage<ValueError>(HasSubstr("the regressor stage needs a name of its own")));
+  EXPECT_THAT(test::Call([&] {
+                LocalisationNet(seq({std::make_shared<Flatten>()}),
+                                seq({std::make_shared<Linear>(LinearOptions(8, 6).bias(false))}));
+              }),
+              ThrowsMessage<ValueError>(HasSubstr("with 6 outputs and a bias")));
+  EXPECT_THAT(test::Call([&] {
+                LocalisationNet(seq({std::make_shared<Flatten>()}),
+                                seq({std::make_shared<Linear>(LinearOptions(8, 6))}),
+                                LocalisationNetOptions().regressor_name("localization"));
+              }),
+              ThrowsMessage<ValueError>(HasSubstr("the regressor stage needs a name of its own")));
 }
 
 TEST(LocalisationNet, RejectsInputsOfTheWrongSize) {
   auto net = two_stage();
-  EXPECT_THAT(
-      [&] {
-        (void)net->forward(Tensor::zeros({2, 3, 15, 17}));
-      },
-      ThrowsMessage<ShapeError>(
-          HasSubstr("LocalisationNet: input [2, 3, 15, 17] gives 180 features per sample after "
-                    "'features', but 'regressor.0' expects in_features = 144")));
-  EXPECT_THAT(
-      [&] {
-        (void)net->forward(Tensor::zeros({0, 3, 13, 17}));
-      },
-      ThrowsMessage<ShapeError>(HasSubstr("is an empty batch")));
-  EXPECT_THAT(
-      [&] {
-        (void)net->forward(Tensor::zeros({3, 13, 17}));
-      },
-      ThrowsMessage<ShapeError>(HasSubstr("LocalisationNet: tensor 'input'")));
+  EXPECT_THAT(test::Call([&] {
+                (void)net->forward(Tensor::zeros({2, 3, 15, 17}));
+              }),
+              ThrowsMessage<ShapeError>(HasSubstr(
+                  "LocalisationNet: input [2, 3, 15, 17] gives 180 features per sample after "
+                  "'features', but 'regressor.0' expects in_features = 144")));
+  EXPECT_THAT(test::Call([&] {
+                (void)net->forward(Tensor::zeros({0, 3, 13, 17}));
+              }),
+              ThrowsMessage<ShapeError>(HasSubstr("is an empty batch")));
+  EXPECT_THAT(test::Call([&] {
+                (void)net->forward(Tensor::zeros({3, 13, 17}));
+              }),
+              ThrowsMessage<ShapeError>(HasSubstr("LocalisationNet: tensor 'input'")));
   EXPECT_THROW((void)net->forward(Tensor()), Error);
   // A wrong channel count fails in the layer that notices it.
   EXPECT_THROW((void)net->forward(Tensor::zeros({1, 2, 13, 17})), ShapeError);

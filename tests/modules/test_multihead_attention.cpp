@@ -11,6 +11,7 @@
 #include "cvattn/core/error.hpp"
 #include "cvattn/io/safetensors.hpp"
 #include "cvattn/modules/multihead_attention.hpp"
+#include "support/call.hpp"
 #include "support/concurrency.hpp"
 #include "support/fixtures.hpp"
 #include "support/random.hpp"
@@ -231,55 +232,49 @@ TEST(MultiheadAttention, EmptySequencesAreValid) {
 TEST(MultiheadAttention, RejectsBadShapesAndMasks) {
   const MultiheadAttention m(MultiheadAttentionOptions(16, 4));
   const Tensor q = Tensor::zeros({2, 5, 16}), k = Tensor::zeros({2, 7, 16});
+  EXPECT_THAT(test::Call([&] {
+                (void)m.forward(Tensor::zeros({2, 5, 12}), k, k);
+              }),
+              ThrowsMessage<ShapeError>(HasSubstr(
+                  "MultiheadAttention::forward: tensor 'query' expected shape [2, 5, 16]")));
+  EXPECT_THAT(test::Call([&] {
+                (void)m.forward(q, Tensor::zeros({3, 7, 16}), k);
+              }),
+              ThrowsMessage<ShapeError>(HasSubstr("tensor 'key' expected shape [2, 7, 16]")));
+  EXPECT_THAT(test::Call([&] {
+                (void)m.forward(q, k, Tensor::zeros({2, 6, 16}));
+              }),
+              ThrowsMessage<ShapeError>(HasSubstr("tensor 'value' expected shape [2, 7, 16]")));
+  EXPECT_THAT(test::Call([&] {
+                (void)m.forward(q, Tensor::zeros({7, 16}), k);
+              }),
+              ThrowsMessage<ShapeError>(HasSubstr("expected the rank of 'query'")));
+  EXPECT_THAT(test::Call([&] {
+                (void)m.forward(q, k, k, MultiheadAttentionCall().attn_mask(Tensor::zeros({5, 6})));
+              }),
+              ThrowsMessage<ShapeError>(HasSubstr("tensor 'attn_mask' expected shape [5, 7]")));
   EXPECT_THAT(
-      [&] {
-        (void)m.forward(Tensor::zeros({2, 5, 12}), k, k);
-      },
-      ThrowsMessage<ShapeError>(
-          HasSubstr("MultiheadAttention::forward: tensor 'query' expected shape [2, 5, 16]")));
-  EXPECT_THAT(
-      [&] {
-        (void)m.forward(q, Tensor::zeros({3, 7, 16}), k);
-      },
-      ThrowsMessage<ShapeError>(HasSubstr("tensor 'key' expected shape [2, 7, 16]")));
-  EXPECT_THAT(
-      [&] {
-        (void)m.forward(q, k, Tensor::zeros({2, 6, 16}));
-      },
-      ThrowsMessage<ShapeError>(HasSubstr("tensor 'value' expected shape [2, 7, 16]")));
-  EXPECT_THAT(
-      [&] {
-        (void)m.forward(q, Tensor::zeros({7, 16}), k);
-      },
-      ThrowsMessage<ShapeError>(HasSubstr("expected the rank of 'query'")));
-  EXPECT_THAT(
-      [&] {
-        (void)m.forward(q, k, k, MultiheadAttentionCall().attn_mask(Tensor::zeros({5, 6})));
-      },
-      ThrowsMessage<ShapeError>(HasSubstr("tensor 'attn_mask' expected shape [5, 7]")));
-  EXPECT_THAT(
-      [&] {
+      test::Call([&] {
         (void)m.forward(q, k, k, MultiheadAttentionCall().attn_mask(Tensor::zeros({4, 5, 7})));
-      },
+      }),
       ThrowsMessage<ShapeError>(HasSubstr("tensor 'attn_mask' expected shape [8, 5, 7]")));
   EXPECT_THAT(
-      [&] {
+      test::Call([&] {
         (void)m.forward(q, k, k, MultiheadAttentionCall().key_padding_mask(Tensor::zeros({2, 5})));
-      },
+      }),
       ThrowsMessage<ShapeError>(HasSubstr("tensor 'key_padding_mask' expected shape [2, 7]")));
   EXPECT_THAT(
-      [&] {
+      test::Call([&] {
         (void)m.forward(q, k, k, MultiheadAttentionCall().attn_mask(Tensor::full({5, 7}, 0.5f)));
-      },
+      }),
       ThrowsMessage<ValueError>(HasSubstr("'attn_mask' is boolean and must hold only 0 and 1")));
-  EXPECT_THAT([] { MultiheadAttention bad(MultiheadAttentionOptions(10, 4)); },
+  EXPECT_THAT(test::Call([] { MultiheadAttention bad(MultiheadAttentionOptions(10, 4)); }),
               ThrowsMessage<ValueError>(HasSubstr("num_heads (4) must be >= 1 and divide "
                                                   "embed_dim (10)")));
-  EXPECT_THAT(
-      [&] {
-        (void)m.forward_maps(Tensor::zeros({1, 8, 3, 3}));
-      },
-      ThrowsMessage<ShapeError>(HasSubstr("tensor 'x' expected shape [*, 16, *, *]")));
+  EXPECT_THAT(test::Call([&] {
+                (void)m.forward_maps(Tensor::zeros({1, 8, 3, 3}));
+              }),
+              ThrowsMessage<ShapeError>(HasSubstr("tensor 'x' expected shape [*, 16, *, *]")));
 }
 
 TEST(MultiheadAttention, LoadRejectsMissingAndMisshapenKeys) {
@@ -287,9 +282,9 @@ TEST(MultiheadAttention, LoadRejectsMissingAndMisshapenKeys) {
   StateDict w = fx.weights();
   w.erase("in_proj_bias");
   MultiheadAttention m(MultiheadAttentionOptions(16, 4));
-  EXPECT_THAT([&] { m.load_state_dict(w); },
+  EXPECT_THAT(test::Call([&] { m.load_state_dict(w); }),
               ThrowsMessage<ValueError>(HasSubstr("missing 'in_proj_bias'")));
-  EXPECT_THAT([&] { (void)MultiheadAttentionOptions::from_state_dict(StateDict(), 2); },
+  EXPECT_THAT(test::Call([&] { (void)MultiheadAttentionOptions::from_state_dict(StateDict(), 2); }),
               ThrowsMessage<ValueError>(HasSubstr("missing 'out_proj.weight'")));
 }
 

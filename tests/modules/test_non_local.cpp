@@ -9,6 +9,7 @@
 #include "cvattn/core/error.hpp"
 #include "cvattn/io/safetensors.hpp"
 #include "cvattn/modules/non_local.hpp"
+#include "support/call.hpp"
 #include "support/concurrency.hpp"
 #include "support/fixtures.hpp"
 #include "support/random.hpp"
@@ -88,29 +89,27 @@ TEST(NonLocalAttn, FreshBlockIsTheIdentityAndRowsSumToOne) {
 
 TEST(NonLocalAttn, RejectsBadInputAndOptions) {
   const NonLocalAttn m(NonLocalAttnOptions(16));
-  EXPECT_THAT(
-      [&] {
-        (void)m.forward(Tensor::zeros({1, 8, 4, 4}));
-      },
-      ThrowsMessage<ShapeError>(
-          HasSubstr("NonLocalAttn::forward: tensor 'x' expected shape [*, 16, *, *], got "
-                    "[1, 8, 4, 4]")));
-  EXPECT_THAT(
-      [&] {
-        (void)m.forward(Tensor::zeros({1, 16, 0, 4}));
-      },
-      ThrowsMessage<ShapeError>(HasSubstr("expected H, W >= 1")));
-  EXPECT_THAT([] { (void)NonLocalAttnOptions(0).reduced_channels(); },
+  EXPECT_THAT(test::Call([&] {
+                (void)m.forward(Tensor::zeros({1, 8, 4, 4}));
+              }),
+              ThrowsMessage<ShapeError>(
+                  HasSubstr("NonLocalAttn::forward: tensor 'x' expected shape [*, 16, *, *], got "
+                            "[1, 8, 4, 4]")));
+  EXPECT_THAT(test::Call([&] {
+                (void)m.forward(Tensor::zeros({1, 16, 0, 4}));
+              }),
+              ThrowsMessage<ShapeError>(HasSubstr("expected H, W >= 1")));
+  EXPECT_THAT(test::Call([] { (void)NonLocalAttnOptions(0).reduced_channels(); }),
               ThrowsMessage<ValueError>(HasSubstr("in_channels must be >= 1")));
-  EXPECT_THAT([] { (void)NonLocalAttnOptions(8).rd_ratio(-1).reduced_channels(); },
+  EXPECT_THAT(test::Call([] { (void)NonLocalAttnOptions(8).rd_ratio(-1).reduced_channels(); }),
               ThrowsMessage<ValueError>(HasSubstr("rd_ratio must be positive")));
   const auto fx = test::fixture("non_local/nonlocal_c16_default");
   StateDict w = fx.weights();
   w.erase("norm.running_var");
   NonLocalAttn fresh(NonLocalAttnOptions(16));
-  EXPECT_THAT([&] { fresh.load_state_dict(w); },
+  EXPECT_THAT(test::Call([&] { fresh.load_state_dict(w); }),
               ThrowsMessage<ValueError>(HasSubstr("missing 'norm.running_var'")));
-  EXPECT_THAT([] { (void)NonLocalAttnOptions::from_state_dict(StateDict()); },
+  EXPECT_THAT(test::Call([] { (void)NonLocalAttnOptions::from_state_dict(StateDict()); }),
               ThrowsMessage<ValueError>(HasSubstr("missing 't.weight'")));
 }
 

@@ -12,6 +12,7 @@
 #include "cvattn/modules/dropout.hpp"
 #include "cvattn/modules/normalization.hpp"
 #include "cvattn/modules/sequential.hpp"
+#include "support/call.hpp"
 #include "support/fixtures.hpp"
 #include "support/random.hpp"
 #include "support/tensor_near.hpp"
@@ -53,20 +54,19 @@ TEST(LayerNormModule, KeysFreshStateAndDescribe) {
 }
 
 TEST(LayerNormModule, RejectsBadOptionsAndInputs) {
-  EXPECT_THAT([] { LayerNorm(LayerNormOptions({})); },
+  EXPECT_THAT(test::Call([] { LayerNorm(LayerNormOptions({})); }),
               ThrowsMessage<ValueError>(HasSubstr("LayerNormOptions: normalized_shape")));
-  EXPECT_THAT([] { LayerNorm(LayerNormOptions({0})); },
+  EXPECT_THAT(test::Call([] { LayerNorm(LayerNormOptions({0})); }),
               ThrowsMessage<ValueError>(HasSubstr("must be positive")));
-  EXPECT_THAT([] { LayerNorm(LayerNormOptions({3}).eps(-1)); },
+  EXPECT_THAT(test::Call([] { LayerNorm(LayerNormOptions({3}).eps(-1)); }),
               ThrowsMessage<ValueError>(HasSubstr("eps")));
-  EXPECT_THAT([] { (void)LayerNormOptions::from_state_dict(StateDict()); },
+  EXPECT_THAT(test::Call([] { (void)LayerNormOptions::from_state_dict(StateDict()); }),
               ThrowsMessage<ValueError>(HasSubstr("no 'weight'")));
   const LayerNorm ln(LayerNormOptions({8}));
-  EXPECT_THAT(
-      [&] {
-        (void)ln.forward(Tensor::zeros({2, 7}));
-      },
-      ThrowsMessage<ShapeError>(HasSubstr("expected shape [*, 8]")));
+  EXPECT_THAT(test::Call([&] {
+                (void)ln.forward(Tensor::zeros({2, 7}));
+              }),
+              ThrowsMessage<ShapeError>(HasSubstr("expected shape [*, 8]")));
 }
 
 TEST(LayerNorm2dModule, MatchesTimm) {
@@ -88,13 +88,12 @@ TEST(LayerNorm2dModule, DescribesAsTimmAndChecksChannels) {
   const LayerNorm2d ln(LayerNorm2dOptions(64));
   EXPECT_EQ(ln.describe(), "LayerNorm2d((64,), eps=1e-06, elementwise_affine=True)");
   EXPECT_THAT(ln.state_dict().keys(), ElementsAre("weight", "bias"));
-  EXPECT_THAT(
-      [&] {
-        (void)ln.forward(Tensor::zeros({1, 32, 4, 4}));
-      },
-      ThrowsMessage<ShapeError>(
-          HasSubstr("LayerNorm2d::forward: tensor 'x' expected shape [*, 64, *, *], got "
-                    "[1, 32, 4, 4]")));
+  EXPECT_THAT(test::Call([&] {
+                (void)ln.forward(Tensor::zeros({1, 32, 4, 4}));
+              }),
+              ThrowsMessage<ShapeError>(
+                  HasSubstr("LayerNorm2d::forward: tensor 'x' expected shape [*, 64, *, *], got "
+                            "[1, 32, 4, 4]")));
 }
 
 TEST(GroupNormModule, MatchesPyTorch) {
@@ -118,16 +117,15 @@ TEST(GroupNormModule, MatchesPyTorch) {
 TEST(GroupNormModule, DescribeAndErrors) {
   const GroupNorm gn(GroupNormOptions(32, 64));
   EXPECT_EQ(gn.describe(), "GroupNorm(32, 64, eps=1e-05, affine=True)");
-  EXPECT_THAT([] { GroupNorm(GroupNormOptions(3, 8)); },
+  EXPECT_THAT(test::Call([] { GroupNorm(GroupNormOptions(3, 8)); }),
               ThrowsMessage<ValueError>(HasSubstr(
                   "GroupNormOptions: num_groups (3) must be positive and divide num_channels "
                   "(8)")));
-  EXPECT_THAT(
-      [&] {
-        (void)gn.forward(Tensor::zeros({2, 32, 3}));
-      },
-      ThrowsMessage<ShapeError>(
-          HasSubstr("GroupNorm::forward: tensor 'x' expected shape [*, 64, ...], got [2, 32, 3]")));
+  EXPECT_THAT(test::Call([&] {
+                (void)gn.forward(Tensor::zeros({2, 32, 3}));
+              }),
+              ThrowsMessage<ShapeError>(HasSubstr(
+                  "GroupNorm::forward: tensor 'x' expected shape [*, 64, ...], got [2, 32, 3]")));
 }
 
 std::string repr_of(const Sequential& seq) {
@@ -177,7 +175,7 @@ TEST(LayerModules, ActivationByNameMatchesTheNamedModule) {
   EXPECT_TENSOR_NEAR(Activation("relu6").forward(x), ReLU6().forward(x), kExact);
   EXPECT_EQ(Activation("swish").describe(), "SiLU()");
   EXPECT_EQ(Activation(ActLayer::gelu_tanh).describe(), "GELU(approximate='tanh')");
-  EXPECT_THAT([] { Activation("prelu"); },
+  EXPECT_THAT(test::Call([] { Activation("prelu"); }),
               ThrowsMessage<ValueError>(HasSubstr("unknown act_layer 'prelu'")));
 }
 
@@ -188,9 +186,10 @@ TEST(LayerModules, IdentityDropoutDropPathReturnTheInput) {
   EXPECT_EQ(DropPath(0.25).forward(x).data(), x.data());
   EXPECT_EQ(Dropout(0.1).describe(), "Dropout(p=0.1, inplace=False)");
   EXPECT_EQ(DropPath(0.1).describe(), "DropPath(drop_prob=0.100)");
-  EXPECT_THAT([] { Dropout(1.5); }, ThrowsMessage<ValueError>(HasSubstr("Dropout: p")));
-  EXPECT_THAT([] { DropPath(-0.1); }, ThrowsMessage<ValueError>(HasSubstr("DropPath: drop_prob")));
-  EXPECT_THAT([] { (void)Dropout().forward(Tensor()); },
+  EXPECT_THAT(test::Call([] { Dropout(1.5); }), ThrowsMessage<ValueError>(HasSubstr("Dropout: p")));
+  EXPECT_THAT(test::Call([] { DropPath(-0.1); }),
+              ThrowsMessage<ValueError>(HasSubstr("DropPath: drop_prob")));
+  EXPECT_THAT(test::Call([] { (void)Dropout().forward(Tensor()); }),
               ThrowsMessage<ShapeError>(HasSubstr("Dropout::forward")));
 }
 

@@ -17,6 +17,7 @@
 #include "cvattn/modules/conv2d.hpp"
 #include "cvattn/modules/sequential.hpp"
 #include "cvattn/modules/squeeze_excitation.hpp"
+#include "support/call.hpp"
 #include "support/concurrency.hpp"
 #include "support/fixtures.hpp"
 #include "support/tensor_near.hpp"
@@ -172,26 +173,23 @@ TEST(PortResnetSe, StageGivesEveryMapAndHookByPath) {
 
 TEST(PortResnetSe, WrongShapeNamesTheModulePath) {
   const auto net = stage();
-  EXPECT_THAT(
-      [&] {
-        (void)net->forward(Tensor::zeros({2, 4, 11, 9}));
-      },
-      ThrowsMessage<ShapeError>(StartsWith("stem.0: Conv2d::forward: tensor 'x'")));
+  EXPECT_THAT(test::Call([&] {
+                (void)net->forward(Tensor::zeros({2, 4, 11, 9}));
+              }),
+              ThrowsMessage<ShapeError>(StartsWith("stem.0: Conv2d::forward: tensor 'x'")));
   // Into layer1 directly with 7 channels where layer1.0.conv1 wants 8.
-  EXPECT_THAT(
-      [&] {
-        (void)net->at("layer1")->forward(Tensor::zeros({1, 7, 6, 5}));
-      },
-      ThrowsMessage<ShapeError>(StartsWith("0.conv1: Conv2d::forward: tensor 'x'")));
+  EXPECT_THAT(test::Call([&] {
+                (void)net->at("layer1")->forward(Tensor::zeros({1, 7, 6, 5}));
+              }),
+              ThrowsMessage<ShapeError>(StartsWith("0.conv1: Conv2d::forward: tensor 'x'")));
   // A block without its downsample fails in the block itself, named from the root.
   const Sequential bad{
       {"layer1", std::make_shared<Sequential>(Sequential{std::make_shared<BasicBlock>(8, 16, 2)})}};
-  EXPECT_THAT(
-      [&] {
-        (void)bad.forward(Tensor::zeros({1, 8, 6, 6}));
-      },
-      ThrowsMessage<ShapeError>(
-          HasSubstr("layer1.0: BasicBlock: the residual [1, 8, 6, 6] does not match")));
+  EXPECT_THAT(test::Call([&] {
+                (void)bad.forward(Tensor::zeros({1, 8, 6, 6}));
+              }),
+              ThrowsMessage<ShapeError>(
+                  HasSubstr("layer1.0: BasicBlock: the residual [1, 8, 6, 6] does not match")));
 }
 
 TEST(PortResnetSe, ConcurrencySharedStage) {

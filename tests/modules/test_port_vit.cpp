@@ -21,6 +21,7 @@
 #include "cvattn/modules/multihead_self_attention.hpp"
 #include "cvattn/modules/normalization.hpp"
 #include "cvattn/modules/sequential.hpp"
+#include "support/call.hpp"
 #include "support/concurrency.hpp"
 #include "support/fixtures.hpp"
 #include "support/model_fixtures.hpp"
@@ -212,11 +213,10 @@ TEST(PortVit, WrongImageSizeNamesThePath) {
   const auto fx = test::fixture("containers/vit_tiny");
   const auto vit = make_vit(fx);
   // 40x40 gives 25 + 1 tokens where pos_embedding has 17.
-  EXPECT_THAT(
-      [&] {
-        (void)vit->forward(Tensor::zeros({1, 3, 40, 40}));
-      },
-      ThrowsMessage<ShapeError>(StartsWith("encoder: ")));
+  EXPECT_THAT(test::Call([&] {
+                (void)vit->forward(Tensor::zeros({1, 3, 40, 40}));
+              }),
+              ThrowsMessage<ShapeError>(StartsWith("encoder: ")));
 }
 
 TEST(PortVit, ConcurrencySharedVit) {

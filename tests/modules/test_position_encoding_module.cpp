@@ -5,6 +5,7 @@
 #include "cvattn/core/error.hpp"
 #include "cvattn/io/safetensors.hpp"
 #include "cvattn/modules/position_encoding.hpp"
+#include "support/call.hpp"
 #include "support/fixtures.hpp"
 #include "support/tensor_near.hpp"
 
@@ -30,19 +31,19 @@ TEST(LearnedPositionEncoding, MatchesPyTorch) {
 TEST(LearnedPositionEncoding, RejectsMismatchedInputAndWeights) {
   const LearnedPositionEncoding m(LearnedPositionEncodingOptions(8, 5, 7));
   EXPECT_EQ(m.describe(), "LearnedPositionEncoding(channels=8, height=5, width=7)");
-  EXPECT_THAT(
-      [&] {
-        (void)m.forward(Tensor::zeros({1, 8, 7, 5}));
-      },
-      ThrowsMessage<ShapeError>(
-          HasSubstr("LearnedPositionEncoding::forward: tensor 'x' expected shape [*, 8, 5, 7]")));
+  EXPECT_THAT(test::Call([&] {
+                (void)m.forward(Tensor::zeros({1, 8, 7, 5}));
+              }),
+              ThrowsMessage<ShapeError>(HasSubstr(
+                  "LearnedPositionEncoding::forward: tensor 'x' expected shape [*, 8, 5, 7]")));
   StateDict w;
   w.set("pos_embed", Tensor::zeros({8, 5, 7}));
   EXPECT_THAT(
-      [&] { (void)LearnedPositionEncodingOptions::from_state_dict(w); },
+      test::Call([&] { (void)LearnedPositionEncodingOptions::from_state_dict(w); }),
       ThrowsMessage<ValueError>(HasSubstr("'pos_embed' expected [1, *, *, *], got [8, 5, 7]")));
-  EXPECT_THAT([] { LearnedPositionEncoding bad(LearnedPositionEncodingOptions(0, 1, 1)); },
-              ThrowsMessage<ValueError>(HasSubstr("must be >= 1")));
+  EXPECT_THAT(
+      test::Call([] { LearnedPositionEncoding bad(LearnedPositionEncodingOptions(0, 1, 1)); }),
+      ThrowsMessage<ValueError>(HasSubstr("must be >= 1")));
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 #include "cvattn/core/parallel.hpp"
 #include "cvattn/io/safetensors.hpp"
 #include "cvattn/modules/selective_kernel.hpp"
+#include "support/call.hpp"
 #include "support/fixtures.hpp"
 #include "support/random.hpp"
 #include "support/tensor_near.hpp"
@@ -276,7 +277,9 @@ TEST(SelectiveKernel, NonFiniteInputDoesNotCrash) {
 
 TEST(SelectiveKernel, RejectsBadOptions) {
   auto throws = [](const SelectiveKernelOptions& o, const std::string& msg) {
-    EXPECT_THAT([&] { SelectiveKernel sk(o); }, ThrowsMessage<ValueError>(HasSubstr(msg))) << msg;
+    EXPECT_THAT(test::Call([&] { SelectiveKernel sk(o); }),
+                ThrowsMessage<ValueError>(HasSubstr(msg)))
+        << msg;
   };
   throws(SelectiveKernelOptions(8).kernel_size({3, 4}),
          "SelectiveKernelOptions: kernel_size entries must be odd and in [3, 2^15], got [3, 4]");
@@ -301,42 +304,38 @@ TEST(SelectiveKernel, FromStateDictExplainsInconsistentWeights) {
   const auto fx = test::fixture("sk/default_c16");
   const StateDict dict = weights(fx);
   using O = SelectiveKernelOptions;
-  EXPECT_THAT([&] { (void)O::from_state_dict(StateDict{}); },
+  EXPECT_THAT(test::Call([&] { (void)O::from_state_dict(StateDict{}); }),
               ThrowsMessage<ValueError>(HasSubstr(
                   "SelectiveKernelOptions::from_state_dict: missing 'paths.0.conv.weight'")));
-  EXPECT_THAT(
-      [&] {
-        (void)O::from_state_dict(dict, {3, 5, 7});
-      },
-      ThrowsMessage<ValueError>(
-          HasSubstr("kernel_size [3, 5, 7] gives 3 path(s), but the state_dict has 2 "
-                    "(paths.0.conv.weight .. paths.1.conv.weight)")));
-  EXPECT_THAT(
-      [&] {
-        (void)O::from_state_dict(dict, {3, 5}, 1, 1, true, false);
-      },
-      ThrowsMessage<ValueError>(
-          HasSubstr("'paths.1.conv.weight' expected [16, 8, 5, 5] (kernel_size[1] = 5, keep_3x3 = "
-                    "false), got [16, 8, 3, 3]")));
-  EXPECT_THAT(
-      [&] {
-        (void)O::from_state_dict(dict, {3, 5}, 1, 1, true, true, 20);
-      },
-      ThrowsMessage<ValueError>(
-          HasSubstr("has 8 input channels per group, which must divide the 10 input "
-                    "channels of each path (in_channels 20, split_input = true)")));
-  EXPECT_THAT(
-      [&] {
-        (void)O::from_state_dict(dict, {3, 5}, 1, 1, true, true, 15);
-      },
-      ThrowsMessage<ValueError>(HasSubstr("split_input needs in_channels (15)")));
+  EXPECT_THAT(test::Call([&] {
+                (void)O::from_state_dict(dict, {3, 5, 7});
+              }),
+              ThrowsMessage<ValueError>(
+                  HasSubstr("kernel_size [3, 5, 7] gives 3 path(s), but the state_dict has 2 "
+                            "(paths.0.conv.weight .. paths.1.conv.weight)")));
+  EXPECT_THAT(test::Call([&] {
+                (void)O::from_state_dict(dict, {3, 5}, 1, 1, true, false);
+              }),
+              ThrowsMessage<ValueError>(HasSubstr(
+                  "'paths.1.conv.weight' expected [16, 8, 5, 5] (kernel_size[1] = 5, keep_3x3 = "
+                  "false), got [16, 8, 3, 3]")));
+  EXPECT_THAT(test::Call([&] {
+                (void)O::from_state_dict(dict, {3, 5}, 1, 1, true, true, 20);
+              }),
+              ThrowsMessage<ValueError>(
+                  HasSubstr("has 8 input channels per group, which must divide the 10 input "
+                            "channels of each path (in_channels 20, split_input = true)")));
+  EXPECT_THAT(test::Call([&] {
+                (void)O::from_state_dict(dict, {3, 5}, 1, 1, true, true, 15);
+              }),
+              ThrowsMessage<ValueError>(HasSubstr("split_input needs in_channels (15)")));
   StateDict no_attn = dict;
   no_attn.erase("attn.fc_reduce.weight");
-  EXPECT_THAT([&] { (void)O::from_state_dict(no_attn); },
+  EXPECT_THAT(test::Call([&] { (void)O::from_state_dict(no_attn); }),
               ThrowsMessage<ValueError>(HasSubstr("missing 'attn.fc_reduce.weight'")));
   StateDict bad_reduce = dict;
   bad_reduce.set("attn.fc_reduce.weight", Tensor::zeros({8, 12, 1, 1}));
-  EXPECT_THAT([&] { (void)O::from_state_dict(bad_reduce); },
+  EXPECT_THAT(test::Call([&] { (void)O::from_state_dict(bad_reduce); }),
               ThrowsMessage<ValueError>(
                   HasSubstr("'attn.fc_reduce.weight' expected [*, 16, 1, 1], got [8, 12, 1, 1]")));
 }
@@ -346,36 +345,34 @@ TEST(SelectiveKernel, LoadStateDictNamesTheKey) {
   StateDict dict = weights(fx);
   SelectiveKernel sk(options_for(fx, dict));
   dict.set("attn.fc_select.weight", Tensor::zeros({16, 8, 1, 1}));
-  EXPECT_THAT([&] { sk.load_state_dict(dict); },
+  EXPECT_THAT(test::Call([&] { sk.load_state_dict(dict); }),
               ThrowsMessage<ValueError>(
                   HasSubstr("'attn.fc_select.weight' expected [32, 8, 1, 1], got [16, 8, 1, 1]")));
   dict = weights(fx);
   dict.erase("paths.1.bn.running_var");
   dict.erase("paths.0.bn.num_batches_tracked");  // optional
-  EXPECT_THAT([&] { sk.load_state_dict(dict); },
+  EXPECT_THAT(test::Call([&] { sk.load_state_dict(dict); }),
               ThrowsMessage<ValueError>(HasSubstr("missing 'paths.1.bn.running_var'")));
 }
 
 TEST(SelectiveKernel, RejectsBadInput) {
   const SelectiveKernel sk(SelectiveKernelOptions(8));
-  EXPECT_THAT(
-      [&] {
-        (void)sk.forward(Tensor::zeros({1, 6, 5, 5}));
-      },
-      ThrowsMessage<ShapeError>(
-          HasSubstr("SelectiveKernel::forward: tensor 'x' expected shape [*, 8, *, *], got "
-                    "[1, 6, 5, 5]")));
-  EXPECT_THAT(
-      [&] {
-        (void)sk.forward(Tensor::zeros({8, 5, 5}));
-      },
-      ThrowsMessage<ShapeError>(HasSubstr("SelectiveKernel::forward")));
-  EXPECT_THAT(
-      [&] {
-        (void)sk.forward(Tensor::zeros({1, 8, 0, 5}));
-      },
-      ThrowsMessage<ShapeError>(HasSubstr("expected H, W >= 1, got [1, 8, 0, 5]")));
-  EXPECT_THAT([&] { (void)sk.forward(Tensor()); }, ThrowsMessage<ShapeError>(HasSubstr("'x'")));
+  EXPECT_THAT(test::Call([&] {
+                (void)sk.forward(Tensor::zeros({1, 6, 5, 5}));
+              }),
+              ThrowsMessage<ShapeError>(
+                  HasSubstr("SelectiveKernel::forward: tensor 'x' expected shape [*, 8, *, *], got "
+                            "[1, 6, 5, 5]")));
+  EXPECT_THAT(test::Call([&] {
+                (void)sk.forward(Tensor::zeros({8, 5, 5}));
+              }),
+              ThrowsMessage<ShapeError>(HasSubstr("SelectiveKernel::forward")));
+  EXPECT_THAT(test::Call([&] {
+                (void)sk.forward(Tensor::zeros({1, 8, 0, 5}));
+              }),
+              ThrowsMessage<ShapeError>(HasSubstr("expected H, W >= 1, got [1, 8, 0, 5]")));
+  EXPECT_THAT(test::Call([&] { (void)sk.forward(Tensor()); }),
+              ThrowsMessage<ShapeError>(HasSubstr("'x'")));
 }
 
 TEST(SelectiveKernel, ForwardIsThreadSafe) {

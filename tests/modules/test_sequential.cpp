@@ -12,6 +12,7 @@
 #include "cvattn/modules/pooling.hpp"
 #include "cvattn/modules/sequential.hpp"
 #include "modules/state_dict_fixture.hpp"
+#include "support/call.hpp"
 #include "support/tensor_near.hpp"
 
 namespace cvattn {
@@ -92,7 +93,7 @@ TEST(Sequential, StrictLoadingReportsEveryProblem) {
   dict.set("4.bias", Tensor::zeros({16}));
   dict.set("9.weight", Tensor::zeros({10, 143}));
   Sequential net = make_cnn();
-  EXPECT_THAT([&] { net.load_state_dict(dict); },
+  EXPECT_THAT(test::Call([&] { net.load_state_dict(dict); }),
               ThrowsMessage<ValueError>(
                   AllOf(HasSubstr("missing '0.bias'"), HasSubstr("unexpected '4.bias'"),
                         HasSubstr("'9.weight' expected [10, 144], got [10, 143]"))));
@@ -129,7 +130,7 @@ TEST(Sequential, EmptyIsIdentityAndAtIsChecked) {
   const Sequential net;
   const Tensor x = Tensor::full({2, 3}, 1.5f);
   EXPECT_TENSOR_NEAR(net.forward(x), x, (test::Tolerance{0, 0}));
-  EXPECT_THAT([&] { (void)net.at(0); },
+  EXPECT_THAT(test::Call([&] { (void)net.at(0); }),
               ThrowsMessage<ValueError>(HasSubstr("Sequential::at: index 0 out of range for 0")));
 }
 
@@ -140,25 +141,23 @@ TEST(Sequential, PushBackKeepsTypeAndRejectsNull) {
   EXPECT_EQ(net.size(), 2u);
   EXPECT_EQ(net.at(1).get(), conv.get());
   EXPECT_EQ(net.children()[1].first, "1");
-  EXPECT_THAT([&] { net.push_back(std::shared_ptr<ReLU>()); },
+  EXPECT_THAT(test::Call([&] { net.push_back(std::shared_ptr<ReLU>()); }),
               ThrowsMessage<ValueError>(HasSubstr("Sequential: module 2 is null")));
 }
 
 TEST(Sequential, ShapeErrorsNameTheFailingLayer) {
   const Sequential net = make_cnn();
-  EXPECT_THAT(
-      [&] {
-        (void)net.forward(Tensor::zeros({1, 4, 8, 8}));
-      },
-      ThrowsMessage<ShapeError>(
-          HasSubstr("Conv2d::forward: tensor 'x' expected shape [*, 3, *, *], got [1, 4, 8, 8]")));
+  EXPECT_THAT(test::Call([&] {
+                (void)net.forward(Tensor::zeros({1, 4, 8, 8}));
+              }),
+              ThrowsMessage<ShapeError>(HasSubstr(
+                  "Conv2d::forward: tensor 'x' expected shape [*, 3, *, *], got [1, 4, 8, 8]")));
   // 12x12 input: Flatten gives 16*2*2 = 64 features where Linear wants 144.
-  EXPECT_THAT(
-      [&] {
-        (void)net.forward(Tensor::zeros({1, 3, 12, 12}));
-      },
-      ThrowsMessage<ShapeError>(
-          HasSubstr("Linear::forward: tensor 'x' expected [..., 144], got [1, 64]")));
+  EXPECT_THAT(test::Call([&] {
+                (void)net.forward(Tensor::zeros({1, 3, 12, 12}));
+              }),
+              ThrowsMessage<ShapeError>(
+                  HasSubstr("Linear::forward: tensor 'x' expected [..., 144], got [1, 64]")));
 }
 
 }  // namespace

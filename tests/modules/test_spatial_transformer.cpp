@@ -13,6 +13,7 @@
 #include "cvattn/modules/pooling.hpp"
 #include "cvattn/modules/spatial_transformer.hpp"
 #include "modules/stn_parts_nets.hpp"
+#include "support/call.hpp"
 #include "support/fixtures.hpp"
 #include "support/random.hpp"
 #include "support/tensor_near.hpp"
@@ -67,7 +68,7 @@ TEST(SpatialTransformer, StnOnlyKeysAreNotAClassifier) {
   const StateDict dict = io::load_safetensors(fx.path("weights.safetensors"));
   EXPECT_FALSE(StnClassifier::has_classifier_keys(dict));
   EXPECT_EQ(dict.size(), 8u);
-  EXPECT_THAT([&] { (void)StnClassifier::from_state_dict(dict); },
+  EXPECT_THAT(test::Call([&] { (void)StnClassifier::from_state_dict(dict); }),
               ::testing::ThrowsMessage<ValueError>(HasSubstr("conv1.weight")));
 }
 
@@ -109,13 +110,12 @@ TEST(SpatialTransformer, RejectsBadInputs) {
   EXPECT_THROW((void)stn.forward(Tensor()), Error);
 
   StnClassifier net;
-  EXPECT_THAT(
-      [&] {
-        (void)net.forward(Tensor::zeros({1, 1, 27, 27}));
-      },
-      ::testing::ThrowsMessage<ShapeError>(
-          HasSubstr("StnClassifier: tensor 'input' [1, 1, 27, 27] must have H and W in "
-                    "28..29")));
+  EXPECT_THAT(test::Call([&] {
+                (void)net.forward(Tensor::zeros({1, 1, 27, 27}));
+              }),
+              ::testing::ThrowsMessage<ShapeError>(
+                  HasSubstr("StnClassifier: tensor 'input' [1, 1, 27, 27] must have H and W in "
+                            "28..29")));
 }
 
 TEST(SpatialTransformer, RejectsBadWeights) {
@@ -123,11 +123,11 @@ TEST(SpatialTransformer, RejectsBadWeights) {
   StateDict dict = io::load_safetensors(fx.path("weights.safetensors"));
   StateDict wrong = dict;
   wrong.set("fc_loc.2.weight", Tensor::zeros({6, 31}));
-  EXPECT_THAT([&] { (void)SpatialTransformer::from_state_dict(wrong); },
+  EXPECT_THAT(test::Call([&] { (void)SpatialTransformer::from_state_dict(wrong); }),
               ::testing::ThrowsMessage<ValueError>(HasSubstr("fc_loc.2.weight")));
   StateDict missing = dict;
   missing.erase("localization.3.bias");
-  EXPECT_THAT([&] { (void)SpatialTransformer::from_state_dict(missing); },
+  EXPECT_THAT(test::Call([&] { (void)SpatialTransformer::from_state_dict(missing); }),
               ::testing::ThrowsMessage<ValueError>(HasSubstr("localization.3.bias")));
 }
 
@@ -173,11 +173,10 @@ TEST(SpatialTransformer, ComposesItsParts) {
   EXPECT_EQ(stn.describe(),
             "SpatialTransformer(align_corners=True, padding_mode='border', output_size=(9, 11))");
   // Input sizes the net cannot take fail in the localisation net, naming the sizes.
-  EXPECT_THAT(
-      [&] {
-        (void)stn.forward(Tensor::zeros({1, 3, 15, 17}));
-      },
-      ::testing::ThrowsMessage<ShapeError>(HasSubstr("expects in_features = 144")));
+  EXPECT_THAT(test::Call([&] {
+                (void)stn.forward(Tensor::zeros({1, 3, 15, 17}));
+              }),
+              ::testing::ThrowsMessage<ShapeError>(HasSubstr("expects in_features = 144")));
 }
 
 TEST(SpatialTransformer, IdentityInitReproducesInputForBothAlignCorners) {
@@ -207,9 +206,9 @@ TEST(SpatialTransformer, KeysAndLoadingStayTheTutorials) {
   const StateDict dict = io::load_safetensors(fx.path("weights.safetensors"));
   SpatialTransformer stn(LocalisationNet::tutorial_from_state_dict(dict));
   EXPECT_TENSOR_NEAR(stn.forward(fx.tensor("input")), fx.tensor("output"), test::Tolerance{});
-  EXPECT_THAT([] { SpatialTransformer(std::shared_ptr<LocalisationNet>()); },
+  EXPECT_THAT(test::Call([] { SpatialTransformer(std::shared_ptr<LocalisationNet>()); }),
               ::testing::ThrowsMessage<ValueError>(HasSubstr("localisation net is null")));
-  EXPECT_THAT([] { StnClassifier(SpatialTransformerOptions().output_size(Pair2(20))); },
+  EXPECT_THAT(test::Call([] { StnClassifier(SpatialTransformerOptions().output_size(Pair2(20))); }),
               ::testing::ThrowsMessage<ValueError>(HasSubstr("StnClassifier: output_size")));
 }
 

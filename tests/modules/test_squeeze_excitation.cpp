@@ -7,6 +7,7 @@
 #include "cvattn/core/error.hpp"
 #include "cvattn/io/safetensors.hpp"
 #include "cvattn/modules/squeeze_excitation.hpp"
+#include "support/call.hpp"
 #include "support/concurrency.hpp"
 #include "support/fixtures.hpp"
 #include "support/random.hpp"
@@ -80,7 +81,7 @@ TEST(SqueezeExcitation, OldTimmWidthLoadsByShape) {
   const SqueezeExcitationOptions o = SqueezeExcitationOptions::from_state_dict(fx.weights());
   EXPECT_EQ(o.reduced_channels(), 12);
   SqueezeExcitation fresh(SqueezeExcitationOptions(200));
-  EXPECT_THAT([&] { fresh.load_state_dict(fx.weights()); },
+  EXPECT_THAT(test::Call([&] { fresh.load_state_dict(fx.weights()); }),
               ThrowsMessage<ValueError>(
                   HasSubstr("'fc1.weight' expected [16, 200, 1, 1], got [12, 200, 1, 1]")));
 }
@@ -193,55 +194,53 @@ TEST(SqueezeExcitation, NanPropagatesWithoutCrashing) {
 
 TEST(SqueezeExcitation, RejectsWrongInput) {
   const SqueezeExcitation se(SqueezeExcitationOptions(64));
-  EXPECT_THAT(
-      [&] {
-        (void)se.forward(Tensor::zeros({1, 32, 8, 8}));
-      },
-      ThrowsMessage<ShapeError>(
-          HasSubstr("SqueezeExcitation::forward: tensor 'x' expected shape [*, 64, *, *], got "
-                    "[1, 32, 8, 8]")));
-  EXPECT_THAT(
-      [&] {
-        (void)se.forward(Tensor::zeros({64, 8, 8}));
-      },
-      ThrowsMessage<ShapeError>(HasSubstr("expected shape [*, 64, *, *], got [64, 8, 8]")));
-  EXPECT_THAT(
-      [&] {
-        (void)se.forward(Tensor::zeros({1, 64, 0, 8}));
-      },
-      ThrowsMessage<ShapeError>(HasSubstr("expected H, W >= 1")));
-  EXPECT_THAT([&] { (void)se.forward(Tensor()); },
+  EXPECT_THAT(test::Call([&] {
+                (void)se.forward(Tensor::zeros({1, 32, 8, 8}));
+              }),
+              ThrowsMessage<ShapeError>(HasSubstr(
+                  "SqueezeExcitation::forward: tensor 'x' expected shape [*, 64, *, *], got "
+                  "[1, 32, 8, 8]")));
+  EXPECT_THAT(test::Call([&] {
+                (void)se.forward(Tensor::zeros({64, 8, 8}));
+              }),
+              ThrowsMessage<ShapeError>(HasSubstr("expected shape [*, 64, *, *], got [64, 8, 8]")));
+  EXPECT_THAT(test::Call([&] {
+                (void)se.forward(Tensor::zeros({1, 64, 0, 8}));
+              }),
+              ThrowsMessage<ShapeError>(HasSubstr("expected H, W >= 1")));
+  EXPECT_THAT(test::Call([&] { (void)se.forward(Tensor()); }),
               ThrowsMessage<ShapeError>(HasSubstr("tensor 'x' is undefined")));
 }
 
 TEST(SqueezeExcitation, RejectsInvalidOptions) {
-  EXPECT_THAT([] { SqueezeExcitation se(SqueezeExcitationOptions(0)); },
+  EXPECT_THAT(test::Call([] { SqueezeExcitation se(SqueezeExcitationOptions(0)); }),
               ThrowsMessage<ValueError>(HasSubstr("channels must be >= 1, got 0")));
-  EXPECT_THAT([] { SqueezeExcitation se(SqueezeExcitationOptions(64).rd_ratio(0.0)); },
+  EXPECT_THAT(test::Call([] { SqueezeExcitation se(SqueezeExcitationOptions(64).rd_ratio(0.0)); }),
               ThrowsMessage<ValueError>(HasSubstr("rd_ratio must be positive and finite")));
-  EXPECT_THAT([] { SqueezeExcitation se(SqueezeExcitationOptions(64).rd_ratio(NAN)); },
+  EXPECT_THAT(test::Call([] { SqueezeExcitation se(SqueezeExcitationOptions(64).rd_ratio(NAN)); }),
               ThrowsMessage<ValueError>(HasSubstr("rd_ratio must be positive and finite")));
-  EXPECT_THAT([] { SqueezeExcitation se(SqueezeExcitationOptions(64).rd_divisor(0)); },
+  EXPECT_THAT(test::Call([] { SqueezeExcitation se(SqueezeExcitationOptions(64).rd_divisor(0)); }),
               ThrowsMessage<ValueError>(HasSubstr("divisor must be in [1, 2^30], got 0")));
-  EXPECT_THAT([] { SqueezeExcitation se(SqueezeExcitationOptions(64).rd_channels(-2)); },
-              ThrowsMessage<ValueError>(HasSubstr("rd_channels must be >= 0")));
-  EXPECT_THAT([] { (void)parse_gate_layer("swish"); },
+  EXPECT_THAT(
+      test::Call([] { SqueezeExcitation se(SqueezeExcitationOptions(64).rd_channels(-2)); }),
+      ThrowsMessage<ValueError>(HasSubstr("rd_channels must be >= 0")));
+  EXPECT_THAT(test::Call([] { (void)parse_gate_layer("swish"); }),
               ThrowsMessage<ValueError>(HasSubstr("unknown gate_layer 'swish'")));
-  EXPECT_THAT([] { (void)parse_norm_layer("layer_norm"); },
+  EXPECT_THAT(test::Call([] { (void)parse_norm_layer("layer_norm"); }),
               ThrowsMessage<ValueError>(HasSubstr("unknown norm_layer 'layer_norm'")));
 }
 
 TEST(SqueezeExcitation, FromStateDictErrorsNameTheKey) {
   StateDict d;
-  EXPECT_THAT([&] { (void)SqueezeExcitationOptions::from_state_dict(d); },
+  EXPECT_THAT(test::Call([&] { (void)SqueezeExcitationOptions::from_state_dict(d); }),
               ThrowsMessage<ValueError>(HasSubstr(
                   "SqueezeExcitationOptions::from_state_dict: missing 'fc1.weight' (keys: none)")));
   d.set("fc1.weight", Tensor::zeros({8, 64}));
   EXPECT_THAT(
-      [&] { (void)SqueezeExcitationOptions::from_state_dict(d); },
+      test::Call([&] { (void)SqueezeExcitationOptions::from_state_dict(d); }),
       ThrowsMessage<ValueError>(HasSubstr("'fc1.weight' expected [*, *, 1, 1], got [8, 64]")));
   d.set("fc1.weight", Tensor::zeros({0, 64, 1, 1}));
-  EXPECT_THAT([&] { (void)SqueezeExcitationOptions::from_state_dict(d); },
+  EXPECT_THAT(test::Call([&] { (void)SqueezeExcitationOptions::from_state_dict(d); }),
               ThrowsMessage<ValueError>(HasSubstr("with R, C >= 1, got [0, 64, 1, 1]")));
 }
 
@@ -252,7 +251,7 @@ TEST(SqueezeExcitation, StrictLoadingReportsEveryProblem) {
   d.set("fc1.bias", Tensor::zeros({8}));
   d.set("fc2.weight", Tensor::zeros({64, 8, 1, 1}));
   d.set("fc3.weight", Tensor::zeros({1}));
-  EXPECT_THAT([&] { se.load_state_dict(d); },
+  EXPECT_THAT(test::Call([&] { se.load_state_dict(d); }),
               ThrowsMessage<ValueError>(
                   HasSubstr("load_state_dict(SqueezeExcitation(channels=64, rd_channels=8, "
                             "add_maxpool=false, bias=true, norm_layer=none, gate_layer=sigmoid)): "
@@ -261,7 +260,7 @@ TEST(SqueezeExcitation, StrictLoadingReportsEveryProblem) {
   // BatchNorm keys select the norm; without it they are unexpected.
   const auto fx = test::fixture("channel/se_c72_bn");
   SqueezeExcitation plain(SqueezeExcitationOptions(72));
-  EXPECT_THAT([&] { plain.load_state_dict(fx.weights()); },
+  EXPECT_THAT(test::Call([&] { plain.load_state_dict(fx.weights()); }),
               ThrowsMessage<ValueError>(HasSubstr("unexpected 'bn.bias'")));
 }
 

@@ -6,6 +6,7 @@
 
 #include "cvattn/core/error.hpp"
 #include "cvattn/viz/viz.hpp"
+#include "support/call.hpp"
 
 namespace cvattn::viz {
 namespace {
@@ -57,7 +58,7 @@ TEST(ParseColormap, KnowsEveryOpenCvColormap) {
   EXPECT_EQ(parse_colormap("autumn"), cv::COLORMAP_AUTUMN);
   EXPECT_EQ(parse_colormap("twilight_shifted"), cv::COLORMAP_TWILIGHT_SHIFTED);
   EXPECT_EQ(parse_colormap("deepgreen"), cv::COLORMAP_DEEPGREEN);
-  EXPECT_THAT([] { (void)parse_colormap("Turbo"); },
+  EXPECT_THAT(test::Call([] { (void)parse_colormap("Turbo"); }),
               ThrowsMessage<ValueError>(HasSubstr("unknown colormap 'Turbo'; expected one of")));
 }
 
@@ -65,7 +66,7 @@ TEST(ParseNormalization, KnowsThreeWords) {
   EXPECT_EQ(parse_normalization("min_max"), Normalization::min_max);
   EXPECT_EQ(parse_normalization("percentile"), Normalization::percentile);
   EXPECT_EQ(parse_normalization("fixed"), Normalization::fixed);
-  EXPECT_THAT([] { (void)parse_normalization("minmax"); },
+  EXPECT_THAT(test::Call([] { (void)parse_normalization("minmax"); }),
               ThrowsMessage<ValueError>(HasSubstr("unknown normalization 'minmax'")));
 }
 
@@ -183,64 +184,57 @@ TEST(Heatmap, NonFiniteValuesHaveADefinedColour) {
 }
 
 TEST(Heatmap, RejectsBadMapsAndOptions) {
-  EXPECT_THAT(
-      [] {
-        (void)heatmap(Tensor::zeros({2, 3, 4, 5}));
-      },
-      ThrowsMessage<ShapeError>(
-          HasSubstr("heatmap: tensor 'map' expected [H, W], [N, H, W] or [N, 1, H, W], got "
-                    "[2, 3, 4, 5]")));
-  EXPECT_THAT([] { (void)heatmap(Tensor::zeros({5})); },
+  EXPECT_THAT(test::Call([] {
+                (void)heatmap(Tensor::zeros({2, 3, 4, 5}));
+              }),
+              ThrowsMessage<ShapeError>(
+                  HasSubstr("heatmap: tensor 'map' expected [H, W], [N, H, W] or [N, 1, H, W], got "
+                            "[2, 3, 4, 5]")));
+  EXPECT_THAT(test::Call([] { (void)heatmap(Tensor::zeros({5})); }),
               ThrowsMessage<ShapeError>(HasSubstr("got [5]")));
-  EXPECT_THAT(
-      [] {
-        (void)heatmap(Tensor::zeros({0, 3}));
-      },
-      ThrowsMessage<ShapeError>(HasSubstr("expected a non-empty map, got [0, 3]")));
-  EXPECT_THAT([] { (void)heatmap(Tensor()); }, ThrowsMessage<ShapeError>(HasSubstr("'map'")));
-  EXPECT_THAT(
-      [] {
-        (void)heatmap(Tensor::zeros({2, 1, 3, 3}), {}, HeatmapOptions().sample(2));
-      },
-      ThrowsMessage<ValueError>(HasSubstr("sample 2 out of range for tensor 'map' "
-                                          "[2, 1, 3, 3]")));
-  EXPECT_THAT(
-      [] {
-        (void)heatmap(Tensor::zeros({3, 3}), {}, HeatmapOptions().range(1, 1));
-      },
-      ThrowsMessage<ValueError>(HasSubstr("fixed range expected finite low < high, "
-                                          "got [1, 1]")));
-  EXPECT_THAT(
-      [] {
-        (void)heatmap(Tensor::zeros({3, 3}), {}, HeatmapOptions().percentiles(10, 101));
-      },
-      ThrowsMessage<ValueError>(HasSubstr("percentiles expected 0 <= low <= high <= 100")));
-  EXPECT_THAT(
-      [] {
-        (void)heatmap(Tensor::zeros({3, 3}), {},
-                      // 30 is representable in the enum (its values need 5 bits) but names no map.
-                      HeatmapOptions().colormap(static_cast<cv::ColormapTypes>(30)));
-      },
-      ThrowsMessage<ValueError>(HasSubstr("colormap 30 is not a cv::ColormapTypes value")));
-  EXPECT_THAT([] { (void)heatmap(cv::Mat()); },
+  EXPECT_THAT(test::Call([] {
+                (void)heatmap(Tensor::zeros({0, 3}));
+              }),
+              ThrowsMessage<ShapeError>(HasSubstr("expected a non-empty map, got [0, 3]")));
+  EXPECT_THAT(test::Call([] { (void)heatmap(Tensor()); }),
+              ThrowsMessage<ShapeError>(HasSubstr("'map'")));
+  EXPECT_THAT(test::Call([] {
+                (void)heatmap(Tensor::zeros({2, 1, 3, 3}), {}, HeatmapOptions().sample(2));
+              }),
+              ThrowsMessage<ValueError>(HasSubstr("sample 2 out of range for tensor 'map' "
+                                                  "[2, 1, 3, 3]")));
+  EXPECT_THAT(test::Call([] {
+                (void)heatmap(Tensor::zeros({3, 3}), {}, HeatmapOptions().range(1, 1));
+              }),
+              ThrowsMessage<ValueError>(HasSubstr("fixed range expected finite low < high, "
+                                                  "got [1, 1]")));
+  EXPECT_THAT(test::Call([] {
+                (void)heatmap(Tensor::zeros({3, 3}), {}, HeatmapOptions().percentiles(10, 101));
+              }),
+              ThrowsMessage<ValueError>(HasSubstr("percentiles expected 0 <= low <= high <= 100")));
+  EXPECT_THAT(test::Call([] {
+                (void)heatmap(
+                    Tensor::zeros({3, 3}), {},
+                    // 30 is representable in the enum (its values need 5 bits) but names no map.
+                    HeatmapOptions().colormap(static_cast<cv::ColormapTypes>(30)));
+              }),
+              ThrowsMessage<ValueError>(HasSubstr("colormap 30 is not a cv::ColormapTypes value")));
+  EXPECT_THAT(test::Call([] { (void)heatmap(cv::Mat()); }),
               ThrowsMessage<ValueError>(HasSubstr("heatmap: the map is empty")));
-  EXPECT_THAT([] { (void)heatmap(cv::Mat(3, 3, CV_8UC3)); },
+  EXPECT_THAT(test::Call([] { (void)heatmap(cv::Mat(3, 3, CV_8UC3)); }),
               ThrowsMessage<ShapeError>(HasSubstr("single-channel 2-D map")));
-  EXPECT_THAT(
-      [] {
-        (void)heatmap(Tensor::zeros({2, 2}), cv::Size(1 << 30, 1 << 30));
-      },
-      ThrowsMessage<ValueError>(HasSubstr("exceeds the allocation cap")));
-  EXPECT_THAT(
-      [] {
-        (void)heatmap(Tensor::zeros({2, 2}), cv::Size(-3, 4));
-      },
-      ThrowsMessage<ValueError>(HasSubstr("image size expected positive, got -3x4")));
-  EXPECT_THAT(
-      [] {
-        (void)heatmap(Tensor::zeros({2, 2}), cv::Size(0, 4));
-      },
-      ThrowsMessage<ValueError>(HasSubstr("image size expected positive, got 0x4")));
+  EXPECT_THAT(test::Call([] {
+                (void)heatmap(Tensor::zeros({2, 2}), cv::Size(1 << 30, 1 << 30));
+              }),
+              ThrowsMessage<ValueError>(HasSubstr("exceeds the allocation cap")));
+  EXPECT_THAT(test::Call([] {
+                (void)heatmap(Tensor::zeros({2, 2}), cv::Size(-3, 4));
+              }),
+              ThrowsMessage<ValueError>(HasSubstr("image size expected positive, got -3x4")));
+  EXPECT_THAT(test::Call([] {
+                (void)heatmap(Tensor::zeros({2, 2}), cv::Size(0, 4));
+              }),
+              ThrowsMessage<ValueError>(HasSubstr("image size expected positive, got 0x4")));
 }
 
 // ---- overlay ----------------------------------------------------------------------------------
@@ -302,29 +296,29 @@ TEST(Overlay, AcceptsGrayAndBgraImagesAndCvMatMaps) {
 }
 
 TEST(Overlay, RejectsBadInput) {
-  EXPECT_THAT([] { (void)overlay(cv::Mat(), hot_pixel_map(2, 2, 0, 0)); },
+  EXPECT_THAT(test::Call([] { (void)overlay(cv::Mat(), hot_pixel_map(2, 2, 0, 0)); }),
               ThrowsMessage<ValueError>(HasSubstr("overlay: the image is empty")));
-  EXPECT_THAT([] { (void)overlay(cv::Mat(4, 4, CV_32FC3), hot_pixel_map(2, 2, 0, 0)); },
+  EXPECT_THAT(test::Call([] { (void)overlay(cv::Mat(4, 4, CV_32FC3), hot_pixel_map(2, 2, 0, 0)); }),
               ThrowsMessage<ValueError>(HasSubstr("expected an 8-bit image")));
   const std::vector<cv::Mat> several = {cv::Mat(4, 4, CV_8UC3), cv::Mat(4, 4, CV_8UC3)};
-  EXPECT_THAT([&] { (void)overlay(several, hot_pixel_map(2, 2, 0, 0)); },
+  EXPECT_THAT(test::Call([&] { (void)overlay(several, hot_pixel_map(2, 2, 0, 0)); }),
               ThrowsMessage<ValueError>(HasSubstr("expected a single image")));
-  EXPECT_THAT([] { (void)overlay(cv::Mat(4, 4, CV_8UC2), hot_pixel_map(2, 2, 0, 0)); },
+  EXPECT_THAT(test::Call([] { (void)overlay(cv::Mat(4, 4, CV_8UC2), hot_pixel_map(2, 2, 0, 0)); }),
               ThrowsMessage<ValueError>(HasSubstr("expected 1, 3 or 4 channels, got 2")));
   const cv::Mat img = uniform_bgr(4, 4, {0, 0, 0});
-  EXPECT_THAT([&] { (void)overlay(img, hot_pixel_map(2, 2, 0, 0), OverlayOptions().alpha(1.5)); },
+  EXPECT_THAT(test::Call([&] {
+                (void)overlay(img, hot_pixel_map(2, 2, 0, 0), OverlayOptions().alpha(1.5));
+              }),
               ThrowsMessage<ValueError>(HasSubstr("alpha expected in [0, 1], got 1.5")));
-  EXPECT_THAT(
-      [&] {
-        (void)overlay(img, hot_pixel_map(2, 2, 0, 0),
-                      OverlayOptions().alpha(std::numeric_limits<double>::quiet_NaN()));
-      },
-      ThrowsMessage<ValueError>(HasSubstr("alpha expected in [0, 1]")));
-  EXPECT_THAT(
-      [&] {
-        (void)overlay(img, Tensor::zeros({1, 3, 2, 2}));
-      },
-      ThrowsMessage<ShapeError>(HasSubstr("overlay: tensor 'map' expected")));
+  EXPECT_THAT(test::Call([&] {
+                (void)overlay(img, hot_pixel_map(2, 2, 0, 0),
+                              OverlayOptions().alpha(std::numeric_limits<double>::quiet_NaN()));
+              }),
+              ThrowsMessage<ValueError>(HasSubstr("alpha expected in [0, 1]")));
+  EXPECT_THAT(test::Call([&] {
+                (void)overlay(img, Tensor::zeros({1, 3, 2, 2}));
+              }),
+              ThrowsMessage<ShapeError>(HasSubstr("overlay: tensor 'map' expected")));
 }
 
 TEST(OverlayOptions, ConvertsToHeatmapOptions) {
@@ -424,30 +418,29 @@ TEST(BarChart, DrawsLabelsAndTitleAndSurvivesNaN) {
 }
 
 TEST(BarChart, RejectsBadInput) {
-  EXPECT_THAT(
-      [] {
-        (void)bar_chart(Tensor::zeros({2, 3, 4}));
-      },
-      ThrowsMessage<ShapeError>(
-          HasSubstr("bar_chart: tensor 'weights' expected [C] or [N, C], got [2, 3, 4]")));
-  EXPECT_THAT([] { (void)bar_chart(Tensor::zeros({0})); },
+  EXPECT_THAT(test::Call([] {
+                (void)bar_chart(Tensor::zeros({2, 3, 4}));
+              }),
+              ThrowsMessage<ShapeError>(
+                  HasSubstr("bar_chart: tensor 'weights' expected [C] or [N, C], got [2, 3, 4]")));
+  EXPECT_THAT(test::Call([] { (void)bar_chart(Tensor::zeros({0})); }),
               ThrowsMessage<ShapeError>(HasSubstr("expected C >= 1")));
-  EXPECT_THAT([] { (void)bar_chart(Tensor::zeros({3}), BarChartOptions().labels({"a"})); },
-              ThrowsMessage<ValueError>(HasSubstr("expected 3 labels (one per channel), got 1")));
   EXPECT_THAT(
-      [] {
-        (void)bar_chart(Tensor::zeros({2, 3}), BarChartOptions().sample(2));
-      },
-      ThrowsMessage<ValueError>(HasSubstr("sample 2 out of range")));
-  EXPECT_THAT([] { (void)bar_chart(Tensor::zeros({3}), BarChartOptions().top_k(-1)); },
+      test::Call([] { (void)bar_chart(Tensor::zeros({3}), BarChartOptions().labels({"a"})); }),
+      ThrowsMessage<ValueError>(HasSubstr("expected 3 labels (one per channel), got 1")));
+  EXPECT_THAT(test::Call([] {
+                (void)bar_chart(Tensor::zeros({2, 3}), BarChartOptions().sample(2));
+              }),
+              ThrowsMessage<ValueError>(HasSubstr("sample 2 out of range")));
+  EXPECT_THAT(test::Call([] { (void)bar_chart(Tensor::zeros({3}), BarChartOptions().top_k(-1)); }),
               ThrowsMessage<ValueError>(HasSubstr("top_k expected >= 0")));
+  EXPECT_THAT(test::Call([] {
+                (void)bar_chart(Tensor::zeros({3}), BarChartOptions().size({10, 10}));
+              }),
+              ThrowsMessage<ValueError>(HasSubstr("size expected at least 64x64")));
   EXPECT_THAT(
-      [] {
-        (void)bar_chart(Tensor::zeros({3}), BarChartOptions().size({10, 10}));
-      },
-      ThrowsMessage<ValueError>(HasSubstr("size expected at least 64x64")));
-  EXPECT_THAT([] { (void)bar_chart(Tensor::zeros({3}), BarChartOptions().y_min(2).y_max(1)); },
-              ThrowsMessage<ValueError>(HasSubstr("finite y_min < y_max")));
+      test::Call([] { (void)bar_chart(Tensor::zeros({3}), BarChartOptions().y_min(2).y_max(1)); }),
+      ThrowsMessage<ValueError>(HasSubstr("finite y_min < y_max")));
 }
 
 // ---- draw_grid_outline ------------------------------------------------------------------------
@@ -528,28 +521,25 @@ TEST(DrawGridOutline, SurvivesNonFiniteAndHugeCoordinates) {
 
 TEST(DrawGridOutline, RejectsBadInput) {
   const cv::Mat img = uniform_bgr(8, 8, {0, 0, 0});
+  EXPECT_THAT(test::Call([&] {
+                (void)draw_grid_outline(img, Tensor::zeros({1, 4, 4, 3}));
+              }),
+              ThrowsMessage<ShapeError>(HasSubstr(
+                  "draw_grid_outline: tensor 'grid' expected [N, H, W, 2], got [1, 4, 4, 3]")));
   EXPECT_THAT(
-      [&] {
-        (void)draw_grid_outline(img, Tensor::zeros({1, 4, 4, 3}));
-      },
-      ThrowsMessage<ShapeError>(
-          HasSubstr("draw_grid_outline: tensor 'grid' expected [N, H, W, 2], got [1, 4, 4, 3]")));
-  EXPECT_THAT(
-      [&] {
+      test::Call([&] {
         (void)draw_grid_outline(img, Tensor::zeros({1, 4, 4, 2}), GridOutlineOptions().sample(1));
-      },
+      }),
       ThrowsMessage<ValueError>(HasSubstr("sample 1 out of range")));
-  EXPECT_THAT(
-      [&] {
-        (void)draw_grid_outline(cv::Mat(), Tensor::zeros({1, 4, 4, 2}));
-      },
-      ThrowsMessage<ValueError>(HasSubstr("the image is empty")));
-  EXPECT_THAT(
-      [&] {
-        (void)draw_grid_outline(img, Tensor::zeros({1, 4, 4, 2}),
-                                GridOutlineOptions().thickness(0));
-      },
-      ThrowsMessage<ValueError>(HasSubstr("thickness expected in [1, 64]")));
+  EXPECT_THAT(test::Call([&] {
+                (void)draw_grid_outline(cv::Mat(), Tensor::zeros({1, 4, 4, 2}));
+              }),
+              ThrowsMessage<ValueError>(HasSubstr("the image is empty")));
+  EXPECT_THAT(test::Call([&] {
+                (void)draw_grid_outline(img, Tensor::zeros({1, 4, 4, 2}),
+                                        GridOutlineOptions().thickness(0));
+              }),
+              ThrowsMessage<ValueError>(HasSubstr("thickness expected in [1, 64]")));
 }
 
 // ---- draw_sampling_points / deform_sampling_positions ----------------------------------------
@@ -610,29 +600,27 @@ TEST(DrawSamplingPoints, MaskShrinksDotsAndNonFiniteTapsAreSkipped) {
 
 TEST(DrawSamplingPoints, RejectsBadInput) {
   const cv::Mat img = uniform_bgr(8, 8, {0, 0, 0});
+  EXPECT_THAT(test::Call([&] {
+                (void)draw_sampling_points(img, Tensor::zeros({2, 2}), Tensor::zeros({2, 9}));
+              }),
+              ThrowsMessage<ShapeError>(HasSubstr(
+                  "draw_sampling_points: tensor 'positions' expected [P, K, 2], got [2, 9]")));
   EXPECT_THAT(
-      [&] {
-        (void)draw_sampling_points(img, Tensor::zeros({2, 2}), Tensor::zeros({2, 9}));
-      },
-      ThrowsMessage<ShapeError>(
-          HasSubstr("draw_sampling_points: tensor 'positions' expected [P, K, 2], got [2, 9]")));
-  EXPECT_THAT(
-      [&] {
+      test::Call([&] {
         (void)draw_sampling_points(img, Tensor::zeros({3, 2}), Tensor::zeros({2, 9, 2}));
-      },
+      }),
       ThrowsMessage<ShapeError>(HasSubstr("tensor 'centers' expected shape [2, 2], got [3, 2]")));
   EXPECT_THAT(
-      [&] {
+      test::Call([&] {
         (void)draw_sampling_points(img, Tensor::zeros({2, 2}), Tensor::zeros({2, 9, 2}),
                                    SamplingPointsOptions().mask(Tensor::zeros({2, 3})));
-      },
+      }),
       ThrowsMessage<ShapeError>(HasSubstr("tensor 'mask' expected shape [2, 9], got [2, 3]")));
-  EXPECT_THAT(
-      [&] {
-        (void)draw_sampling_points(img, Tensor::zeros({1, 2}), Tensor::zeros({1, 1, 2}),
-                                   SamplingPointsOptions().radius(0));
-      },
-      ThrowsMessage<ValueError>(HasSubstr("radius expected in [1, 256]")));
+  EXPECT_THAT(test::Call([&] {
+                (void)draw_sampling_points(img, Tensor::zeros({1, 2}), Tensor::zeros({1, 1, 2}),
+                                           SamplingPointsOptions().radius(0));
+              }),
+              ThrowsMessage<ValueError>(HasSubstr("radius expected in [1, 256]")));
 }
 
 TEST(DeformSamplingPositions, FollowsTheTorchvisionLayout) {
@@ -676,27 +664,25 @@ TEST(DeformSamplingPositions, StrideDilationGroupsAndSamples) {
 TEST(DeformSamplingPositions, RejectsBadInput) {
   const Tensor offset = Tensor::zeros({1, 18, 3, 3});
   EXPECT_THAT(
-      [&] {
+      test::Call([&] {
         (void)deform_sampling_positions(Tensor::zeros({1, 17, 3, 3}), {{0, 0}});
-      },
+      }),
       ThrowsMessage<ShapeError>(HasSubstr("expected [N, 2*G*9, Ho, Wo], got [1, 17, 3, 3]")));
-  EXPECT_THAT(
-      [&] {
-        (void)deform_sampling_positions(offset, {{3, 0}});
-      },
-      ThrowsMessage<ValueError>(HasSubstr("output pixel (x=3, y=0) outside the 3x3")));
-  EXPECT_THAT([&] { (void)deform_sampling_positions(offset, {}); },
+  EXPECT_THAT(test::Call([&] {
+                (void)deform_sampling_positions(offset, {{3, 0}});
+              }),
+              ThrowsMessage<ValueError>(HasSubstr("output pixel (x=3, y=0) outside the 3x3")));
+  EXPECT_THAT(test::Call([&] { (void)deform_sampling_positions(offset, {}); }),
               ThrowsMessage<ValueError>(HasSubstr("no output pixels")));
   EXPECT_THAT(
-      [&] {
+      test::Call([&] {
         (void)deform_sampling_positions(offset, {{0, 0}}, DeformSamplingOptions().offset_group(1));
-      },
+      }),
       ThrowsMessage<ValueError>(HasSubstr("offset_group 1 out of range for 1 groups")));
-  EXPECT_THAT(
-      [&] {
-        (void)deform_sampling_positions(Tensor::zeros({18, 3, 3}), {{0, 0}});
-      },
-      ThrowsMessage<ShapeError>(HasSubstr("offset")));
+  EXPECT_THAT(test::Call([&] {
+                (void)deform_sampling_positions(Tensor::zeros({18, 3, 3}), {{0, 0}});
+              }),
+              ThrowsMessage<ShapeError>(HasSubstr("offset")));
 }
 
 // ---- query_overlay ----------------------------------------------------------------------------
@@ -732,32 +718,28 @@ TEST(QueryOverlay, AcceptsUnbatchedMaps) {
 TEST(QueryOverlay, RejectsBadInput) {
   const cv::Mat img = uniform_bgr(8, 8, {0, 0, 0});
   EXPECT_THAT(
-      [&] {
+      test::Call([&] {
         (void)query_overlay(img, Tensor::zeros({1, 12, 12}), {0, 0}, cv::Size(3, 3));
-      },
+      }),
       ThrowsMessage<ShapeError>(HasSubstr("query_overlay: tensor 'attention' expected [N, 9, 9] "
                                           "or [9, 9] for a 3x3 feature map, got [1, 12, 12]")));
-  EXPECT_THAT(
-      [&] {
-        (void)query_overlay(img, Tensor::zeros({9, 9}), {3, 0}, cv::Size(3, 3));
-      },
-      ThrowsMessage<ValueError>(HasSubstr("query (x=3, y=0) outside the 3x3")));
-  EXPECT_THAT(
-      [&] {
-        (void)query_overlay(img, Tensor::zeros({9, 9}), {0, 0}, cv::Size(0, 3));
-      },
-      ThrowsMessage<ValueError>(HasSubstr("feature_size expected positive")));
-  EXPECT_THAT(
-      [&] {
-        (void)query_overlay(img, Tensor::zeros({2, 9, 9}), {0, 0}, cv::Size(3, 3),
-                            QueryOverlayOptions().sample(-1));
-      },
-      ThrowsMessage<ValueError>(HasSubstr("sample -1 out of range")));
-  EXPECT_THAT(
-      [&] {
-        (void)query_overlay(cv::Mat(), Tensor::zeros({9, 9}), {0, 0}, cv::Size(3, 3));
-      },
-      ThrowsMessage<ValueError>(HasSubstr("the image is empty")));
+  EXPECT_THAT(test::Call([&] {
+                (void)query_overlay(img, Tensor::zeros({9, 9}), {3, 0}, cv::Size(3, 3));
+              }),
+              ThrowsMessage<ValueError>(HasSubstr("query (x=3, y=0) outside the 3x3")));
+  EXPECT_THAT(test::Call([&] {
+                (void)query_overlay(img, Tensor::zeros({9, 9}), {0, 0}, cv::Size(0, 3));
+              }),
+              ThrowsMessage<ValueError>(HasSubstr("feature_size expected positive")));
+  EXPECT_THAT(test::Call([&] {
+                (void)query_overlay(img, Tensor::zeros({2, 9, 9}), {0, 0}, cv::Size(3, 3),
+                                    QueryOverlayOptions().sample(-1));
+              }),
+              ThrowsMessage<ValueError>(HasSubstr("sample -1 out of range")));
+  EXPECT_THAT(test::Call([&] {
+                (void)query_overlay(cv::Mat(), Tensor::zeros({9, 9}), {0, 0}, cv::Size(3, 3));
+              }),
+              ThrowsMessage<ValueError>(HasSubstr("the image is empty")));
 }
 
 // ---- contact_sheet ----------------------------------------------------------------------------
@@ -811,26 +793,24 @@ TEST(ContactSheet, LabelsAreWrittenUnderTheirPanel) {
 }
 
 TEST(ContactSheet, RejectsBadInput) {
-  EXPECT_THAT([] { (void)contact_sheet({}, 2); },
+  EXPECT_THAT(test::Call([] { (void)contact_sheet({}, 2); }),
               ThrowsMessage<ValueError>(HasSubstr("contact_sheet: no panels")));
   const std::vector<Panel> ok = {{"x", uniform_bgr(4, 4, {0, 0, 0})}};
-  EXPECT_THAT([&] { (void)contact_sheet(ok, 0); },
+  EXPECT_THAT(test::Call([&] { (void)contact_sheet(ok, 0); }),
               ThrowsMessage<ValueError>(HasSubstr("columns expected >= 1, got 0")));
   EXPECT_THAT(
-      [] {
+      test::Call([] {
         (void)contact_sheet({{"x", uniform_bgr(4, 4, {0, 0, 0})}, {"bad", cv::Mat()}}, 2);
-      },
+      }),
       ThrowsMessage<ValueError>(HasSubstr("contact_sheet: panel 1 ('bad'): the image is empty")));
-  EXPECT_THAT(
-      [&] {
-        (void)contact_sheet(ok, 1, ContactSheetOptions().cell_size({100000, 100000}));
-      },
-      ThrowsMessage<ValueError>(HasSubstr("exceeds 65536 pixels per side")));
-  EXPECT_THAT(
-      [&] {
-        (void)contact_sheet(ok, 1, ContactSheetOptions().cell_size({5, 0}));
-      },
-      ThrowsMessage<ValueError>(HasSubstr("cell_size expected positive or empty")));
+  EXPECT_THAT(test::Call([&] {
+                (void)contact_sheet(ok, 1, ContactSheetOptions().cell_size({100000, 100000}));
+              }),
+              ThrowsMessage<ValueError>(HasSubstr("exceeds 65536 pixels per side")));
+  EXPECT_THAT(test::Call([&] {
+                (void)contact_sheet(ok, 1, ContactSheetOptions().cell_size({5, 0}));
+              }),
+              ThrowsMessage<ValueError>(HasSubstr("cell_size expected positive or empty")));
 }
 
 }  // namespace
