@@ -4,7 +4,9 @@
 # under user-mode qemu on each target an emulated CPU offers (docs/performance.md#aarch64).
 # The arm64 Debian packages are unpacked into a folder of their own (build/aarch64-sysroot, made
 # once by mmdebstrap from this machine's apt sources); the host's packages are never changed.
-#   AARCH64_CHECK  kernels (default): the Highway kernel sources (every one that includes
+#   AARCH64_CHECK  prepare: only install the tools and unpack the arm64 packages (.ci/run does
+#                          it while its first stage compiles: downloads, not CPU)
+#                  kernels (default): the Highway kernel sources (every one that includes
 #                           hwy/foreach_target.h) and core/simd.cpp, for every target
 #                  compile: all of src/functional and src/core
 #                  parity: the library, the SIMD parity tests run under qemu on each CPU of
@@ -28,8 +30,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 mode=${AARCH64_CHECK:-kernels}
-case "$mode" in kernels | compile | parity | full) ;; *)
-  echo "check-aarch64: AARCH64_CHECK must be kernels, compile, parity or full (not '$mode')" >&2
+case "$mode" in prepare | kernels | compile | parity | full) ;; *)
+  echo "check-aarch64: AARCH64_CHECK must be prepare, kernels, compile, parity or full (not '$mode')" >&2
   exit 2
   ;;
 esac
@@ -71,6 +73,7 @@ if [ "$(cat "$root/.cvattn-packages" 2>/dev/null)" != "$arm_packages" ]; then
   echo "$arm_packages" > "$root/.cvattn-packages"
 fi
 stamp "toolchain and arm64 packages"
+if [ "$mode" = prepare ]; then exit 0; fi
 
 # 3. Configure: Release, warnings as errors, like the ci preset.
 if command -v ccache >/dev/null 2>&1; then export CMAKE_CXX_COMPILER_LAUNCHER=ccache; fi

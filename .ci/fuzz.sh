@@ -11,6 +11,8 @@
 #   FUZZ_SECONDS   seconds per target (default 60)
 #   FUZZ_TARGETS   space-separated subset of the targets (default: all)
 #   FUZZ_WORK      folder that keeps the grown corpora between runs (default: a temporary one)
+#   FUZZ_INSTALL_ONLY  1: install clang-14 and its runtimes if missing, then stop (.ci/run does it
+#                  while its first stage compiles)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${FUZZ_SECONDS:-60}
@@ -27,6 +29,7 @@ if [ ${#missing[@]} -gt 0 ]; then
   apt-get update -qq
   apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
+if [ "${FUZZ_INSTALL_ONLY:-0}" = 1 ]; then exit 0; fi
 
 cmake --preset fuzz >/dev/null
 cmake --build --preset fuzz
