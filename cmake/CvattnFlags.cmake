@@ -68,7 +68,10 @@ endif()
 # library took 305 instead of 383 CPU seconds to build (docs/reliability.md#ci-time). A source
 # with compile options of its own (-ffp-contract=off, ...) parses the header instead: GCC takes
 # the optimisation options saved in a precompiled header over the source's (with it, FMA came back
-# into the bit-exact kernels). Call it after the target's last per-source option.
+# into the bit-exact kernels), and so does a source that includes Highway (itself, through
+# core/dispatch.hpp or a -inl.h body): the aarch64 GCC 12 crashes in
+# arm_sve.h under a precompiled header, and those sources' time is code generation, not parsing.
+# Call it after the target's last per-source option.
 function(cvattn_precompile_headers target header)
   if(NOT CVATTN_PRECOMPILE_HEADERS)
     return()
@@ -78,7 +81,9 @@ function(cvattn_precompile_headers target header)
   foreach(_src IN LISTS _sources)
     get_source_file_property(_options ${_src} COMPILE_OPTIONS)
     get_source_file_property(_flags ${_src} COMPILE_FLAGS)
-    if(_options OR _flags)
+    get_filename_component(_path ${_src} ABSOLUTE)
+    file(STRINGS ${_path} _highway REGEX "#include (<hwy/|\"core/dispatch\\.hpp\"|\"[^\"]*-inl\\.h\")")
+    if(_options OR _flags OR _highway)
       set_source_files_properties(${_src} PROPERTIES SKIP_PRECOMPILE_HEADERS ON)
     endif()
   endforeach()
