@@ -5,7 +5,7 @@
 # The arm64 Debian packages are unpacked into a folder of their own (build/aarch64-sysroot, made
 # once by mmdebstrap from this machine's apt sources); the host's packages are never changed.
 #   AARCH64_CHECK  prepare: only install the tools and unpack the arm64 packages (.ci/run does
-#                          it while its first stage compiles: downloads, not CPU)
+#                          it in the background while its first stage compiles)
 #                  kernels (default): the Highway kernel sources (every one that includes
 #                           hwy/foreach_target.h) and core/simd.cpp, for every target
 #                  compile: all of src/functional and src/core
