@@ -11,7 +11,6 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <cstring>
 
 #include "functional/detail/gemm_kernels.hpp"
 
@@ -94,24 +93,65 @@ inline void TransposeCopy(const float* HWY_RESTRICT src, std::int64_t ld, std::i
   TransposeInto<false>(src, ld, rows, kc, dst, step, 0.0f);
 }
 
+// dst[q] = src[q] for q < n and 0 for n <= q < width, in whole vectors, then 8, 4, 2 and 1
+// floats. A memcpy of a variable size is inlined as `rep movsq` under generic tuning: on the
+// 16-column edge panels of a lambda layer's products its start-up took 17 % of the packed
+// product in the portable build (perf, Zen 5, docs/performance.md#matrix-products).
+inline void CopyPadRow(const float* HWY_RESTRICT src, std::int64_t n, std::int64_t width,
+                       float* HWY_RESTRICT dst) {
+  std::int64_t q = 0;
+#if HWY_TARGET != HWY_SCALAR
+  const hn::ScalableTag<float> d;
+  const auto L = static_cast<std::int64_t>(hn::Lanes(d));
+  for (; q + L <= n; q += L) hn::StoreU(hn::LoadU(d, src + q), d, dst + q);
+#if HWY_MAX_BYTES >= 32
+  const hn::FixedTag<float, 8> d8;
+  if (q + 8 <= n) {
+    hn::StoreU(hn::LoadU(d8, src + q), d8, dst + q);
+    q += 8;
+  }
+#endif
+  const hn::FixedTag<float, 4> d4;
+  for (; q + 4 <= n; q += 4) hn::StoreU(hn::LoadU(d4, src + q), d4, dst + q);
+#endif
+  for (; q + 2 <= n; q += 2) {  // at most once below a vector target's 4 lanes
+    dst[q] = src[q];
+    dst[q + 1] = src[q + 1];
+  }
+  if (q < n) {
+    dst[q] = src[q];
+    ++q;
+  }
+#if HWY_TARGET != HWY_SCALAR
+  for (; q + L <= width; q += L) hn::StoreU(hn::Zero(d), d, dst + q);
+#if HWY_MAX_BYTES >= 32
+  if (q + 8 <= width) {
+    hn::StoreU(hn::Zero(d8), d8, dst + q);
+    q += 8;
+  }
+#endif
+  for (; q + 4 <= width; q += 4) hn::StoreU(hn::Zero(d4), d4, dst + q);
+#endif
+  for (; q < width; ++q) dst[q] = 0.0f;
+}
+
 // pa[p * kMr + r] = op(A)(i0 + r, p0 + p) for r < rows, 0 for rows <= r < kMr.
 inline void PackA(Trans ta, const float* HWY_RESTRICT a, std::int64_t lda, std::int64_t i0,
                   std::int64_t rows, std::int64_t p0, std::int64_t kc, float* HWY_RESTRICT pa) {
-  if (rows < kMr) std::fill(pa, pa + kc * kMr, 0.0f);
   if (ta == Trans::no) {
+    if (rows < kMr) std::fill(pa, pa + kc * kMr, 0.0f);
     TransposeCopy(a + i0 * lda + p0, lda, rows, kc, pa, kMr);
   } else if (rows == kMr) {
     // A fixed count the compiler copies in registers (a memcpy of a variable size becomes
-    // `rep movsq` under generic tuning, see PackB).
+    // `rep movsq` under generic tuning, see CopyPadRow).
     for (std::int64_t p = 0; p < kc; ++p) {
       const float* src = a + (p0 + p) * lda + i0;
       CVATTN_GEMM_UNROLL
       for (int r = 0; r < kMr; ++r) pa[p * kMr + r] = src[r];
     }
   } else {
-    for (std::int64_t p = 0; p < kc; ++p) {
-      std::memcpy(pa + p * kMr, a + (p0 + p) * lda + i0, static_cast<std::size_t>(rows) * 4);
-    }
+    for (std::int64_t p = 0; p < kc; ++p)
+      CopyPadRow(a + (p0 + p) * lda + i0, rows, kMr, pa + p * kMr);
   }
 }
 
@@ -119,10 +159,10 @@ inline void PackA(Trans ta, const float* HWY_RESTRICT a, std::int64_t lda, std::
 inline void PackB(Trans tb, const float* HWY_RESTRICT b, std::int64_t ldb, std::int64_t p0,
                   std::int64_t kc, std::int64_t j0, std::int64_t cols, std::int64_t nr,
                   float* HWY_RESTRICT pb) {
-  if (cols < nr) std::fill(pb, pb + kc * nr, 0.0f);
   if (tb == Trans::no && cols == nr) {
     // Whole panels row by row in vectors: a memcpy of nr floats is inlined as `rep movsq` under
-    // generic tuning, whose start-up cost was 8 % of a stride-2 conv (perf, Zen 5).
+    // generic tuning, whose start-up cost was 8 % of a stride-2 conv (perf, Zen 5). Edge panels
+    // likewise, by CopyPadRow.
     const hn::ScalableTag<float> d;
     const auto L = static_cast<std::int64_t>(hn::Lanes(d));
     for (std::int64_t p = 0; p < kc; ++p) {
@@ -131,10 +171,10 @@ inline void PackB(Trans tb, const float* HWY_RESTRICT b, std::int64_t ldb, std::
       for (int v = 0; v < kNv; ++v) hn::StoreU(hn::LoadU(d, src + v * L), d, pb + p * nr + v * L);
     }
   } else if (tb == Trans::no) {
-    for (std::int64_t p = 0; p < kc; ++p) {
-      std::memcpy(pb + p * nr, b + (p0 + p) * ldb + j0, static_cast<std::size_t>(cols) * 4);
-    }
+    for (std::int64_t p = 0; p < kc; ++p)
+      CopyPadRow(b + (p0 + p) * ldb + j0, cols, nr, pb + p * nr);
   } else {
+    if (cols < nr) std::fill(pb, pb + kc * nr, 0.0f);
     TransposeCopy(b + j0 * ldb + p0, ldb, cols, kc, pb, nr);
   }
 }
