@@ -9,6 +9,11 @@
 
 namespace cvattn::detail {
 
+// Whether the CPU has PREFETCHW (CPUID 0x80000001 ECX bit 8; core/simd.cpp, read at load time,
+// false before that and off x86). Every AVX-512 CPU has it; the SSE4 and AVX2 bodies of a kernel
+// ask this before issuing it (functional/grid_sample-inl.h).
+extern const bool g_cpu_prefetchw;
+
 // Set once CVATTN_SIMD has been applied (core/simd.cpp).
 extern std::atomic<bool> g_simd_ready;
 void simd_init_once();

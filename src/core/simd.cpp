@@ -12,6 +12,10 @@
 #include "cvattn/core/error.hpp"
 #include "functional/detail/gemm.hpp"
 
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
+
 namespace cvattn {
 namespace {
 
@@ -82,6 +86,18 @@ std::once_flag g_env_once;
 }  // namespace
 
 namespace detail {
+namespace {
+bool cpu_prefetchw() {
+#if defined(__x86_64__) || defined(__i386__)
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  return __get_cpuid(0x80000001u, &a, &b, &c, &d) != 0 && (c & (1u << 8)) != 0;
+#else
+  return false;
+#endif
+}
+}  // namespace
+const bool g_cpu_prefetchw = cpu_prefetchw();
+
 std::atomic<bool> g_simd_ready{false};
 
 void simd_init_once() {

@@ -23,6 +23,7 @@
 #include <cstring>
 #include <type_traits>
 
+#include "core/dispatch.hpp"
 #include "functional/detail/bilinear_taps.hpp"
 #include "functional/detail/grid_sample_job.hpp"
 
@@ -157,9 +158,22 @@ inline std::int32_t to_index(float v) { return detail::clamp_floor_index(v); }
 // at the offsets of the current one: the hardware prefetcher cannot follow that many short
 // strided streams.
 inline void prefetch_read(const float* p) { hwy::Prefetch(p); }
-// For write (Highway has no such hint; compiled out where the compiler has no builtin).
+// For write (Highway has no such hint). GCC emits PREFETCHW only where the baseline has it
+// (-march=native), and T0 otherwise, including in the portable build's AVX-512 bodies: there
+// the scatter of nearest's backward took 1.17x the native build's time (perf, Zen 5,
+// docs/performance.md). PREFETCHW is written out where the CPU has it: always on AVX-512.
 inline void prefetch_write(float* p) {
-#if defined(__GNUC__)
+#if HWY_ARCH_X86 && defined(__GNUC__)
+#if HWY_TARGET <= HWY_AVX3
+  asm("prefetchw %0" : : "m"(*p));
+#else
+  if (::cvattn::detail::g_cpu_prefetchw) {
+    asm("prefetchw %0" : : "m"(*p));
+  } else {
+    __builtin_prefetch(p, 1, 3);
+  }
+#endif
+#elif defined(__GNUC__)
   __builtin_prefetch(p, 1, 3);
 #else
   (void)p;
