@@ -1,5 +1,6 @@
 #include "cvattn/functional/survey_attention.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 #include <vector>
@@ -56,17 +57,21 @@ Tensor threshold_weights(const Tensor& scores, double tau) {
   float* p = w.data();
   detail::parallel_for(rows, [&](std::int64_t r) {
     float* x = p + r * S;
+    // The kept weights' sum in order, in double; the first maximum only when nothing is kept.
     double kept = 0.0;
-    std::int64_t best = 0;
     for (std::int64_t j = 0; j < S; ++j) {
       if (x[j] >= t) kept += x[j];
-      if (x[j] > x[best]) best = j;  // first maximum: ties go to the lowest index
     }
     if (kept > 0.0) {
       const float inv = static_cast<float>(kept);
       for (std::int64_t j = 0; j < S; ++j) x[j] = x[j] >= t ? x[j] / inv : 0.0f;
     } else {
-      for (std::int64_t j = 0; j < S; ++j) x[j] = j == best ? 1.0f : 0.0f;
+      std::int64_t best = 0;
+      for (std::int64_t j = 1; j < S; ++j) {
+        if (x[j] > x[best]) best = j;  // first maximum: ties go to the lowest index
+      }
+      std::fill(x, x + S, 0.0f);
+      x[best] = 1.0f;
     }
   });
   return w;
