@@ -1,6 +1,7 @@
 #pragma once
 // The cases of tests/fixtures/models/ (tests/fixtures/models.py): each names a timm model, a
-// seed for its generated weights and input, and the weights' checksum.
+// seed for its generated weights and input, and the weights' checksum. The functions that read
+// the cases are compiled once, in model_fixtures.cpp.
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -21,30 +22,16 @@ inline std::string hex(std::uint64_t v) {
   return buf;
 }
 
-inline Shape shape_of(const nlohmann::json& j) {
-  Shape s;
-  for (const auto& d : j) s.push_back(d.get<std::int64_t>());
-  return s;
-}
+// A params.json list of sizes.
+[[nodiscard]] Shape shape_of(const nlohmann::json& j);
 
 // The case's generated state_dict; the checksum must equal the one models.py computed.
-inline StateDict weights_for(const Fixture& fx) {
-  const auto skeleton = models::build(fx.params()["model_name"].get<std::string>(),
-                                      fx.params()["num_classes"].get<std::int64_t>());
-  GeneratedWeights w = generated_state_dict(*skeleton, fx.params()["seed"].get<std::uint64_t>());
-  EXPECT_EQ(hex(w.checksum), fx.params()["checksum"].get<std::string>())
-      << fx.name() << ": the C++ weight generator differs from models.py";
-  return w.dict;
-}
+[[nodiscard]] StateDict weights_for(const Fixture& fx);
 
 // The network of a fixture case with its generated weights, through models::create.
-inline std::shared_ptr<models::Network> network_for(const Fixture& fx) {
-  return models::create(fx.params()["model_name"].get<std::string>(), weights_for(fx));
-}
+[[nodiscard]] std::shared_ptr<models::Network> network_for(const Fixture& fx);
 
-inline Tensor input_for(const Fixture& fx) {
-  return generated("input", shape_of(fx.params()["input_shape"]),
-                   fx.params()["seed"].get<std::uint64_t>());
-}
+// The case's generated input.
+[[nodiscard]] Tensor input_for(const Fixture& fx);
 
 }  // namespace cvattn::test
