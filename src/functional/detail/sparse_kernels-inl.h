@@ -316,17 +316,21 @@ inline void NanAsLowest(const float* HWY_RESTRICT s, std::int64_t n, float* HWY_
   for (; j < n; ++j) vals[j] = std::isnan(s[j]) ? -std::numeric_limits<float>::infinity() : s[j];
 }
 
-// Appends the lanes of v selected by m to out[count..], at most up to out[limit): compressed in
-// registers, then copied from the stack (a compressing store to memory is microcoded on AMD Zen 4
-// and later, and a full-vector store could run past out's end). Returns the new count.
-template <class D, class M>
-HWY_INLINE std::int64_t AppendSelected(D d, hn::VFromD<D> v, M m, hn::TFromD<D>* out,
+// Appends value(i) for each lane i selected by m, in lane order, to out[count..], at most up to
+// out[limit). Returns the new count. The lanes are taken one by one from the mask's bits:
+// Highway 1.0.3's Compress on AVX2 copied its 1 KiB index table onto the stack on every call (a
+// `rep movsq` or a `memcpy`, 9-50 % of an exact top-k: perf, Zen 5 at AVX2), and a compressing
+// store to memory is microcoded on AMD Zen 4 and later. The selections here are sparse.
+template <class D, class M, class Value, typename T>
+HWY_INLINE std::int64_t AppendSelected(D d, M m, const Value& value, T* HWY_RESTRICT out,
                                        std::int64_t count, std::int64_t limit) {
-  HWY_ALIGN hn::TFromD<D> lanes[hn::MaxLanes(d)];
-  hn::Store(hn::Compress(v, m), d, lanes);
-  const auto k = std::min(static_cast<std::int64_t>(hn::CountTrue(d, m)), limit - count);
-  std::copy(lanes, lanes + k, out + count);
-  return count + k;
+  std::uint8_t bits[(hn::MaxLanes(d) + 7) / 8 + 8] = {};  // StoreMaskBits writes whole bytes
+  hn::StoreMaskBits(d, m, bits);
+  const std::size_t n = hn::Lanes(d);
+  for (std::size_t i = 0; i < n && count < limit; ++i) {
+    if ((bits[i >> 3] >> (i & 7)) & 1u) out[count++] = value(i);
+  }
+  return count;
 }
 
 inline std::int64_t ValuesAtLeast(const float* HWY_RESTRICT vals, std::int64_t n, float bound,
@@ -338,7 +342,9 @@ inline std::int64_t ValuesAtLeast(const float* HWY_RESTRICT vals, std::int64_t n
   for (; j + N <= n; j += N) {
     const auto v = hn::LoadU(d, vals + j);
     const auto m = hn::Ge(v, b);
-    if (!hn::AllFalse(d, m)) count = AppendSelected(d, v, m, out, count, n);
+    if (hn::AllFalse(d, m)) continue;
+    count = AppendSelected(
+        d, m, [&](std::size_t i) { return vals[j + i]; }, out, count, n);
   }
   for (; j < n; ++j) {
     if (vals[j] >= bound) out[count++] = vals[j];
@@ -349,7 +355,6 @@ inline std::int64_t ValuesAtLeast(const float* HWY_RESTRICT vals, std::int64_t n
 inline std::int64_t IndicesWhere(const float* HWY_RESTRICT vals, std::int64_t n, float thr,
                                  bool above, std::int32_t* HWY_RESTRICT out, std::int64_t limit) {
   const hn::ScalableTag<float> d;
-  const hn::RebindToSigned<decltype(d)> di;
   const auto N = static_cast<std::int64_t>(hn::Lanes(d));
   const auto t = hn::Set(d, thr);
   std::int64_t count = 0, j = 0;
@@ -357,8 +362,8 @@ inline std::int64_t IndicesWhere(const float* HWY_RESTRICT vals, std::int64_t n,
     const auto v = hn::LoadU(d, vals + j);
     const auto m = above ? hn::Gt(v, t) : hn::Eq(v, t);
     if (hn::AllFalse(d, m)) continue;
-    const auto idx = hn::Iota(di, static_cast<std::int32_t>(j));
-    count = AppendSelected(di, idx, hn::RebindMask(di, m), out, count, limit);
+    count = AppendSelected(
+        d, m, [&](std::size_t i) { return static_cast<std::int32_t>(j + i); }, out, count, limit);
   }
   for (; j < n && count < limit; ++j) {
     if (above ? vals[j] > thr : vals[j] == thr) out[count++] = static_cast<std::int32_t>(j);
