@@ -107,8 +107,7 @@ Tensor scale_channels(const Tensor& x, const Tensor& scale, const Tensor& shift)
     // By the dispatched plane kernels: a run of planes in one dispatch when only scaled (a
     // dispatch per 28x28 plane cost ~8 % in SE); x * 1 + a is x + a exactly, fused or not.
     if (g != nullptr && a == nullptr) {
-      cvattn::detail::scale_planes(xp + p0 * hw, yp + p0 * hw, g + p0, p1 - p0, hw, false, nullptr,
-                                   false, nullptr);
+      cvattn::detail::scale_planes(xp + p0 * hw, yp + p0 * hw, g + p0, p1 - p0, hw, false);
       return;
     }
     for (std::int64_t p = p0; p < p1; ++p) {

@@ -70,15 +70,12 @@ inline void PoolPlanes(const float* HWY_RESTRICT x, std::int64_t count, std::int
   for (std::int64_t c = 0; c < count; ++c) out[c] = PoolPlane(x + c * hw, hw, add_max);
 }
 
-// Planes [0, count) of y = x * g[c]; with next, plane c of next is pooled right after plane c
-// of x is scaled, so that one sweep both reads and writes (as a memcpy does).
+// Planes [0, count) of y = x * g[c].
 inline void ScalePlanes(const float* HWY_RESTRICT x, float* HWY_RESTRICT y,
                         const float* HWY_RESTRICT g, std::int64_t count, std::int64_t hw,
-                        bool stream, const float* HWY_RESTRICT next, bool add_max,
-                        float* HWY_RESTRICT next_out) {
+                        bool stream) {
   for (std::int64_t c = 0; c < count; ++c) {
     ScaleBody<false>(x + c * hw, y + c * hw, g[c], nullptr, hw, stream);
-    if (next != nullptr) next_out[c] = PoolPlane(next + c * hw, hw, add_max);
   }
 }
 

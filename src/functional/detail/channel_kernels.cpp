@@ -54,8 +54,8 @@ void pool_planes(const float* x, std::int64_t count, std::int64_t hw, bool add_m
 }
 
 void scale_planes(const float* x, float* y, const float* g, std::int64_t count, std::int64_t hw,
-                  bool stream, const float* next, bool add_max, float* next_pooled) {
-  CVATTN_DISPATCH(ScalePlanes)(x, y, g, count, hw, stream, next, add_max, next_pooled);
+                  bool stream) {
+  CVATTN_DISPATCH(ScalePlanes)(x, y, g, count, hw, stream);
 }
 
 void dot_rows(const float* w, std::int64_t rows, std::int64_t cols, const float* v,

@@ -28,12 +28,10 @@ namespace cvattn::detail {
 // The squeeze of SE and ECA: pooled[c] for planes c < count of x (hw >= 1 apart): the plane
 // mean (plane_mean), or with add_max 0.5 * mean + 0.5 * max (timm's add_maxpool).
 void pool_planes(const float* x, std::int64_t count, std::int64_t hw, bool add_max, float* pooled);
-// y[c, :] = x[c, :] * g[c] for planes c < count, as scale_plane. With next not null, plane c of
-// next is also pooled into next_pooled[c] (as pool_planes), right after plane c is scaled: one
-// sweep then reads and writes, as a memcpy does, instead of alternating. One dispatch for all
-// the planes (a dispatch per 784-float plane cost ~8 % of SE).
+// y[c, :] = x[c, :] * g[c] for planes c < count, as scale_plane. One dispatch for all the
+// planes (a dispatch per 784-float plane cost ~8 % of SE).
 void scale_planes(const float* x, float* y, const float* g, std::int64_t count, std::int64_t hw,
-                  bool stream, const float* next, bool add_max, float* next_pooled);
+                  bool stream);
 // y[i] = x[i] * g for i < n; stream: non-temporal stores (call store_fence() before the end of
 // the parallel task).
 void scale_plane(const float* x, float* y, float g, std::int64_t n, bool stream);
@@ -99,15 +97,13 @@ void pool_excite_scale(const float* x, float* y, const float* gate, float* poole
   for_samples(
       n, numel,
       [&](std::int64_t begin, std::int64_t end) {
-        // Software pipeline over the thread's samples: scaling sample i (writes) and pooling
-        // sample i + 1 (reads) share one sweep.
-        pool_planes(x + begin * sample, channels, hw, add_max, pooled + begin * channels);
+        // One sample at a time: scaling re-reads the sample just pooled while it is still in the
+        // caches. Pooling the next sample in the scaling sweep instead (a memcpy-like sweep,
+        // from when every output was streamed) was 14 % slower on Zen 5 (docs/performance.md).
         for (std::int64_t i = begin; i < end; ++i) {
+          pool_planes(x + i * sample, channels, hw, add_max, pooled + i * channels);
           excite(i);
-          const bool next = i + 1 < end;
-          scale_planes(x + i * sample, y + i * sample, gate + i * channels, channels, hw, stream,
-                       next ? x + (i + 1) * sample : nullptr, add_max,
-                       next ? pooled + (i + 1) * channels : nullptr);
+          scale_planes(x + i * sample, y + i * sample, gate + i * channels, channels, hw, stream);
         }
         if (stream) store_fence();
       },
@@ -118,7 +114,7 @@ void pool_excite_scale(const float* x, float* y, const float* gate, float* poole
         excite(i);
         parallel_chunks(channels, [&](std::int64_t b, std::int64_t e) {
           scale_planes(x + i * sample + b * hw, y + i * sample + b * hw, gate + i * channels + b,
-                       e - b, hw, stream, nullptr, add_max, nullptr);
+                       e - b, hw, stream);
           if (stream) store_fence();
         });
       });
