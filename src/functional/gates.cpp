@@ -11,6 +11,7 @@
 #include "cvattn/functional/pooling.hpp"
 #include "functional/detail/channel_kernels.hpp"
 #include "functional/detail/elementwise_kernels.hpp"
+#include "functional/detail/pool_kernels.hpp"
 #include "functional/detail/softmax_axis_kernels.hpp"
 
 namespace cvattn::functional {
@@ -361,17 +362,7 @@ std::pair<Tensor, Tensor> strip_pool(const Tensor& x) {
     const float* in = xp + p * hw;
     float* rows = hp + p * s.h;
     float* cols = wp + p * s.w;
-    for (std::int64_t i = 0; i < s.w; ++i) cols[i] = 0.0f;
-    for (std::int64_t r = 0; r < s.h; ++r) {
-      const float* row = in + r * s.w;
-      float sum = 0.0f;
-      for (std::int64_t i = 0; i < s.w; ++i) {
-        sum += row[i];
-        cols[i] += row[i];
-      }
-      rows[r] = sum / static_cast<float>(s.w);
-    }
-    for (std::int64_t i = 0; i < s.w; ++i) cols[i] /= static_cast<float>(s.h);
+    functional::detail::row_column_means(in, s.h, s.w, rows, cols);
   });
   return {xh, xw};
 }

@@ -674,6 +674,39 @@ TEST(SimdParity, Winograd43Transforms) {
 // max_pool2d / avg_pool2d planes and the adaptive pools' row folds: maxima are exact and sums are
 // added in the same order per element, so the values must be equal (NaN where the reference has
 // NaN).
+TEST(SimdParity, RowColumnMeans) {
+  // strip_pool's plane: widths below, at and between the 4-float steps, a NaN, h = 1.
+  const std::int64_t shapes[][2] = {{28, 28}, {1, 1},  {3, 3},  {5, 4},  {7, 9},
+                                    {1, 13},  {17, 2}, {9, 33}, {64, 64}};
+  for_each_simd_target([&] {
+    std::uint64_t seed = 90;
+    for (const auto& shape : shapes) {
+      const std::int64_t h = shape[0], w = shape[1];
+      SCOPED_TRACE(testing::Message() << h << "x" << w);
+      auto x = random_vector(h * w, seed++, -3.0f, 3.0f);
+      if (h * w > 8) x[7] = std::numeric_limits<float>::quiet_NaN();
+      std::vector<float> rows(static_cast<std::size_t>(h)), want_rows = rows;
+      std::vector<float> cols(static_cast<std::size_t>(w), 9.0f), want_cols = cols;
+      functional::detail::row_column_means(x.data(), h, w, rows.data(), cols.data());
+      reference::row_column_means(x.data(), h, w, want_rows.data(), want_cols.data());
+      for (std::size_t i = 0; i < rows.size(); ++i) {
+        if (std::isnan(want_rows[i])) {
+          EXPECT_TRUE(std::isnan(rows[i])) << "row " << i;
+        } else {
+          EXPECT_EQ(rows[i], want_rows[i]) << "row " << i;
+        }
+      }
+      for (std::size_t i = 0; i < cols.size(); ++i) {
+        if (std::isnan(want_cols[i])) {
+          EXPECT_TRUE(std::isnan(cols[i])) << "column " << i;
+        } else {
+          EXPECT_EQ(cols[i], want_cols[i]) << "column " << i;
+        }
+      }
+    }
+  });
+}
+
 TEST(SimdParity, PoolPlanes) {
   struct Case {
     std::int64_t h, w, kh, kw, sh, sw, ph, pw, dh, dw;

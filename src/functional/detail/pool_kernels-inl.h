@@ -126,6 +126,40 @@ void FoldRows(bool max, const float* HWY_RESTRICT src, std::int64_t n, std::int6
   }
 }
 
+void RowColumnMeans(const float* HWY_RESTRICT src, std::int64_t h, std::int64_t w,
+                    float* HWY_RESTRICT rows, float* HWY_RESTRICT cols) {
+  std::fill(cols, cols + w, 0.0f);
+  for (std::int64_t r = 0; r < h; ++r) {
+    const float* HWY_RESTRICT row = src + r * w;
+    float part[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    std::int64_t i = 0;
+#if HWY_TARGET != HWY_SCALAR
+    const hn::FixedTag<float, 4> d4;
+    auto acc = hn::Zero(d4);
+    for (; i + 4 <= w; i += 4) {
+      const auto v = hn::LoadU(d4, row + i);
+      acc = hn::Add(acc, v);
+      hn::StoreU(hn::Add(hn::LoadU(d4, cols + i), v), d4, cols + i);
+    }
+    hn::StoreU(acc, d4, part);
+#else
+    for (; i + 4 <= w; i += 4) {
+      for (int j = 0; j < 4; ++j) {
+        part[j] += row[i + j];
+        cols[i + j] += row[i + j];
+      }
+    }
+#endif
+    float sum = (part[0] + part[1]) + (part[2] + part[3]);
+    for (; i < w; ++i) {
+      sum += row[i];
+      cols[i] += row[i];
+    }
+    rows[r] = sum / static_cast<float>(w);
+  }
+  for (std::int64_t i = 0; i < w; ++i) cols[i] /= static_cast<float>(h);
+}
+
 }  // namespace cvattn::functional::detail::HWY_NAMESPACE
 HWY_AFTER_NAMESPACE();
 

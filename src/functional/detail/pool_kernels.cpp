@@ -14,6 +14,7 @@ namespace cvattn::functional::detail {
 HWY_EXPORT(MaxPoolPlaneImpl);
 HWY_EXPORT(AvgPoolPlaneImpl);
 HWY_EXPORT(FoldRows);
+HWY_EXPORT(RowColumnMeans);
 
 void max_pool_plane(const float* src, const PoolPlane& g, float* row, float* out) {
   CVATTN_DISPATCH(MaxPoolPlaneImpl)(src, g, row, out);
@@ -27,6 +28,10 @@ void avg_pool_plane(const float* src, const PoolPlane& g, const float* row_count
 void fold_rows(bool max, const float* src, std::int64_t n, std::int64_t lo, std::int64_t hi,
                float* acc) {
   CVATTN_DISPATCH(FoldRows)(max, src, n, lo, hi, acc);
+}
+
+void row_column_means(const float* src, std::int64_t h, std::int64_t w, float* rows, float* cols) {
+  CVATTN_DISPATCH(RowColumnMeans)(src, h, w, rows, cols);
 }
 
 }  // namespace cvattn::functional::detail

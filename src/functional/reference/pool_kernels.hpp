@@ -62,4 +62,20 @@ inline void fold_rows(bool max, const float* src, std::int64_t n, std::int64_t l
   }
 }
 
+// Row sums as four partial sums over i % 4 (then the tail in order), column sums in row order.
+inline void row_column_means(const float* src, std::int64_t h, std::int64_t w, float* rows,
+                             float* cols) {
+  for (std::int64_t i = 0; i < w; ++i) cols[i] = 0.0f;
+  const std::int64_t body = w - w % 4;
+  for (std::int64_t r = 0; r < h; ++r) {
+    float part[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    for (std::int64_t i = 0; i < body; ++i) part[i % 4] += src[r * w + i];
+    float sum = (part[0] + part[1]) + (part[2] + part[3]);
+    for (std::int64_t i = body; i < w; ++i) sum += src[r * w + i];
+    rows[r] = sum / static_cast<float>(w);
+    for (std::int64_t i = 0; i < w; ++i) cols[i] += src[r * w + i];
+  }
+  for (std::int64_t i = 0; i < w; ++i) cols[i] /= static_cast<float>(h);
+}
+
 }  // namespace cvattn::reference
