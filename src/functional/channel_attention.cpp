@@ -283,19 +283,15 @@ CbamGated cbam(const Tensor& x, const CbamWeights& weights, GateLayer gate_layer
   cd::for_samples(
       s.n, x.numel(),
       [&](std::int64_t begin, std::int64_t end) {
-        // Software pipeline over the thread's samples: the final scale of sample n (writes)
-        // and the pooling of sample n + 1 (reads) share one sweep, so reads and writes overlap
-        // as in a memcpy instead of alternating.
-        pool(begin, 0, channels);
+        // One sample at a time, as SE's pool_excite_scale (channel_kernels.hpp) and for the
+        // same reason: each pass re-reads a sample that is still in the caches.
         for (std::int64_t n = begin; n < end; ++n) {
+          pool(n, 0, channels);
           channel_excite(n);
           reduce(n, 0, hw);
           pad(n);
           spatial_excite(n, 0, s.h);
-          for (std::int64_t c = 0; c < channels; ++c) {
-            scale(n, c, c + 1);
-            if (n + 1 < end) pool(n + 1, c, c + 1);
-          }
+          scale(n, 0, channels);
         }
         if (stream) cd::store_fence();
       },
