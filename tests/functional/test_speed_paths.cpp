@@ -2,12 +2,16 @@
 // them (and on the thread counts that decide whether they are taken), against each op's
 // definition written out as index loops: permute as a batch of register-blocked transposes,
 // mean over one contiguous block through the plane reduction, mean over a middle dim through the
-// dispatched column sums, and the broadcasting binary ops through the dispatched rows.
+// dispatched column sums, the broadcasting binary ops through the dispatched rows, and
+// scale_nearest's spread gate (chunks of rows, and rows too long for its buffer).
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <vector>
 
+#include "cvattn/functional/gates.hpp"
 #include "cvattn/functional/tensor_ops.hpp"
 #include "support/random.hpp"
 #include "support/tensor_near.hpp"
@@ -91,6 +95,37 @@ TEST(SpeedPaths, BroadcastingBinaryOps) {
     EXPECT_TENSOR_NEAR(ops[k](a, bias), want_bias[k], test::Tolerance({0.0, 0.0}));
     EXPECT_TENSOR_NEAR(ops[k](row, a), want_row[k], test::Tolerance({0.0, 0.0}));
     EXPECT_TENSOR_NEAR(ops[k](a, same), want_same[k], test::Tolerance({0.0, 0.0}));
+  }
+}
+
+TEST(SpeedPaths, ScaleNearestIsXTimesTheNearestUpsampledGate) {
+  // 100 x 70 takes two chunks of the 4096-float buffer, 3 x 4100 the plain loop, 9 x 6 from a
+  // 3 x 2 gate the uneven index mapping; PyTorch's nearest rule: floor(o * in / out).
+  const Shape shapes[][2] = {{{2, 3, 100, 70}, {2, 3, 7, 9}},
+                             {{1, 2, 3, 4100}, {1, 2, 2, 5}},
+                             {{2, 4, 9, 6}, {2, 4, 3, 2}},
+                             {{1, 1, 1, 1}, {1, 1, 1, 1}}};
+  for (const auto& shape : shapes) {
+    const Shape& xs = shape[0];
+    const Shape& gs = shape[1];
+    const Tensor x = test::random_tensor(xs, 21);
+    const Tensor g = test::random_tensor(gs, 22);
+    for (const int threads : {1, 2}) {
+      const test::ThreadScope scope(threads);
+      const Tensor y = F::scale_nearest(x, g);
+      Tensor want = Tensor::empty(xs);
+      const float sh = static_cast<float>(gs[2]) / static_cast<float>(xs[2]);
+      const float sw = static_cast<float>(gs[3]) / static_cast<float>(xs[3]);
+      for (std::int64_t p = 0; p < xs[0] * xs[1]; ++p)
+        for (std::int64_t oy = 0; oy < xs[2]; ++oy)
+          for (std::int64_t ox = 0; ox < xs[3]; ++ox) {
+            const auto iy = std::min(static_cast<std::int64_t>(std::floor(oy * sh)), gs[2] - 1);
+            const auto ix = std::min(static_cast<std::int64_t>(std::floor(ox * sw)), gs[3] - 1);
+            const std::int64_t i = (p * xs[2] + oy) * xs[3] + ox;
+            want[i] = x[i] * g[(p * gs[2] + iy) * gs[3] + ix];
+          }
+      EXPECT_TENSOR_NEAR(y, want, test::Tolerance({0.0, 0.0}));
+    }
   }
 }
 
