@@ -309,7 +309,7 @@ Tensor scale_nearest(const Tensor& x, const Tensor& g) {
   // The gate is spread over rows of the output in a buffer (a row repeated by a copy), and x is
   // multiplied by it with the dispatched scale_plane2 ((x * 1) * g is x * g exactly): the
   // gather-and-multiply loop stayed scalar, with spills, in the portable build (half of
-  // GatherExcite with extent 4, 1.28x the time of a Zen 1 native build; docs/performance.md).
+  // GatherExcite with extent 4: 1.28x a -march=znver1 build's time at AVX2; docs/performance.md).
   constexpr std::int64_t kBuffer = 4096;
   const std::int64_t rows_per_chunk = std::max<std::int64_t>(1, kBuffer / s.w);
   for_planes(s.n * s.c, hw, [&](std::int64_t p) {

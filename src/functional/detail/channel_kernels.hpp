@@ -99,7 +99,7 @@ void pool_excite_scale(const float* x, float* y, const float* gate, float* poole
       [&](std::int64_t begin, std::int64_t end) {
         // One sample at a time: scaling re-reads the sample just pooled while it is still in the
         // caches. Pooling the next sample in the scaling sweep instead (a memcpy-like sweep,
-        // from when every output was streamed) was 14 % slower on Zen 5 (docs/performance.md).
+        // from when every output was streamed) took 5-16 % longer on Zen 5 (docs/performance.md).
         for (std::int64_t i = begin; i < end; ++i) {
           pool_planes(x + i * sample, channels, hw, add_max, pooled + i * channels);
           excite(i);
