@@ -64,6 +64,34 @@ void for_planes(std::int64_t planes, std::int64_t hw, Body&& body) {
   });
 }
 
+// Nearest-neighbour source index of every output position along one axis, PyTorch's rule:
+// scale = (float)in / out, src = min(floor(dst * scale), in - 1).
+std::vector<std::int64_t> nearest_sources(std::int64_t in, std::int64_t out) {
+  const float scale = static_cast<float>(in) / static_cast<float>(out);
+  std::vector<std::int64_t> src(static_cast<std::size_t>(out));
+  for (std::int64_t o = 0; o < out; ++o) {
+    src[static_cast<std::size_t>(o)] =
+        std::min(static_cast<std::int64_t>(std::floor(static_cast<float>(o) * scale)), in - 1);
+  }
+  return src;
+}
+
+// dst[r * width + k] = src[row[r] * src_w + col[k]] for r < rows, k < width; a row with the same
+// source row as the one above is copied.
+inline void gather_nearest_rows(const float* src, std::int64_t src_w, const std::int64_t* row,
+                                std::int64_t rows, const std::int64_t* col, std::int64_t width,
+                                float* dst) {
+  for (std::int64_t r = 0; r < rows; ++r) {
+    float* out = dst + r * width;
+    if (r > 0 && row[r] == row[r - 1]) {
+      std::copy(out - width, out, out);
+      continue;
+    }
+    const float* in = src + row[r] * src_w;
+    for (std::int64_t k = 0; k < width; ++k) out[k] = in[col[k]];
+  }
+}
+
 inline float nan_max(float a, float b) {
   // NaN-propagating maximum (torch.amax).
   return (a > b || a != a) ? a : b;
@@ -232,14 +260,8 @@ Tensor upsample_nearest(const Tensor& x, Pair2 size) {
   CVATTN_CHECK(s.h >= 1 && s.w >= 1, ShapeError, kWhere, ": tensor 'x' expected H, W >= 1, got ",
                to_string(x.shape()));
   Tensor y = Tensor::empty({s.n, s.c, size.h, size.w});
-  // PyTorch: scale = (float)in / out; src = min(floor(dst * scale), in - 1).
-  const float sh = static_cast<float>(s.h) / static_cast<float>(size.h);
-  const float sw = static_cast<float>(s.w) / static_cast<float>(size.w);
-  std::vector<std::int64_t> col(static_cast<std::size_t>(size.w));
-  for (std::int64_t ox = 0; ox < size.w; ++ox) {
-    col[static_cast<std::size_t>(ox)] =
-        std::min(static_cast<std::int64_t>(std::floor(static_cast<float>(ox) * sw)), s.w - 1);
-  }
+  const std::vector<std::int64_t> row = nearest_sources(s.h, size.h);
+  const std::vector<std::int64_t> col = nearest_sources(s.w, size.w);
   const float* xp = x.data();
   float* yp = y.data();
   const std::int64_t out_hw = size.h * size.w;
@@ -258,23 +280,8 @@ Tensor upsample_nearest(const Tensor& x, Pair2 size) {
     return y;
   }
   for_planes(s.n * s.c, out_hw, [&](std::int64_t p) {
-    const float* in = xp + p * s.h * s.w;
-    float* out = yp + p * out_hw;
-    std::int64_t previous = -1;
-    for (std::int64_t oy = 0; oy < size.h; ++oy) {
-      const std::int64_t iy =
-          std::min(static_cast<std::int64_t>(std::floor(static_cast<float>(oy) * sh)), s.h - 1);
-      float* row_out = out + oy * size.w;
-      if (iy == previous) {  // the same source row as the row above
-        std::copy(row_out - size.w, row_out, row_out);
-        continue;
-      }
-      previous = iy;
-      const float* row = in + iy * s.w;
-      for (std::int64_t ox = 0; ox < size.w; ++ox) {
-        row_out[ox] = row[col[static_cast<std::size_t>(ox)]];
-      }
-    }
+    gather_nearest_rows(xp + p * s.h * s.w, s.w, row.data(), size.h, col.data(), size.w,
+                        yp + p * out_hw);
   });
   return y;
 }
@@ -290,56 +297,32 @@ Tensor scale_nearest(const Tensor& x, const Tensor& g) {
                to_string(x.shape()), "), got ", to_string(g.shape()));
   Tensor y = Tensor::empty(x.shape());
   // The same source indices as upsample_nearest.
-  const float sh = static_cast<float>(t.h) / static_cast<float>(s.h);
-  const float sw = static_cast<float>(t.w) / static_cast<float>(s.w);
-  std::vector<std::int64_t> col(static_cast<std::size_t>(s.w));
-  for (std::int64_t ox = 0; ox < s.w; ++ox) {
-    col[static_cast<std::size_t>(ox)] =
-        std::min(static_cast<std::int64_t>(std::floor(static_cast<float>(ox) * sw)), t.w - 1);
-  }
-  std::vector<std::int64_t> row(static_cast<std::size_t>(s.h));
-  for (std::int64_t oy = 0; oy < s.h; ++oy) {
-    row[static_cast<std::size_t>(oy)] =
-        std::min(static_cast<std::int64_t>(std::floor(static_cast<float>(oy) * sh)), t.h - 1);
-  }
+  const std::vector<std::int64_t> row = nearest_sources(t.h, s.h);
+  const std::vector<std::int64_t> col = nearest_sources(t.w, s.w);
   const float* xp = x.data();
   const float* gp = g.data();
   float* yp = y.data();
   const std::int64_t hw = s.h * s.w;
-  // The gate is spread over rows of the output in a buffer (a row repeated by a copy), and x is
-  // multiplied by it with the dispatched scale_plane2 ((x * 1) * g is x * g exactly): the
+  // The gate is spread (as upsample_nearest does) over a block of the output in a buffer, and x
+  // is multiplied by it with the dispatched scale_plane2 ((x * 1) * g is x * g exactly): the
   // gather-and-multiply loop stayed scalar, with spills, in the portable build (half of
   // GatherExcite with extent 4: 1.28x a -march=znver1 build's time at AVX2; docs/performance.md).
+  // A block is whole rows, or part of one row when a row is longer than the buffer, so that its
+  // pixels are contiguous in x and y.
   constexpr std::int64_t kBuffer = 4096;
-  const std::int64_t rows_per_chunk = std::max<std::int64_t>(1, kBuffer / s.w);
+  const std::int64_t width = std::min(s.w, kBuffer);
+  const std::int64_t rows_per_block = kBuffer / width;  // > 1 only when width == s.w
   for_planes(s.n * s.c, hw, [&](std::int64_t p) {
-    const float* in = xp + p * hw;
     const float* gate = gp + p * t.h * t.w;
-    float* out = yp + p * hw;
-    if (s.w > kBuffer) {  // rows too long for the buffer: the plain loop
-      for (std::int64_t oy = 0; oy < s.h; ++oy) {
-        const float* grow = gate + row[static_cast<std::size_t>(oy)] * t.w;
-        for (std::int64_t ox = 0; ox < s.w; ++ox) {
-          out[oy * s.w + ox] = in[oy * s.w + ox] * grow[col[static_cast<std::size_t>(ox)]];
-        }
-      }
-      return;
-    }
     float spread[kBuffer];
-    for (std::int64_t oy0 = 0; oy0 < s.h; oy0 += rows_per_chunk) {
-      const std::int64_t rows = std::min(rows_per_chunk, s.h - oy0);
-      for (std::int64_t r = 0; r < rows; ++r) {
-        float* dst = spread + r * s.w;
-        const auto oy = static_cast<std::size_t>(oy0 + r);
-        if (r > 0 && row[oy] == row[oy - 1]) {
-          std::copy(dst - s.w, dst, dst);
-          continue;
-        }
-        const float* grow = gate + row[oy] * t.w;
-        for (std::int64_t ox = 0; ox < s.w; ++ox) dst[ox] = grow[col[static_cast<std::size_t>(ox)]];
+    for (std::int64_t oy = 0; oy < s.h; oy += rows_per_block) {
+      const std::int64_t rows = std::min(rows_per_block, s.h - oy);
+      for (std::int64_t ox = 0; ox < s.w; ox += width) {
+        const std::int64_t n = std::min(width, s.w - ox);
+        gather_nearest_rows(gate, t.w, row.data() + oy, rows, col.data() + ox, n, spread);
+        const std::int64_t at = p * hw + oy * s.w + ox;
+        cvattn::detail::scale_plane2(xp + at, yp + at, 1.0f, spread, rows * n, false);
       }
-      cvattn::detail::scale_plane2(in + oy0 * s.w, out + oy0 * s.w, 1.0f, spread, rows * s.w,
-                                   false);
     }
   });
   return y;
