@@ -2,7 +2,9 @@
 // sampling in the same binary so the ratio comes from one run. The argument is the thread count.
 //
 // Shapes: [1,64,128,128] and [8,3,224,224] with a same-size grid from a mild rotation + scale
-// theta (10 degrees, 0.9, small shift), align_corners=false, padding zeros. Counter GB/s:
+// theta (10 degrees, 0.9, small shift), align_corners=false, padding zeros; the zoom_out rows
+// scale by 2.0 instead, so three quarters of the samples fall outside the image (a spatial
+// transformer that shrinks its input: the edge path of the kernel). Counter GB/s:
 // bytes of input + grid + output per call (what the sampling must at least move).
 #include <benchmark/benchmark.h>
 
@@ -23,8 +25,8 @@ namespace F = cvattn::functional;
 using cvattn::Shape;
 using cvattn::Tensor;
 
-Tensor mild_theta(std::int64_t n) {
-  const double a = 10.0 * M_PI / 180.0, s = 0.9;
+Tensor mild_theta(std::int64_t n, double s = 0.9) {
+  const double a = 10.0 * M_PI / 180.0;
   Tensor theta = Tensor::empty({n, 2, 3});
   for (std::int64_t i = 0; i < n; ++i) {
     float* t = theta.data() + i * 6;
@@ -47,11 +49,11 @@ void set_threads(const benchmark::State& state) {
   cv::setNumThreads(static_cast<int>(state.range(0)));
 }
 
-void BM_GridSample(benchmark::State& state, F::Interpolation mode) {
+void BM_GridSample(benchmark::State& state, F::Interpolation mode, double scale) {
   set_threads(state);
   const Shape shape = shape_of(state);
   const Tensor input = cvattn::test::random_tensor(shape, 1);
-  const Tensor grid = F::affine_grid(mild_theta(shape[0]), shape);
+  const Tensor grid = F::affine_grid(mild_theta(shape[0], scale), shape);
   const auto opt = F::GridSampleOptions().mode(mode);
   for (auto _ : state) benchmark::DoNotOptimize(F::grid_sample(input, grid, opt).data());
   // Read input and grid, write an output of the input's size.
@@ -133,10 +135,11 @@ void shapes(benchmark::internal::Benchmark* b) {
   b->Unit(benchmark::kMillisecond)->UseRealTime();
 }
 
-BENCHMARK_CAPTURE(BM_GridSample, bilinear, F::Interpolation::bilinear)->Apply(shapes);
+BENCHMARK_CAPTURE(BM_GridSample, bilinear, F::Interpolation::bilinear, 0.9)->Apply(shapes);
+BENCHMARK_CAPTURE(BM_GridSample, bilinear_zoom_out, F::Interpolation::bilinear, 2.0)->Apply(shapes);
 BENCHMARK(BM_CvRemap)->Apply(shapes);
-BENCHMARK_CAPTURE(BM_GridSample, nearest, F::Interpolation::nearest)->Apply(shapes);
-BENCHMARK_CAPTURE(BM_GridSample, bicubic, F::Interpolation::bicubic)->Apply(shapes);
+BENCHMARK_CAPTURE(BM_GridSample, nearest, F::Interpolation::nearest, 0.9)->Apply(shapes);
+BENCHMARK_CAPTURE(BM_GridSample, bicubic, F::Interpolation::bicubic, 0.9)->Apply(shapes);
 BENCHMARK(BM_AffineGrid)->Apply(shapes);
 BENCHMARK_CAPTURE(BM_GridSampleBackward, bilinear, F::Interpolation::bilinear)->Apply(shapes);
 BENCHMARK_CAPTURE(BM_GridSampleBackward, nearest, F::Interpolation::nearest)->Apply(shapes);

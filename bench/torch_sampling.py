@@ -1,4 +1,5 @@
-"""PyTorch baseline for bench_sampling: same shapes, same theta, one thread.
+"""PyTorch baseline for bench_sampling: same shapes, same theta (and the zoom_out rows' scale 2.0
+for bilinear), one thread.
 
 Run: OMP_NUM_THREADS=1 /usr/bin/python3 bench/torch_sampling.py [--forward] [mode ...]
 (--forward skips affine_grid and the backward; modes default to bilinear nearest bicubic).
@@ -28,8 +29,8 @@ def best_ms(fn, reps):
     return best * 1e3
 
 
-def mild_theta(n):
-    a, s = math.radians(10), 0.9
+def mild_theta(n, s=0.9):
+    a = math.radians(10)
     t = torch.tensor([[s * math.cos(a), -s * math.sin(a), 0.05],
                       [s * math.sin(a), s * math.cos(a), -0.03]])
     return t.unsqueeze(0).repeat(n, 1, 1)
@@ -44,6 +45,10 @@ for shape in [(1, 64, 128, 128), (8, 3, 224, 224)]:
         ms = best_ms(lambda: F.grid_sample(x, grid, mode=mode, align_corners=False),
                      30 if mode != "bicubic" else 8)
         print(f"grid_sample {mode:8s} {name}: {ms:.3f} ms")
+        if mode == "bilinear":  # bench_sampling's zoom_out rows: scale 2.0
+            zoom = F.affine_grid(mild_theta(shape[0], 2.0), shape, align_corners=False)
+            ms = best_ms(lambda: F.grid_sample(x, zoom, mode=mode, align_corners=False), 30)
+            print(f"grid_sample {mode:8s} {name} zoom_out: {ms:.3f} ms")
     if FORWARD_ONLY:
         continue
     print(f"affine_grid          {name}: "

@@ -282,12 +282,16 @@ inline float bicubic_read(const float* src, const CubicTaps& t) {
 struct alignas(64) BilinearBlock {
   std::int32_t nw[kBlock];  // offset of the nw corner for interior samples, 0 otherwise
   float w[4][kBlock];
+  // 1 for a sample with all four corners outside (most of a zoomed-out grid), whose value is the
+  // same for every plane: far_value, 0 or NaN for a non-finite coordinate (the masked rule's
+  // 0 * weight sums).
+  std::uint8_t far[kBlock];
+  float far_value[kBlock];
 };
 
-// The other samples of a block, handled one by one with the masked rule.
-struct EdgeSamples {
+// The samples of a block with some corners inside and some outside, for the masked rule.
+struct EdgeList {
   std::int32_t pixel[kBlock];
-  BilinearTaps taps[kBlock];
   std::int64_t count = 0;
 };
 
@@ -326,31 +330,36 @@ inline float bilinear1(const float* s, std::int32_t o, std::int64_t w, float w0,
   return std::fma(s[o + w + 1], w3, std::fma(s[o + w], w2, std::fma(s[o + 1], w1, s[o] * w0)));
 }
 
-// Weights and nw offset of every sample of a block (bit-identical to detail::bilinear_taps);
-// samples with a corner outside the plane get offset 0 and are listed in `edges` for the masked
-// rule. Returns how many were listed.
+// Weights, nw offset and far flag of every sample of a block (bit-identical to
+// detail::bilinear_taps); samples with a corner outside the plane get offset 0, and those with
+// some corners inside are listed in `edges` (to be given taps by the caller). Returns the number
+// of far samples.
 inline std::int64_t interior_taps(const float* xs, const float* ys, std::int64_t count,
                                   std::int32_t h, std::int32_t w, BilinearBlock& b,
-                                  std::int32_t* edges) {
-  std::int64_t n = 0;
+                                  EdgeList& edges) {
+  std::int64_t n = 0, n_far = 0;
   std::int64_t p = 0;
   // A vector of samples per step with an integer bounds test; the edge list comes from the lane
   // mask, so the common all-interior step has no per-sample branch.
   const hn::ScalableTag<float> d;
   const hn::RebindToSigned<decltype(d)> di;
+  const hn::Rebind<std::uint8_t, decltype(d)> d8;
   const std::int64_t lanes = static_cast<std::int64_t>(hn::Lanes(d));
-  const auto one = hn::Set(d, 1.0f);
-  const auto vw = hn::Set(di, w), minus1 = hn::Set(di, -1);
+  const auto one = hn::Set(d, 1.0f), zero = hn::Zero(d);
+  const auto vw = hn::Set(di, w), vh = hn::Set(di, h);
+  const auto minus1 = hn::Set(di, -1), minus2 = hn::Set(di, -2);
   const auto last_x = hn::Set(di, w - 1), last_y = hn::Set(di, h - 1);
   for (; p + lanes <= count; p += lanes) {
     const auto x = hn::Load(d, xs + p), y = hn::Load(d, ys + p);
     const auto x0 = hn::Floor(x), y0 = hn::Floor(y);
     const auto lx = hn::Sub(x, x0), ly = hn::Sub(y, y0);
     const auto hx = hn::Sub(one, lx), hy = hn::Sub(one, ly);
-    hn::Store(hn::Mul(hy, hx), d, b.w[0] + p);
-    hn::Store(hn::Mul(hy, lx), d, b.w[1] + p);
-    hn::Store(hn::Mul(ly, hx), d, b.w[2] + p);
-    hn::Store(hn::Mul(ly, lx), d, b.w[3] + p);
+    const auto w0 = hn::Mul(hy, hx), w1 = hn::Mul(hy, lx);
+    const auto w2 = hn::Mul(ly, hx), w3 = hn::Mul(ly, lx);
+    hn::Store(w0, d, b.w[0] + p);
+    hn::Store(w1, d, b.w[1] + p);
+    hn::Store(w2, d, b.w[2] + p);
+    hn::Store(w3, d, b.w[3] + p);
     // NaN, +-inf and values past the int32 range convert to INT_MIN or INT_MAX, both outside.
     const auto xi = hn::ConvertTo(di, x0), yi = hn::ConvertTo(di, y0);
     const auto in = hn::And(hn::And(hn::Gt(xi, minus1), hn::Gt(last_x, xi)),
@@ -358,25 +367,39 @@ inline std::int64_t interior_taps(const float* xs, const float* ys, std::int64_t
     // Outside lanes are zeroed before the multiply, so it cannot overflow.
     const auto nw = hn::Add(hn::Mul(hn::IfThenElseZero(in, yi), vw), hn::IfThenElseZero(in, xi));
     hn::Store(nw, di, b.nw + p);
-    if (!hn::AllTrue(di, in)) {
-      // The edge lanes are appended from the mask bits without a branch per lane (n <= p, so
-      // every write lands inside the block): Highway 1.0.3's CompressStore copies a 1 KiB table
-      // onto the stack per call on AVX2 and is microcoded on AMD Zen 4 and later.
-      std::uint8_t bits[(hn::MaxLanes(di) + 7) / 8 + 8] = {};
-      hn::StoreMaskBits(di, hn::Not(in), bits);
-      for (std::int64_t i = 0; i < lanes; ++i) {
-        edges[n] = static_cast<std::int32_t>(p + i);
-        n += (bits[i >> 3] >> (i & 7)) & 1u;
-      }
+    if (hn::AllTrue(di, in)) {
+      hn::StoreU(hn::Zero(d8), d8, b.far + p);
+      continue;
+    }
+    // Some corner inside: the cell's top-left corner lies in [-1, w-1] x [-1, h-1].
+    const auto near = hn::And(hn::And(hn::Gt(xi, minus2), hn::Gt(vw, xi)),
+                              hn::And(hn::Gt(yi, minus2), hn::Gt(vh, yi)));
+    hn::StoreU(hn::DemoteTo(d8, hn::IfThenZeroElse(near, hn::Set(di, 1))), d8, b.far + p);
+    n_far += static_cast<std::int64_t>(hn::CountTrue(di, hn::Not(near)));
+    // The masked rule with four zero reads, in its order (exact on every target: each product is
+    // 0 or NaN).
+    hn::Store(hn::MulAdd(zero, w3, hn::MulAdd(zero, w2, hn::MulAdd(zero, w1, hn::Mul(zero, w0)))),
+              d, b.far_value + p);
+    // The edge lanes are appended from the mask bits without a branch per lane (n <= p, so every
+    // write lands inside the block): Highway 1.0.3's CompressStore copies a 1 KiB table onto the
+    // stack per call on AVX2 and is microcoded on AMD Zen 4 and later.
+    std::uint8_t bits[(hn::MaxLanes(di) + 7) / 8 + 8] = {};
+    hn::StoreMaskBits(di, hn::AndNot(in, near), bits);
+    for (std::int64_t i = 0; i < lanes; ++i) {
+      edges.pixel[n] = static_cast<std::int32_t>(p + i);
+      n += (bits[i >> 3] >> (i & 7)) & 1u;
     }
   }
+  // The tail goes through the masked rule whatever its corners.
   for (; p < count; ++p) {
     const BilinearTaps t = detail::bilinear_taps(xs[p], ys[p], h, w);
     b.nw[p] = t.inside == kAllInside ? t.offset[0] : 0;
     for (int k = 0; k < 4; ++k) b.w[k][p] = t.weight[k];
-    if (t.inside != kAllInside) edges[n++] = static_cast<std::int32_t>(p);
+    b.far[p] = 0;
+    if (t.inside != kAllInside) edges.pixel[n++] = static_cast<std::int32_t>(p);
   }
-  return n;
+  edges.count = n;
+  return n_far;
 }
 
 // Pixel coordinates of the bilinear samples of a block, computed first: the padding transform
@@ -390,73 +413,112 @@ void sample_positions(const Axis<P, AC>& ax, const Axis<P, AC>& ay, const float*
   }
 }
 
+// Pixels [begin, end) of a block (count pixels) for `group` planes from s into d with the
+// unmasked interior formula; `ahead` planes after the group are prefetched.
+inline void bilinear_run(const float* s, float* d, std::int64_t group, std::int64_t ahead,
+                         const BilinearBlock& b, std::int64_t begin, std::int64_t end,
+                         std::int64_t count, std::int64_t w, std::int64_t in_plane,
+                         std::int64_t out_plane) {
+  std::int64_t p = begin;
+#if HWY_TARGET != HWY_SCALAR
+  for (; p + 4 <= end; p += 4) {
+    const std::int32_t* o = b.nw + p;
+    const D4 d4;
+    const V4 wt[4] = {hn::LoadU(d4, b.w[0] + p), hn::LoadU(d4, b.w[1] + p),
+                      hn::LoadU(d4, b.w[2] + p), hn::LoadU(d4, b.w[3] + p)};
+    for (std::int64_t k = 0; k < ahead; ++k) {
+      const float* next = s + (group + k) * in_plane + o[0];
+      prefetch_read(next);
+      prefetch_read(next + w);
+    }
+    // The last group has nothing after it: fetch this group's planes a little ahead.
+    if (ahead == 0 && p + kLookahead < count) {
+      for (std::int64_t k = 0; k < group; ++k) {
+        const float* next = s + k * in_plane + b.nw[p + kLookahead];
+        prefetch_read(next);
+        prefetch_read(next + w);
+      }
+    }
+    for (std::int64_t k = 0; k < group; ++k) {
+      hn::StoreU(bilinear4(s + k * in_plane, o, w, wt), d4, d + k * out_plane + p);
+    }
+  }
+#else
+  (void)ahead;
+  (void)count;
+#endif
+  for (; p < end; ++p) {
+    for (std::int64_t k = 0; k < group; ++k) {
+      d[k * out_plane + p] =
+          bilinear1(s + k * in_plane, b.nw[p], w, b.w[0][p], b.w[1][p], b.w[2][p], b.w[3][p]);
+    }
+  }
+}
+
 template <PaddingMode P, bool AC>
 void bilinear_block(const Geometry& g, const Axis<P, AC>& ax, const Axis<P, AC>& ay,
                     const float* in, const float* grid, float* out, std::int64_t count) {
   BilinearBlock b;
-  EdgeSamples edges;
+  EdgeList edges;
+  BilinearTaps taps[kBlock];  // of edges.pixel
   const auto h = static_cast<std::int32_t>(g.h);
   const auto w = static_cast<std::int32_t>(g.w);
   alignas(64) float xs[kBlock];
   alignas(64) float ys[kBlock];
   sample_positions(ax, ay, grid, count, xs, ys);
-  const std::int64_t n_edges = interior_taps(xs, ys, count, h, w, b, edges.pixel);
-  for (std::int64_t e = 0; e < n_edges; ++e) {
+  const std::int64_t n_far = interior_taps(xs, ys, count, h, w, b, edges);
+  for (std::int64_t e = 0; e < edges.count; ++e) {
     const std::int32_t p = edges.pixel[e];
-    edges.taps[e] = detail::bilinear_taps(xs[p], ys[p], h, w);
+    taps[e] = detail::bilinear_taps(xs[p], ys[p], h, w);
   }
-  edges.count = n_edges;
-  const std::int64_t interior = count - n_edges;
   const std::int64_t in_plane = g.in_plane();
   const std::int64_t out_plane = g.out_plane();
-  // Pass 1: every pixel with the unmasked interior formula (edge pixels read the valid dummy
-  // offset 0 and are overwritten in pass 2). An interior sample implies h, w >= 2, so the
-  // dummy's four reads are in bounds.
-  if (interior > 0) {
-    for (std::int64_t c0 = 0; c0 < g.c; c0 += kGroup) {
-      const std::int64_t group = std::min(kGroup, g.c - c0);
-      [[maybe_unused]] const std::int64_t ahead = std::min(kGroup, g.c - c0 - group);
-      const float* s = in + c0 * in_plane;
-      float* d = out + c0 * out_plane;
-      std::int64_t p = 0;
-#if HWY_TARGET != HWY_SCALAR
-      for (; p + 4 <= count; p += 4) {
-        const std::int32_t* o = b.nw + p;
-        const D4 d4;
-        const V4 wt[4] = {hn::Load(d4, b.w[0] + p), hn::Load(d4, b.w[1] + p),
-                          hn::Load(d4, b.w[2] + p), hn::Load(d4, b.w[3] + p)};
-        for (std::int64_t k = 0; k < ahead; ++k) {
-          const float* next = s + (group + k) * in_plane + o[0];
-          prefetch_read(next);
-          prefetch_read(next + w);
-        }
-        // The last group has nothing after it: fetch this group's planes a little ahead.
-        if (ahead == 0 && p + kLookahead < count) {
-          for (std::int64_t k = 0; k < group; ++k) {
-            const float* next = s + k * in_plane + b.nw[p + kLookahead];
-            prefetch_read(next);
-            prefetch_read(next + w);
-          }
-        }
-        for (std::int64_t k = 0; k < group; ++k) {
-          hn::StoreU(bilinear4(s + k * in_plane, o, w, wt), d4, d + k * out_plane + p);
-        }
+  // Pass 1, run by run: far samples get their value, the others the unmasked interior formula
+  // (edge pixels read the valid dummy offset 0 and are overwritten in pass 2). Only a block with
+  // an interior sample reads: that implies h, w >= 2, so the dummy's four reads are in bounds.
+  const bool reads = count - edges.count - n_far > 0;
+  std::int32_t bounds[kBlock + 2];  // runs [bounds[i], bounds[i+1]), far for odd i
+  std::int64_t n_bounds = 0;
+  bounds[n_bounds++] = 0;
+  if (n_far > 0) {
+    std::uint8_t far = 0;
+    for (std::int64_t p = 0; p < count; ++p) {
+      // Eight flags at a time within a run (the runs are long).
+      const std::uint64_t run = far != 0 ? 0x0101010101010101u : 0u;
+      for (std::uint64_t flags; p + 8 <= count; p += 8) {
+        std::memcpy(&flags, b.far + p, sizeof flags);
+        if (flags != run) break;
       }
-#endif
-      for (; p < count; ++p) {
+      if (p == count) break;
+      if (b.far[p] == far) continue;
+      bounds[n_bounds++] = static_cast<std::int32_t>(p);
+      far = b.far[p];
+    }
+  }
+  bounds[n_bounds++] = static_cast<std::int32_t>(count);
+  for (std::int64_t c0 = 0; c0 < g.c; c0 += kGroup) {
+    const std::int64_t group = std::min(kGroup, g.c - c0);
+    const std::int64_t ahead = std::min(kGroup, g.c - c0 - group);
+    const float* s = in + c0 * in_plane;
+    float* d = out + c0 * out_plane;
+    for (std::int64_t r = 0; r + 1 < n_bounds; ++r) {
+      const std::int64_t begin = bounds[r], end = bounds[r + 1];
+      if (r % 2 == 1) {
         for (std::int64_t k = 0; k < group; ++k) {
-          d[k * out_plane + p] =
-              bilinear1(s + k * in_plane, b.nw[p], w, b.w[0][p], b.w[1][p], b.w[2][p], b.w[3][p]);
+          std::memcpy(d + k * out_plane + begin, b.far_value + begin,
+                      static_cast<std::size_t>(end - begin) * sizeof(float));
         }
+      } else if (reads) {
+        bilinear_run(s, d, group, ahead, b, begin, end, count, w, in_plane, out_plane);
       }
     }
   }
-  // Pass 2: samples with a corner outside, with the masked rule.
+  // Pass 2: samples with some corners inside and some outside, with the masked rule.
   for (std::int64_t c = 0; c < g.c; ++c) {
     const float* s = in + c * in_plane;
     float* d = out + c * out_plane;
     for (std::int64_t e = 0; e < edges.count; ++e) {
-      d[edges.pixel[e]] = detail::bilinear_read(s, edges.taps[e]);
+      d[edges.pixel[e]] = detail::bilinear_read(s, taps[e]);
     }
   }
 }

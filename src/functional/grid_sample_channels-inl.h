@@ -67,13 +67,13 @@ void bilinear_channel_block(const Geometry& g, const ChannelGroups& cg, const Ax
   BilinearBlock b;
   alignas(64) float xs[kBlock];
   alignas(64) float ys[kBlock];
-  alignas(64) std::int32_t edges[kBlock];
+  EdgeList edges;
   alignas(64) std::int32_t off[4][kBlock];
   const auto h = static_cast<std::int32_t>(g.h);
   const auto w = static_cast<std::int32_t>(g.w);
   const auto zero = static_cast<std::int32_t>(g.in_plane());  // the zero pixel
   sample_positions(ax, ay, grid, count, xs, ys);
-  const std::int64_t n_edges = interior_taps(xs, ys, count, h, w, b, edges);
+  interior_taps(xs, ys, count, h, w, b, edges);
   for (std::int64_t p = 0; p < count; ++p) {
     const std::int32_t o = b.nw[p];
     off[0][p] = o;
@@ -81,10 +81,16 @@ void bilinear_channel_block(const Geometry& g, const ChannelGroups& cg, const Ax
     off[2][p] = o + w;
     off[3][p] = o + w + 1;
   }
-  for (std::int64_t e = 0; e < n_edges; ++e) {
-    const std::int32_t p = edges[e];
+  for (std::int64_t e = 0; e < edges.count; ++e) {
+    const std::int32_t p = edges.pixel[e];
     const BilinearTaps t = detail::bilinear_taps(xs[p], ys[p], h, w);
     for (int k = 0; k < 4; ++k) off[k][p] = ((t.inside >> k) & 1u) ? t.offset[k] : zero;
+  }
+  // Every corner outside: four reads of the zero pixel give the masked rule's 0 * weight sums.
+  for (std::int64_t p = 0; p < count; ++p) {
+    if (b.far[p] != 0) {
+      for (int k = 0; k < 4; ++k) off[k][p] = zero;
+    }
   }
   ChannelTiles(cg, packed, out, g.out_plane(), count, [&](auto d, const float* s, std::int64_t p) {
     const auto L = static_cast<std::int64_t>(hn::MaxLanes(d));

@@ -49,10 +49,12 @@ void expect_close(const Tensor& got, const Tensor& want, float atol, float rtol)
 }
 
 // A grid of mostly in-range values, a margin outside [-1, 1], and (with specials) every kind of
-// value PyTorch treats specially: NaN, +-inf, huge, and the exact edges.
+// value PyTorch treats specially: NaN, +-inf, huge, and the exact edges. A wide grid spans
+// [-2.5, 2.5], a zoomed-out view where most samples have all their corners outside.
 Tensor sampling_grid(std::int64_t n, std::int64_t ho, std::int64_t wo, std::uint64_t seed,
-                     bool specials) {
-  Tensor g = random_tensor({n, ho, wo, 2}, seed, -1.25f, 1.25f);
+                     bool specials, bool wide = false) {
+  const float span = wide ? 2.5f : 1.25f;
+  Tensor g = random_tensor({n, ho, wo, 2}, seed, -span, span);
   if (specials) {
     const float inf = std::numeric_limits<float>::infinity();
     const float values[] = {std::numeric_limits<float>::quiet_NaN(),
@@ -75,14 +77,15 @@ struct GridCase {
 };
 
 // Calls check(k, x, grid, options) for every case k (input x drawn from `seed` on), a grid with
-// and one without special values, and every mode x padding x align_corners, under a trace
-// naming them.
+// and one without special values and a wide one, and every mode x padding x align_corners, under a
+// trace naming them.
 template <std::size_t N, class Check>
 void for_each_grid_sample(const GridCase (&cases)[N], std::uint64_t seed, Check check) {
   for (const GridCase& k : cases) {
     const Tensor x = random_tensor({k.n, k.c, k.h, k.w}, seed++);
-    for (const bool specials : {false, true}) {
-      const Tensor grid = sampling_grid(k.n, k.ho, k.wo, seed++, specials);
+    for (const int kind : {0, 1, 2}) {  // plain, with special values, wide
+      const bool specials = kind == 1;
+      const Tensor grid = sampling_grid(k.n, k.ho, k.wo, seed++, specials, kind == 2);
       for (const auto mode :
            {F::Interpolation::bilinear, F::Interpolation::nearest, F::Interpolation::bicubic}) {
         for (const auto pad :
@@ -90,8 +93,9 @@ void for_each_grid_sample(const GridCase (&cases)[N], std::uint64_t seed, Check 
           for (const bool ac : {false, true}) {
             SCOPED_TRACE(std::string(F::interpolation_name(mode)) + " " +
                          F::padding_mode_name(pad) + (ac ? " align_corners" : "") +
-                         (specials ? " specials" : "") + " C=" + std::to_string(k.c) +
-                         " H=" + std::to_string(k.h) + " W=" + std::to_string(k.w));
+                         (specials ? " specials" : "") + (kind == 2 ? " wide" : "") +
+                         " C=" + std::to_string(k.c) + " H=" + std::to_string(k.h) +
+                         " W=" + std::to_string(k.w));
             check(k, x, grid,
                   F::GridSampleOptions().mode(mode).padding_mode(pad).align_corners(ac));
           }
