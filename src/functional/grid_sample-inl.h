@@ -609,9 +609,12 @@ void bicubic_block(const Geometry& g, const Axis<P, AC>& ax, const Axis<P, AC>& 
     cubic_taps(ax, ay, grid[2 * p], grid[2 * p + 1], taps[p]);
   const std::int64_t in_plane = g.in_plane();
   const std::int64_t out_plane = g.out_plane();
-  for (std::int64_t c = 0; c < g.c; ++c) {
-    const float* src = in + c * in_plane;
-    float* dst = out + c * out_plane;
+  // Groups of planes per pixel: the taps and the weights are loaded once for the group, and its
+  // planes' sums are independent chains.
+  for (std::int64_t c0 = 0; c0 < g.c; c0 += kGroup) {
+    const std::int64_t group = std::min(kGroup, g.c - c0);
+    const float* src = in + c0 * in_plane;
+    float* dst = out + c0 * out_plane;
     for (std::int64_t p = 0; p < count; ++p) {
       const CubicTaps& t = taps[p];
 #if HWY_TARGET != HWY_SCALAR
@@ -619,17 +622,25 @@ void bicubic_block(const Geometry& g, const Axis<P, AC>& ax, const Axis<P, AC>& 
         // Four 16-byte row loads instead of 16 scalar ones; rows are combined with wy first,
         // then with wx (a different summation order than PyTorch's, within rounding).
         const D4 d4;
-        V4 acc = hn::Mul(hn::Set(d4, t.wy[0]), hn::LoadU(d4, src + t.row[0] + t.col[0]));
-        for (int j = 1; j < 4; ++j) {
-          acc = hn::MulAdd(hn::Set(d4, t.wy[j]), hn::LoadU(d4, src + t.row[j] + t.col[0]), acc);
+        const V4 wy0 = hn::Set(d4, t.wy[0]), wy1 = hn::Set(d4, t.wy[1]);
+        const V4 wy2 = hn::Set(d4, t.wy[2]), wy3 = hn::Set(d4, t.wy[3]);
+        const V4 wx = hn::LoadU(d4, t.wx);
+        for (std::int64_t k = 0; k < group; ++k) {
+          const float* s = src + k * in_plane + t.col[0];
+          V4 acc = hn::Mul(wy0, hn::LoadU(d4, s + t.row[0]));
+          acc = hn::MulAdd(wy1, hn::LoadU(d4, s + t.row[1]), acc);
+          acc = hn::MulAdd(wy2, hn::LoadU(d4, s + t.row[2]), acc);
+          acc = hn::MulAdd(wy3, hn::LoadU(d4, s + t.row[3]), acc);
+          const V4 v = hn::Mul(acc, wx);
+          const V4 pairs = hn::Add(v, hn::Shuffle1032(v));  // [v0 + v2, v1 + v3, ...]
+          dst[k * out_plane + p] = hn::GetLane(pairs) + hn::ExtractLane(pairs, 1);
         }
-        const V4 v = hn::Mul(acc, hn::LoadU(d4, t.wx));
-        const V4 pairs = hn::Add(v, hn::Shuffle1032(v));  // [v0 + v2, v1 + v3, ...]
-        dst[p] = hn::GetLane(pairs) + hn::ExtractLane(pairs, 1);
         continue;
       }
 #endif
-      dst[p] = bicubic_read(src, t);
+      for (std::int64_t k = 0; k < group; ++k) {
+        dst[k * out_plane + p] = bicubic_read(src + k * in_plane, t);
+      }
     }
   }
 }
