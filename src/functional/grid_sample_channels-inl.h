@@ -133,9 +133,10 @@ void bicubic_channel_block(const Geometry& g, const ChannelGroups& cg, const Axi
   alignas(64) std::int32_t off[kCubicBlock][16];
   alignas(64) float wts[kCubicBlock][8];
   const auto zero = static_cast<std::int32_t>(g.in_plane());
+  CubicTaps taps[kCubicBlock];
+  cubic_taps_block(ax, ay, grid, count, taps);
   for (std::int64_t p = 0; p < count; ++p) {
-    CubicTaps t;
-    cubic_taps(ax, ay, grid[2 * p], grid[2 * p + 1], t);
+    const CubicTaps& t = taps[p];
     for (int j = 0; j < 4; ++j) {
       for (int i = 0; i < 4; ++i) {
         off[p][4 * j + i] = (((t.row_in >> j) & (t.col_in >> i)) & 1u) ? t.row[j] + t.col[i] : zero;
