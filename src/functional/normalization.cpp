@@ -55,11 +55,9 @@ Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& 
   const float* w = weight.defined() ? weight.data() : nullptr;
   const float* b = bias.defined() ? bias.data() : nullptr;
   cvattn::detail::parallel_for(detail::ceil_div(rows, per_task), [&](std::int64_t t) {
-    const std::int64_t end = std::min(rows, (t + 1) * per_task);
-    for (std::int64_t r = t * per_task; r < end; ++r) {
-      const float* in = src + r * d;
-      detail::normalize_row(in, dst + r * d, d, detail::moments(in, d, eps), w, b);
-    }
+    const std::int64_t first = t * per_task;
+    const std::int64_t end = std::min(rows, first + per_task);
+    detail::layer_norm_rows(src + first * d, dst + first * d, end - first, d, w, b, eps);
   });
   return y;
 }

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <limits>
 #include <utility>
 #include <vector>
@@ -925,6 +926,48 @@ TEST(SimdParity, NormRows) {
     std::vector<float> x(40, 1.0f);
     x[37] = std::numeric_limits<float>::quiet_NaN();
     EXPECT_TRUE(std::isnan(functional::detail::moments(x.data(), 40, 1e-5).rstd));
+  });
+}
+
+// layer_norm's rows, two at a time: bit for bit the moments and normalize_row of each row on the
+// same target (the pairing changes no sum), and near the reference twin; odd row counts take
+// the single-row path for the last row.
+TEST(SimdParity, LayerNormRows) {
+  const std::int64_t sizes[] = {1, 7, 16, 17, 96, 384, 1025, 2049};
+  for_each_simd_target([&] {
+    for (const std::int64_t n : sizes) {
+      for (const std::int64_t rows : {1, 2, 3, 6}) {
+        SCOPED_TRACE("n = " + std::to_string(n) + ", rows = " + std::to_string(rows));
+        const auto x =
+            random_vector(rows * n + 1, static_cast<std::uint64_t>(n + rows), 1.0f, 5.0f);
+        const auto w = random_vector(n, 7, -2.0f, 2.0f), b = random_vector(n, 8, -1.0f, 1.0f);
+        for (const bool affine : {false, true}) {
+          const float* wp = affine ? w.data() : nullptr;
+          const float* bp = affine ? b.data() : nullptr;
+          std::vector<float> got(x.size()), each(x.size()), ref(x.size());
+          functional::detail::layer_norm_rows(x.data() + 1, got.data() + 1, rows, n, wp, bp, 1e-5);
+          reference::layer_norm_rows(x.data() + 1, ref.data() + 1, rows, n, wp, bp, 1e-5);
+          for (std::int64_t r = 0; r < rows; ++r) {
+            const float* row = x.data() + 1 + r * n;
+            functional::detail::normalize_row(row, each.data() + 1 + r * n, n,
+                                              functional::detail::moments(row, n, 1e-5), wp, bp);
+          }
+          EXPECT_EQ(0, std::memcmp(got.data() + 1, each.data() + 1,
+                                   static_cast<std::size_t>(rows * n) * sizeof(float)));
+          // Within a few roundings of x * rstd - mean * rstd (which cancel where the variance is
+          // ~0: n == 1), then of the affine step.
+          for (std::int64_t r = 0; r < rows; ++r) {
+            const auto m = reference::moments(x.data() + 1 + r * n, n, 1e-5);
+            for (std::int64_t i = 0; i < n; ++i) {
+              const auto u = static_cast<std::size_t>(1 + r * n + i);
+              const double z = (std::fabs(x[u]) + std::fabs(m.mean)) * m.rstd;
+              const double bound = 1e-6 * (z * (wp ? std::fabs(wp[i]) : 1.0) + 1.0);
+              EXPECT_NEAR(got[u], ref[u], bound) << "row " << r << ", element " << i;
+            }
+          }
+        }
+      }
+    }
   });
 }
 

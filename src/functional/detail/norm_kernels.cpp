@@ -14,6 +14,7 @@ namespace cvattn::functional::detail {
 
 HWY_EXPORT(RowMoments);
 HWY_EXPORT(NormalizeRow);
+HWY_EXPORT(LayerNormRows);
 HWY_EXPORT(LayerNorm2dTile);
 
 Moments moments(const float* x, std::int64_t n, double eps) {
@@ -23,6 +24,11 @@ Moments moments(const float* x, std::int64_t n, double eps) {
 void normalize_row(const float* in, float* out, std::int64_t n, Moments m, const float* w,
                    const float* b) {
   CVATTN_DISPATCH(NormalizeRow)(in, out, n, m, w, b);
+}
+
+void layer_norm_rows(const float* in, float* out, std::int64_t rows, std::int64_t n, const float* w,
+                     const float* b, double eps) {
+  CVATTN_DISPATCH(LayerNormRows)(in, out, rows, n, w, b, eps);
 }
 
 void layer_norm2d_tile(const float* in, float* out, std::int64_t c, std::int64_t hw,

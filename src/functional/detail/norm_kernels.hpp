@@ -29,6 +29,11 @@ inline constexpr std::int64_t kMomentBlock = 1024;
 void normalize_row(const float* in, float* out, std::int64_t n, Moments m, const float* w,
                    const float* b);
 
+// layer_norm of `rows` contiguous rows of n floats: normalize_row(row, moments(row)) for each, the
+// same values (two rows' sums run side by side).
+void layer_norm_rows(const float* in, float* out, std::int64_t rows, std::int64_t n, const float* w,
+                     const float* b, double eps);
+
 // layer_norm2d (timm's channels-first LayerNorm) of `len` <= kChannelsFirstTile pixels at in /
 // out, channels hw apart: per pixel, the mean over the c channels (summed in double in channel
 // order), the sum of squares about the float mean (each square rounded to float, summed in

@@ -52,6 +52,14 @@ inline void normalize_row(const float* in, float* out, std::int64_t n,
   }
 }
 
+inline void layer_norm_rows(const float* in, float* out, std::int64_t rows, std::int64_t n,
+                            const float* w, const float* b, double eps) {
+  for (std::int64_t r = 0; r < rows; ++r) {
+    reference::normalize_row(in + r * n, out + r * n, n, reference::moments(in + r * n, n, eps), w,
+                             b);
+  }
+}
+
 inline void layer_norm2d_tile(const float* in, float* out, std::int64_t c, std::int64_t hw,
                               std::int64_t len, const float* w, const float* b, double eps) {
   const double count = static_cast<double>(c);
