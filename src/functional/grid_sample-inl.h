@@ -482,6 +482,34 @@ inline void bilinear_run(const float* s, float* d, std::int64_t group, std::int6
   }
 }
 
+// The runs of equal far flags among `count`: bounds[0] = 0, then the start of every run after the
+// first, then count; run i is far for odd i. Returns the number of bounds. Without far samples
+// the block is one run.
+inline std::int64_t far_runs(const std::uint8_t* far, std::int64_t count, bool any_far,
+                             std::int32_t* bounds) {
+  std::int64_t n = 0;
+  bounds[n++] = 0;
+  std::uint8_t current = 0;
+  for (std::int64_t p = 0; any_far && p < count;) {
+    // Eight flags at a time within a run (the runs are long).
+    if (p + 8 <= count) {
+      std::uint64_t flags;
+      std::memcpy(&flags, far + p, sizeof flags);
+      if (flags == (current != 0 ? 0x0101010101010101u : 0u)) {
+        p += 8;
+        continue;
+      }
+    }
+    if (far[p] != current) {
+      bounds[n++] = static_cast<std::int32_t>(p);
+      current = far[p];
+    }
+    ++p;
+  }
+  bounds[n++] = static_cast<std::int32_t>(count);
+  return n;
+}
+
 template <PaddingMode P, bool AC>
 void bilinear_block(const Geometry& g, const Axis<P, AC>& ax, const Axis<P, AC>& ay,
                     const float* in, const float* grid, float* out, std::int64_t count) {
@@ -505,24 +533,7 @@ void bilinear_block(const Geometry& g, const Axis<P, AC>& ax, const Axis<P, AC>&
   // an interior sample reads: that implies h, w >= 2, so the dummy's four reads are in bounds.
   const bool reads = count - edges.count - n_far > 0;
   std::int32_t bounds[kBlock + 2];  // runs [bounds[i], bounds[i+1]), far for odd i
-  std::int64_t n_bounds = 0;
-  bounds[n_bounds++] = 0;
-  if (n_far > 0) {
-    std::uint8_t far = 0;
-    for (std::int64_t p = 0; p < count; ++p) {
-      // Eight flags at a time within a run (the runs are long).
-      const std::uint64_t run = far != 0 ? 0x0101010101010101u : 0u;
-      for (std::uint64_t flags; p + 8 <= count; p += 8) {
-        std::memcpy(&flags, b.far + p, sizeof flags);
-        if (flags != run) break;
-      }
-      if (p == count) break;
-      if (b.far[p] == far) continue;
-      bounds[n_bounds++] = static_cast<std::int32_t>(p);
-      far = b.far[p];
-    }
-  }
-  bounds[n_bounds++] = static_cast<std::int32_t>(count);
+  const std::int64_t n_bounds = far_runs(b.far, count, n_far > 0, bounds);
   for (std::int64_t c0 = 0; c0 < g.c; c0 += kGroup) {
     const std::int64_t group = std::min(kGroup, g.c - c0);
     const std::int64_t ahead = std::min(kGroup, g.c - c0 - group);

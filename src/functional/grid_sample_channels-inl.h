@@ -75,22 +75,19 @@ void bilinear_channel_block(const Geometry& g, const ChannelGroups& cg, const Ax
   sample_positions(ax, ay, grid, count, xs, ys);
   interior_taps(xs, ys, count, h, w, b, edges);
   for (std::int64_t p = 0; p < count; ++p) {
+    // Every corner outside (far): four reads of the zero pixel give the masked rule's
+    // 0 * weight sums.
+    const bool far = b.far[p] != 0;
     const std::int32_t o = b.nw[p];
-    off[0][p] = o;
-    off[1][p] = o + 1;
-    off[2][p] = o + w;
-    off[3][p] = o + w + 1;
+    off[0][p] = far ? zero : o;
+    off[1][p] = far ? zero : o + 1;
+    off[2][p] = far ? zero : o + w;
+    off[3][p] = far ? zero : o + w + 1;
   }
   for (std::int64_t e = 0; e < edges.count; ++e) {
     const std::int32_t p = edges.pixel[e];
     const BilinearTaps t = detail::bilinear_taps(xs[p], ys[p], h, w);
     for (int k = 0; k < 4; ++k) off[k][p] = ((t.inside >> k) & 1u) ? t.offset[k] : zero;
-  }
-  // Every corner outside: four reads of the zero pixel give the masked rule's 0 * weight sums.
-  for (std::int64_t p = 0; p < count; ++p) {
-    if (b.far[p] != 0) {
-      for (int k = 0; k < 4; ++k) off[k][p] = zero;
-    }
   }
   ChannelTiles(cg, packed, out, g.out_plane(), count, [&](auto d, const float* s, std::int64_t p) {
     const auto L = static_cast<std::int64_t>(hn::MaxLanes(d));
