@@ -582,6 +582,27 @@ void nearest_taps(const Geometry& g, const Axis<P, AC>& ax, const Axis<P, AC>& a
   }
 }
 
+// Calls fn(std::integral_constant<int, G>) for a group of G = 1..4 planes: the per-group loops
+// take G at compile time (see nearest_group).
+template <class Fn>
+HWY_INLINE void with_group(std::int64_t group, Fn&& fn) {
+  static_assert(kGroup == 4, "with_group dispatches groups of 1 to 4 planes");
+  switch (group) {
+    case 1:
+      fn(std::integral_constant<int, 1>{});
+      break;
+    case 2:
+      fn(std::integral_constant<int, 2>{});
+      break;
+    case 3:
+      fn(std::integral_constant<int, 3>{});
+      break;
+    default:
+      fn(std::integral_constant<int, 4>{});
+      break;
+  }
+}
+
 // Nearest taps of `count` pixels for G channel planes from s into d, G fixed at compile time: a
 // loop over a run-time group size put a compare and branch per channel into the pixel loop (25
 // instructions per pixel at C = 3), and its speed then moved with the loop's code alignment (12 %
@@ -611,7 +632,6 @@ HWY_INLINE void nearest_group(const float* s, float* d, std::int64_t in_plane,
 template <PaddingMode P, bool AC>
 void nearest_block(const Geometry& g, const Axis<P, AC>& ax, const Axis<P, AC>& ay, const float* in,
                    const float* grid, float* out, std::int64_t count) {
-  static_assert(kGroup == 4, "nearest_block dispatches groups of 1 to 4 planes");
   alignas(64) std::int32_t off[kBlock];
   alignas(64) std::int32_t ok[kBlock];
   nearest_taps(g, ax, ay, grid, count, off, ok);
@@ -622,20 +642,9 @@ void nearest_block(const Geometry& g, const Axis<P, AC>& ax, const Axis<P, AC>& 
     const std::int64_t ahead = std::min(kGroup, g.c - c0 - group);  // planes to prefetch
     const float* s = in + c0 * in_plane;
     float* d = out + c0 * out_plane;
-    switch (group) {
-      case 1:
-        nearest_group<1>(s, d, in_plane, out_plane, off, ok, count, ahead);
-        break;
-      case 2:
-        nearest_group<2>(s, d, in_plane, out_plane, off, ok, count, ahead);
-        break;
-      case 3:
-        nearest_group<3>(s, d, in_plane, out_plane, off, ok, count, ahead);
-        break;
-      default:
-        nearest_group<4>(s, d, in_plane, out_plane, off, ok, count, ahead);
-        break;
-    }
+    with_group(group, [&](auto g_const) {
+      nearest_group<decltype(g_const)::value>(s, d, in_plane, out_plane, off, ok, count, ahead);
+    });
   }
 }
 
@@ -684,8 +693,71 @@ void bicubic_block(const Geometry& g, const Axis<P, AC>& ax, const Axis<P, AC>& 
 
 // ---------------------------------------------------------------------------------------------
 // Backward kernels. Same pointers as forward plus `gout` (block of grad_output, channel 0),
-// `gin` (image n's grad_input accumulator [C, H, W]) and `ggrid` (block of grad_grid). Channel
-// by channel as in forward; the grid gradient of each pixel is summed over channels in order.
+// `gin` (image n's grad_input accumulator [C, H, W]) and `ggrid` (block of grad_grid). Each
+// plane's pixels scatter in order; the grid gradient of each pixel is summed over channels in
+// order.
+
+// Bilinear's backward for `count` pixels and G planes (G fixed at compile time, as
+// nearest_group): scatters go's pixels into gi at the four taps and adds each plane's share of the
+// grid gradient to acc, planes in order, so every sum keeps the channel-by-channel order. The taps
+// are loaded and tested once for the group, and an interior sample reads a plane's four values
+// before it writes to them (see bicubic_backward_block). Prefetching as nearest_scatter_group.
+template <int G>
+HWY_INLINE void bilinear_scatter_group(const float* src, const float* go, float* gi,
+                                       std::int64_t in_plane, std::int64_t out_plane,
+                                       const BilinearTaps* taps, float (*acc)[kCubicBlock],
+                                       std::int64_t count, std::int64_t ahead, bool first) {
+  for (std::int64_t p = 0; p < count; ++p) {
+    const BilinearTaps& t = taps[p];
+    if ((p & 3) == 0) {
+      for (std::int64_t k = G; k < G + ahead; ++k) {
+        prefetch_read(src + k * in_plane + t.offset[0]);
+        prefetch_read(src + k * in_plane + t.offset[2]);
+        prefetch_write(gi + k * in_plane + t.offset[0]);
+        prefetch_write(gi + k * in_plane + t.offset[2]);
+      }
+      if (first && p + kLookahead < count) {
+        const BilinearTaps& f = taps[p + kLookahead];
+        for (int k = 0; k < G; ++k) {
+          prefetch_read(src + k * in_plane + f.offset[0]);
+          prefetch_read(src + k * in_plane + f.offset[2]);
+          prefetch_write(gi + k * in_plane + f.offset[0]);
+          prefetch_write(gi + k * in_plane + f.offset[2]);
+        }
+      }
+    }
+    const float north = t.ly, south = 1.0f - t.ly, west = t.lx, east = 1.0f - t.lx;
+    float ax = acc[0][p], ay = acc[1][p];
+    if (t.inside == kAllInside) {
+      for (int k = 0; k < G; ++k) {
+        const float* s = src + k * in_plane;
+        const float v0 = s[t.offset[0]], v1 = s[t.offset[1]];
+        const float v2 = s[t.offset[2]], v3 = s[t.offset[3]];
+        const float d = go[k * out_plane + p];
+        float* d_plane = gi + k * in_plane;
+        for (int j = 0; j < 4; ++j) d_plane[t.offset[j]] += t.weight[j] * d;
+        ax += ((v1 - v0) * south + (v3 - v2) * north) * d;
+        ay += ((v2 - v0) * east + (v3 - v1) * west) * d;
+      }
+    } else {
+      for (int k = 0; k < G; ++k) {
+        const float* s = src + k * in_plane;
+        float* d_plane = gi + k * in_plane;
+        const float d = go[k * out_plane + p];
+        float v[4];
+        for (int j = 0; j < 4; ++j) {
+          const bool inside = (t.inside >> j) & 1u;
+          if (inside) d_plane[t.offset[j]] += t.weight[j] * d;
+          v[j] = inside ? s[t.offset[j]] : 0.0f;
+        }
+        ax += ((v[1] - v[0]) * south + (v[3] - v[2]) * north) * d;
+        ay += ((v[2] - v[0]) * east + (v[3] - v[1]) * west) * d;
+      }
+    }
+    acc[0][p] = ax;
+    acc[1][p] = ay;
+  }
+}
 
 template <PaddingMode P, bool AC>
 void bilinear_backward_block(const Geometry& g, const Axis<P, AC>& ax, const Axis<P, AC>& ay,
@@ -704,48 +776,44 @@ void bilinear_backward_block(const Geometry& g, const Axis<P, AC>& ax, const Axi
   }
   const std::int64_t in_plane = g.in_plane();
   const std::int64_t out_plane = g.out_plane();
-  for (std::int64_t c = 0; c < g.c; ++c) {
-    const float* src = in + c * in_plane;
-    const float* go = gout + c * out_plane;
-    float* gi = gin + c * in_plane;
-    const bool ahead = c + 1 < g.c;
-    for (std::int64_t p = 0; p < count; ++p) {
-      const BilinearTaps& t = taps[p];
-      if ((p & 3) == 0) {
-        // The next channel reads and scatters at the same offsets of the next planes; nothing
-        // fetched the first plane, so run a little ahead in it.
-        const std::int64_t plane = ahead ? in_plane : 0;
-        const BilinearTaps* f =
-            ahead ? &t : (c == 0 && p + kLookahead < count ? &taps[p + kLookahead] : nullptr);
-        if (f != nullptr) {
-          prefetch_read(src + plane + f->offset[0]);
-          prefetch_read(src + plane + f->offset[2]);
-          prefetch_write(gi + plane + f->offset[0]);
-          prefetch_write(gi + plane + f->offset[2]);
-        }
-      }
-      const float d = go[p];
-      const float north = t.ly, south = 1.0f - t.ly, west = t.lx, east = 1.0f - t.lx;
-      float v[4];
-      if (t.inside == kAllInside) {
-        for (int k = 0; k < 4; ++k) {
-          gi[t.offset[k]] += t.weight[k] * d;
-          v[k] = src[t.offset[k]];
-        }
-      } else {
-        for (int k = 0; k < 4; ++k) {
-          const bool inside = (t.inside >> k) & 1u;
-          if (inside) gi[t.offset[k]] += t.weight[k] * d;
-          v[k] = inside ? src[t.offset[k]] : 0.0f;
-        }
-      }
-      acc[0][p] += ((v[1] - v[0]) * south + (v[3] - v[2]) * north) * d;
-      acc[1][p] += ((v[2] - v[0]) * east + (v[3] - v[1]) * west) * d;
-    }
+  for (std::int64_t c0 = 0; c0 < g.c; c0 += kGroup) {
+    const std::int64_t group = std::min(kGroup, g.c - c0);
+    const std::int64_t ahead = std::min(kGroup, g.c - c0 - group);  // planes to prefetch
+    const float* src = in + c0 * in_plane;
+    const float* go = gout + c0 * out_plane;
+    float* gi = gin + c0 * in_plane;
+    const bool first = c0 == 0;
+    with_group(group, [&](auto g_const) {
+      bilinear_scatter_group<decltype(g_const)::value>(src, go, gi, in_plane, out_plane, taps, acc,
+                                                       count, ahead, first);
+    });
   }
   for (std::int64_t p = 0; p < count; ++p) {
     ggrid[2 * p] = acc[0][p] * mult[0][p];
     ggrid[2 * p + 1] = acc[1][p] * mult[1][p];
+  }
+}
+
+// Nearest's scatter of `count` pixels for G planes of go into gi (G fixed at compile time, as
+// nearest_group): the tap is loaded and tested once for the group, and each plane still adds its
+// pixels in order. The next group's planes are fetched for write at the current offsets; the
+// first group, which nothing fetched, runs a little ahead in its own planes.
+template <int G>
+HWY_INLINE void nearest_scatter_group(const float* go, float* gi, std::int64_t in_plane,
+                                      std::int64_t out_plane, const std::int32_t* off,
+                                      const std::int32_t* ok, std::int64_t count,
+                                      std::int64_t ahead, bool first) {
+  for (std::int64_t p = 0; p < count; ++p) {
+    const std::int32_t o = off[p];
+    if ((p & 3) == 0) {
+      for (std::int64_t k = 0; k < ahead; ++k) prefetch_write(gi + (G + k) * in_plane + o);
+      if (first && p + kLookahead < count) {
+        for (int k = 0; k < G; ++k) prefetch_write(gi + k * in_plane + off[p + kLookahead]);
+      }
+    }
+    if (ok[p] != 0) {
+      for (int k = 0; k < G; ++k) gi[k * in_plane + o] += go[k * out_plane + p];
+    }
   }
 }
 
@@ -771,20 +839,30 @@ void nearest_backward_block(const Geometry& g, const Axis<P, AC>& ax, const Axis
   }
   const std::int64_t in_plane = g.in_plane();
   const std::int64_t out_plane = g.out_plane();
-  for (std::int64_t c = 0; c < g.c; ++c) {
-    const float* go = gout + c * out_plane;
-    float* gi = gin + c * in_plane;
-    const bool ahead = c + 1 < g.c;
-    for (std::int64_t p = 0; p < count; ++p) {
-      // The next channel scatters to the same offsets of the next plane: fetch them for write.
-      if ((p & 3) == 0) {
-        if (ahead) prefetch_write(gi + in_plane + off[p]);
-        // Nothing fetched the first plane: run a little ahead in it.
-        if (c == 0 && p + kLookahead < count) prefetch_write(gi + off[p + kLookahead]);
-      }
-      if (ok[p]) gi[off[p]] += go[p];
-    }
+  for (std::int64_t c0 = 0; c0 < g.c; c0 += kGroup) {
+    const std::int64_t group = std::min(kGroup, g.c - c0);
+    const std::int64_t ahead = std::min(kGroup, g.c - c0 - group);  // planes to prefetch
+    const float* go = gout + c0 * out_plane;
+    float* gi = gin + c0 * in_plane;
+    const bool first = c0 == 0;
+    with_group(group, [&](auto g_const) {
+      nearest_scatter_group<decltype(g_const)::value>(go, gi, in_plane, out_plane, off, ok, count,
+                                                      ahead, first);
+    });
   }
+}
+
+// One bicubic pixel of one plane in backward, the 16 values v[i][j] (column i, row j; 0 outside)
+// already read. Its share of the grid gradient (before the scale), as d * sum_i dx[i] * s[i] and
+// d * sum_i wx[i] * u[i] with s[i] = sum_j v[i][j] wy[j] and u[i] = sum_j v[i][j] dy[j]: the same
+// sums as PyTorch's tap-by-tap chain, factored so that a plane adds two terms to the chains
+// instead of 32 (docs/sampling.md); the reference twin takes this order too.
+inline void cubic_grid_terms(const float s[4], const float u[4], const float dx[4],
+                             const float wx[4], float d, float* gx, float* gy) {
+  const float sx = ((s[0] * dx[0] + s[1] * dx[1]) + s[2] * dx[2]) + s[3] * dx[3];
+  const float sy = ((u[0] * wx[0] + u[1] * wx[1]) + u[2] * wx[2]) + u[3] * wx[3];
+  *gx = *gx - sx * d;
+  *gy = *gy - sy * d;
 }
 
 template <PaddingMode P, bool AC>
@@ -809,21 +887,59 @@ void bicubic_backward_block(const Geometry& g, const Axis<P, AC>& ax, const Axis
     for (std::int64_t p = 0; p < count; ++p) {
       const CubicTaps& t = taps[p];
       const float d = go[p];
-      float gx = acc[0][p], gy = acc[1][p];
+      alignas(16) float s[4], u[4];
+#if HWY_TARGET != HWY_SCALAR
+      if (t.dense) {
+        // Rows are four contiguous floats: lanes are the columns i. Reads before writes (the
+        // gradient planes have the input's layout, often at addresses equal modulo 4 KiB, where a
+        // read waits for an earlier write), and Mul + Add, not MulAdd, to keep the twin's
+        // rounding.
+        const D4 d4;
+        const float* r = src + t.col[0];
+        const V4 r0 = hn::LoadU(d4, r + t.row[0]), r1 = hn::LoadU(d4, r + t.row[1]);
+        const V4 r2 = hn::LoadU(d4, r + t.row[2]), r3 = hn::LoadU(d4, r + t.row[3]);
+        V4 sv = hn::Mul(r0, hn::Set(d4, t.wy[0]));
+        sv = hn::Add(sv, hn::Mul(r1, hn::Set(d4, t.wy[1])));
+        sv = hn::Add(sv, hn::Mul(r2, hn::Set(d4, t.wy[2])));
+        sv = hn::Add(sv, hn::Mul(r3, hn::Set(d4, t.wy[3])));
+        V4 uv = hn::Mul(r0, hn::Set(d4, dy[p][0]));
+        uv = hn::Add(uv, hn::Mul(r1, hn::Set(d4, dy[p][1])));
+        uv = hn::Add(uv, hn::Mul(r2, hn::Set(d4, dy[p][2])));
+        uv = hn::Add(uv, hn::Mul(r3, hn::Set(d4, dy[p][3])));
+        hn::Store(sv, d4, s);
+        hn::Store(uv, d4, u);
+        cubic_grid_terms(s, u, dx[p], t.wx, d, &acc[0][p], &acc[1][p]);
+        const V4 dwx = hn::Mul(hn::Set(d4, d), hn::LoadU(d4, t.wx));  // d * wx[i], then * wy[j]
+        float* o = gi + t.col[0];
+        for (int j = 0; j < 4; ++j) {
+          float* row = o + t.row[j];
+          hn::StoreU(hn::Add(hn::LoadU(d4, row), hn::Mul(dwx, hn::Set(d4, t.wy[j]))), d4, row);
+        }
+        continue;
+      }
+#endif
+      // Any tap outside, or columns clamped together: tap by tap. An outside tap reads 0 and
+      // receives nothing, but still multiplies into the sums (NaN weights then give NaN, as in
+      // PyTorch).
+      float v[4][4];
       for (int i = 0; i < 4; ++i) {
         for (int j = 0; j < 4; ++j) {
-          // An outside tap reads 0 and receives nothing, but still multiplies into the sums
-          // (NaN weights then give NaN, as in PyTorch).
           const bool inside = ((t.col_in >> i) & 1u) && ((t.row_in >> j) & 1u);
-          const std::int32_t o = t.row[j] + t.col[i];
-          if (inside) gi[o] += d * t.wx[i] * t.wy[j];
-          const float v = inside ? src[o] : 0.0f;
-          gx -= v * d * dx[p][i] * t.wy[j];
-          gy -= v * d * dy[p][j] * t.wx[i];
+          v[i][j] = inside ? src[t.row[j] + t.col[i]] : 0.0f;
         }
       }
-      acc[0][p] = gx;
-      acc[1][p] = gy;
+      for (int i = 0; i < 4; ++i) {
+        s[i] = ((v[i][0] * t.wy[0] + v[i][1] * t.wy[1]) + v[i][2] * t.wy[2]) + v[i][3] * t.wy[3];
+        u[i] =
+            ((v[i][0] * dy[p][0] + v[i][1] * dy[p][1]) + v[i][2] * dy[p][2]) + v[i][3] * dy[p][3];
+      }
+      cubic_grid_terms(s, u, dx[p], t.wx, d, &acc[0][p], &acc[1][p]);
+      for (int i = 0; i < 4; ++i) {
+        for (int j = 0; j < 4; ++j) {
+          const bool inside = ((t.col_in >> i) & 1u) && ((t.row_in >> j) & 1u);
+          if (inside) gi[t.row[j] + t.col[i]] += d * t.wx[i] * t.wy[j];
+        }
+      }
     }
   }
   for (std::int64_t p = 0; p < count; ++p) {

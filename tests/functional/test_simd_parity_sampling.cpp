@@ -206,10 +206,13 @@ void expect_bit_equal(const Tensor& got, const Tensor& want) {
 // summed afterwards: grad_input then within 1e-5 + 1e-5 |ref| (the same sums in another order);
 // grad_grid (a pixel's sum over its channels, within one block) stays exact.
 TEST(SimdParitySampling, GridSampleBackward) {
-  // N > 1, odd sizes, two blocks of 256 pixels with N = 1 (per-worker copies on two threads), and
-  // 1-pixel-high and 1-pixel-wide planes.
-  const GridCase cases[] = {
-      {2, 5, 9, 13, 7, 11}, {1, 3, 6, 5, 19, 17}, {2, 2, 1, 7, 4, 9}, {1, 4, 5, 1, 7, 9}};
+  // N > 1, odd sizes, two blocks of 256 pixels with N = 1 (per-worker copies on two threads),
+  // 1-pixel-high and 1-pixel-wide planes, and C = 9 (nearest scatters 4 + 4 + 1 planes per pixel).
+  const GridCase cases[] = {{2, 5, 9, 13, 7, 11},
+                            {1, 3, 6, 5, 19, 17},
+                            {2, 2, 1, 7, 4, 9},
+                            {1, 4, 5, 1, 7, 9},
+                            {1, 9, 4, 6, 5, 7}};
   for (const int threads : {1, 2}) {
     SCOPED_TRACE(std::to_string(threads) + " thread(s)");
     const test::ThreadScope scope(threads);

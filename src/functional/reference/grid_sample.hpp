@@ -206,12 +206,13 @@ inline Tensor grid_sample(const Tensor& input, const Tensor& grid,
 }
 
 // grid_sample_backward of input [N, C, H, W] at grid [N, Ho, Wo, 2] for grad_output
-// [N, C, Ho, Wo] (no validation), pixel by pixel as PyTorch's CPU kernel (§8.6): grad_input
-// scattered channel by channel, each pixel's corners (taps) in PyTorch's order; grad_grid summed
-// over the channels in order, then times the coordinate's derivative (bilinear: the padding's
-// too; bicubic: the unnormalising scale alone, as PyTorch; nearest: 0). Corners and taps outside
-// the plane, and NaN coordinates, read 0 and receive nothing with every padding: PyTorch's kernel
-// reads and writes out of bounds for NaN under border and reflection padding (docs/sampling.md).
+// [N, C, Ho, Wo] (no validation), pixel by pixel as PyTorch's CPU kernel (§8.6; bicubic's grid
+// gradient factored, see below): grad_input scattered channel by channel, each pixel's corners
+// (taps) in PyTorch's order; grad_grid summed over the channels in order, then times the
+// coordinate's derivative (bilinear: the padding's too; bicubic: the unnormalising scale alone,
+// as PyTorch; nearest: 0). Corners and taps outside the plane, and NaN coordinates, read 0 and
+// receive nothing with every padding: PyTorch's kernel reads and writes out of bounds for NaN
+// under border and reflection padding (docs/sampling.md).
 inline functional::GridSampleGrads grid_sample_backward(
     const Tensor& input, const Tensor& grid, const Tensor& grad_output,
     const functional::GridSampleOptions& options) {
@@ -254,16 +255,26 @@ inline functional::GridSampleGrads grid_sample_backward(
             tap[i][j] = index(xx, yy, h, w);
           }
         }
+        // grad_grid: PyTorch sums v * d * dx[i] * cy[j] tap by tap; here the same sum factored,
+        // d * sum_i dx[i] * (sum_j v[i][j] cy[j]) (and likewise for y), in the order the kernel
+        // takes (grid_sample-inl.h, cubic_grid_terms): within rounding of PyTorch's.
         float gx = 0.0f, gy = 0.0f;
         for (std::int64_t ch = 0; ch < c; ++ch) {
           const float d = gout[ch * pixels + p];
+          float s[4], u[4];
+          for (int i = 0; i < 4; ++i) {
+            float v[4];
+            for (int j = 0; j < 4; ++j) {
+              v[j] = tap[i][j] >= 0 ? in[ch * h * w + tap[i][j]] : 0.0f;
+            }
+            s[i] = ((v[0] * cy[0] + v[1] * cy[1]) + v[2] * cy[2]) + v[3] * cy[3];
+            u[i] = ((v[0] * dy[0] + v[1] * dy[1]) + v[2] * dy[2]) + v[3] * dy[3];
+          }
+          gx = gx - (((s[0] * dx[0] + s[1] * dx[1]) + s[2] * dx[2]) + s[3] * dx[3]) * d;
+          gy = gy - (((u[0] * cx[0] + u[1] * cx[1]) + u[2] * cx[2]) + u[3] * cx[3]) * d;
           for (int i = 0; i < 4; ++i) {
             for (int j = 0; j < 4; ++j) {
-              const std::int64_t t = tap[i][j];
-              if (t >= 0) gin[ch * h * w + t] += d * cx[i] * cy[j];
-              const float v = t >= 0 ? in[ch * h * w + t] : 0.0f;
-              gx = gx - v * d * dx[i] * cy[j];
-              gy = gy - v * d * dy[j] * cx[i];
+              if (tap[i][j] >= 0) gin[ch * h * w + tap[i][j]] += d * cx[i] * cy[j];
             }
           }
         }
