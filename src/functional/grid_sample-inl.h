@@ -26,6 +26,7 @@
 #include "core/dispatch.hpp"
 #include "functional/detail/bilinear_taps.hpp"
 #include "functional/detail/grid_sample_job.hpp"
+#include "functional/detail/plane_groups.hpp"
 
 HWY_BEFORE_NAMESPACE();
 namespace cvattn::detail::HWY_NAMESPACE {
@@ -37,8 +38,8 @@ using Geometry = GridSampleJob;
 
 constexpr std::int64_t kBlock = kGridBlock;
 constexpr std::int64_t kCubicBlock = kGridCubicBlock;
-constexpr std::int64_t kGroup = 4;       // channels per pass of the bilinear/nearest forward loops
-constexpr std::int64_t kLookahead = 64;  // prefetch distance in pixels within a plane
+constexpr std::int64_t kGroup = kPlaneGroup;  // planes per pass of the per-pixel loops
+constexpr std::int64_t kLookahead = 64;       // prefetch distance in pixels within a plane
 
 // One axis of the grid: normalised coordinate -> pixel coordinate (§8.1) and padding (§8.2), in
 // the float32 operation order of PyTorch's vectorised kernel (whose build contracts
@@ -582,27 +583,6 @@ void nearest_taps(const Geometry& g, const Axis<P, AC>& ax, const Axis<P, AC>& a
   }
 }
 
-// Calls fn(std::integral_constant<int, G>) for a group of G = 1..4 planes: the per-group loops
-// take G at compile time (see nearest_group).
-template <class Fn>
-HWY_INLINE void with_group(std::int64_t group, Fn&& fn) {
-  static_assert(kGroup == 4, "with_group dispatches groups of 1 to 4 planes");
-  switch (group) {
-    case 1:
-      fn(std::integral_constant<int, 1>{});
-      break;
-    case 2:
-      fn(std::integral_constant<int, 2>{});
-      break;
-    case 3:
-      fn(std::integral_constant<int, 3>{});
-      break;
-    default:
-      fn(std::integral_constant<int, 4>{});
-      break;
-  }
-}
-
 // Nearest taps of `count` pixels for G channel planes from s into d, G fixed at compile time: a
 // loop over a run-time group size put a compare and branch per channel into the pixel loop (25
 // instructions per pixel at C = 3), and its speed then moved with the loop's code alignment (12 %
@@ -642,7 +622,7 @@ void nearest_block(const Geometry& g, const Axis<P, AC>& ax, const Axis<P, AC>& 
     const std::int64_t ahead = std::min(kGroup, g.c - c0 - group);  // planes to prefetch
     const float* s = in + c0 * in_plane;
     float* d = out + c0 * out_plane;
-    with_group(group, [&](auto g_const) {
+    with_plane_group(group, [&](auto g_const) {
       nearest_group<decltype(g_const)::value>(s, d, in_plane, out_plane, off, ok, count, ahead);
     });
   }
@@ -783,7 +763,7 @@ void bilinear_backward_block(const Geometry& g, const Axis<P, AC>& ax, const Axi
     const float* go = gout + c0 * out_plane;
     float* gi = gin + c0 * in_plane;
     const bool first = c0 == 0;
-    with_group(group, [&](auto g_const) {
+    with_plane_group(group, [&](auto g_const) {
       bilinear_scatter_group<decltype(g_const)::value>(src, go, gi, in_plane, out_plane, taps, acc,
                                                        count, ahead, first);
     });
@@ -845,7 +825,7 @@ void nearest_backward_block(const Geometry& g, const Axis<P, AC>& ax, const Axis
     const float* go = gout + c0 * out_plane;
     float* gi = gin + c0 * in_plane;
     const bool first = c0 == 0;
-    with_group(group, [&](auto g_const) {
+    with_plane_group(group, [&](auto g_const) {
       nearest_scatter_group<decltype(g_const)::value>(go, gi, in_plane, out_plane, off, ok, count,
                                                       ahead, first);
     });

@@ -27,6 +27,7 @@
 #include "functional/detail/channel_plan.hpp"
 #include "functional/detail/channel_tiles-inl.h"
 #include "functional/detail/grid_sample3d_job.hpp"
+#include "functional/detail/plane_groups.hpp"
 
 HWY_BEFORE_NAMESPACE();
 namespace cvattn::detail::HWY_NAMESPACE {
@@ -489,6 +490,19 @@ inline void GridSample3dChannelBlock(const Job&, const float*, std::int64_t, std
 
 #endif
 
+// Nearest's scatter of `count` voxels for G planes (plane_groups.hpp): the offset is loaded and
+// tested once per voxel, and each plane still adds its voxels in order.
+template <int G>
+HWY_INLINE void nearest_scatter3(const float* go, float* gi, std::int64_t vol_in,
+                                 std::int64_t vol_out, const std::int64_t* off,
+                                 std::int64_t count) {
+  for (std::int64_t p = 0; p < count; ++p) {
+    const std::int64_t o = off[p];
+    if (o < 0) continue;
+    for (int k = 0; k < G; ++k) gi[k * vol_in + o] += go[k * vol_out + p];
+  }
+}
+
 // grad_input and grad_grid (both zeroed by the caller; nearest leaves grad_grid so) of volume n:
 // its scatter is this call's alone, in PyTorch's voxel order within each channel.
 void GridSample3dBackwardVolume(const Job& g, std::int64_t n) {
@@ -517,12 +531,12 @@ void GridSample3dBackwardVolume(const Job& g, std::int64_t n) {
             nearest_offset(ax.source_with_grad(q[0], &unused), ay.source_with_grad(q[1], &unused),
                            az.source_with_grad(q[2], &unused), g);
       }
-      for (std::int64_t c = 0; c < g.c; ++c) {
-        const float* go = gout_b + c * vol_out;
-        float* gi = gin_n + c * vol_in;
-        for (std::int64_t p = 0; p < count; ++p) {
-          if (off[p] >= 0) gi[off[p]] += go[p];
-        }
+      for (std::int64_t c0 = 0; c0 < g.c; c0 += kPlaneGroup) {
+        const float* go = gout_b + c0 * vol_out;
+        float* gi = gin_n + c0 * vol_in;
+        with_plane_group(std::min(kPlaneGroup, g.c - c0), [&](auto group) {
+          nearest_scatter3<decltype(group)::value>(go, gi, vol_in, vol_out, off, count);
+        });
       }
       continue;  // grad_grid stays zero
     }

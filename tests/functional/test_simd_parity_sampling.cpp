@@ -368,9 +368,12 @@ TEST(SimdParitySampling, GridSample3dBackward) {
   struct Case {
     std::int64_t n, c, d, h, w, dout, hout, wout;
   };
-  // N > 1, odd sizes, 1-voxel axes, and more than one block of 256 output voxels.
-  const Case cases[] = {
-      {2, 5, 4, 7, 6, 3, 5, 9}, {1, 3, 3, 1, 5, 2, 4, 37}, {2, 2, 1, 3, 1, 3, 2, 5}};
+  // N > 1, odd sizes, 1-voxel axes, more than one block of 256 output voxels, and C = 9 (nearest
+  // scatters 4 + 4 + 1 planes per voxel).
+  const Case cases[] = {{2, 5, 4, 7, 6, 3, 5, 9},
+                        {1, 3, 3, 1, 5, 2, 4, 37},
+                        {2, 2, 1, 3, 1, 3, 2, 5},
+                        {1, 9, 2, 3, 4, 2, 3, 5}};
   std::uint64_t seed = 31;
   for (const Case& k : cases) {
     const Tensor x = random_tensor({k.n, k.c, k.d, k.h, k.w}, seed++);
