@@ -122,8 +122,11 @@ void sgemm(Trans ta, Trans tb, std::int64_t m, std::int64_t n, std::int64_t k, f
            const float* a, std::int64_t lda, const float* b, std::int64_t ldb, float beta, float* c,
            std::int64_t ldc) {
 #if defined(CVATTN_HAS_OPENBLAS)
-  if (!use_packed() && m > 0 && n > 0 && k > 0 && fits_int(m) && fits_int(n) && fits_int(k) &&
-      fits_int(lda) && fits_int(ldb) && fits_int(ldc)) {
+  // alpha 0 stays off OpenBLAS: its small-matrix kernels (the SkylakeX and Cooperlake cores, as
+  // 0.3.21 runs Zen 4) still form A*B then, so a NaN or Inf in A reached C, where BLAS leaves A
+  // unread.
+  if (!use_packed() && alpha != 0.0f && m > 0 && n > 0 && k > 0 && fits_int(m) && fits_int(n) &&
+      fits_int(k) && fits_int(lda) && fits_int(ldb) && fits_int(ldc)) {
     cblas_sgemm(CblasRowMajor, ta == Trans::no ? CblasNoTrans : CblasTrans,
                 tb == Trans::no ? CblasNoTrans : CblasTrans, static_cast<int>(m),
                 static_cast<int>(n), static_cast<int>(k), alpha, a, static_cast<int>(lda), b,
