@@ -126,36 +126,77 @@ void FoldRows(bool max, const float* HWY_RESTRICT src, std::int64_t n, std::int6
   }
 }
 
+#if HWY_TARGET != HWY_SCALAR
+// K four-float column vectors from column i over `count` rows: the column sums stay in
+// registers across the rows (stored once per call, not once per row, whose store-to-load
+// round trip bounded the loop), and each row's four partial sums (`part`, four floats per row)
+// take the K vectors in column order, as a row-by-row sweep adds them.
+template <int K>
+HWY_INLINE void ColumnBlock(const float* HWY_RESTRICT src, std::int64_t count, std::int64_t w,
+                            std::int64_t i, float* HWY_RESTRICT part, float* HWY_RESTRICT cols) {
+  const hn::FixedTag<float, 4> d4;
+  using V = hn::Vec<decltype(d4)>;
+  V c[K];
+  for (int k = 0; k < K; ++k) c[k] = hn::LoadU(d4, cols + i + 4 * k);
+  for (std::int64_t r = 0; r < count; ++r) {
+    const float* HWY_RESTRICT row = src + r * w + i;
+    V p = hn::Load(d4, part + 4 * r);
+    for (int k = 0; k < K; ++k) {
+      const V v = hn::LoadU(d4, row + 4 * k);
+      c[k] = hn::Add(c[k], v);
+      p = hn::Add(p, v);
+    }
+    hn::Store(p, d4, part + 4 * r);
+  }
+  for (int k = 0; k < K; ++k) hn::StoreU(c[k], d4, cols + i + 4 * k);
+}
+
+// The last 1..7 vectors of a row's four-float body.
+void ColumnBlockTail(int vectors, const float* HWY_RESTRICT src, std::int64_t count, std::int64_t w,
+                     std::int64_t i, float* HWY_RESTRICT part, float* HWY_RESTRICT cols) {
+  using Block = void (*)(const float*, std::int64_t, std::int64_t, std::int64_t, float*, float*);
+  static constexpr Block kBlocks[] = {ColumnBlock<1>, ColumnBlock<2>, ColumnBlock<3>,
+                                      ColumnBlock<4>, ColumnBlock<5>, ColumnBlock<6>,
+                                      ColumnBlock<7>};
+  kBlocks[vectors - 1](src, count, w, i, part, cols);
+}
+#endif
+
+// Row means from four partial sums over i % 4 (then the tail in order) and column means in row
+// order, as reference::row_column_means adds them. Rows go in chunks of 64, each swept in
+// blocks of up to 32 columns (ColumnBlock).
 void RowColumnMeans(const float* HWY_RESTRICT src, std::int64_t h, std::int64_t w,
                     float* HWY_RESTRICT rows, float* HWY_RESTRICT cols) {
   std::fill(cols, cols + w, 0.0f);
-  for (std::int64_t r = 0; r < h; ++r) {
-    const float* HWY_RESTRICT row = src + r * w;
-    float part[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-    std::int64_t i = 0;
+  const std::int64_t body = w - w % 4;
+  constexpr std::int64_t kChunk = 64;
+  alignas(16) float part[kChunk * 4];
+  for (std::int64_t r0 = 0; r0 < h; r0 += kChunk) {
+    const std::int64_t count = std::min(kChunk, h - r0);
+    const float* HWY_RESTRICT chunk = src + r0 * w;
+    std::fill(part, part + count * 4, 0.0f);
 #if HWY_TARGET != HWY_SCALAR
-    const hn::FixedTag<float, 4> d4;
-    auto acc = hn::Zero(d4);
-    for (; i + 4 <= w; i += 4) {
-      const auto v = hn::LoadU(d4, row + i);
-      acc = hn::Add(acc, v);
-      hn::StoreU(hn::Add(hn::LoadU(d4, cols + i), v), d4, cols + i);
-    }
-    hn::StoreU(acc, d4, part);
+    std::int64_t i = 0;
+    for (; i + 32 <= body; i += 32) ColumnBlock<8>(chunk, count, w, i, part, cols);
+    if (i < body) ColumnBlockTail(static_cast<int>((body - i) / 4), chunk, count, w, i, part, cols);
 #else
-    for (; i + 4 <= w; i += 4) {
-      for (int j = 0; j < 4; ++j) {
-        part[j] += row[i + j];
-        cols[i + j] += row[i + j];
+    for (std::int64_t r = 0; r < count; ++r) {
+      for (std::int64_t i = 0; i < body; ++i) {
+        part[4 * r + i % 4] += chunk[r * w + i];
+        cols[i] += chunk[r * w + i];
       }
     }
 #endif
-    float sum = (part[0] + part[1]) + (part[2] + part[3]);
-    for (; i < w; ++i) {
-      sum += row[i];
-      cols[i] += row[i];
+    for (std::int64_t r = 0; r < count; ++r) {
+      const float* HWY_RESTRICT row = chunk + r * w;
+      const float* p = part + 4 * r;
+      float sum = (p[0] + p[1]) + (p[2] + p[3]);
+      for (std::int64_t t = body; t < w; ++t) {
+        sum += row[t];
+        cols[t] += row[t];
+      }
+      rows[r0 + r] = sum / static_cast<float>(w);
     }
-    rows[r] = sum / static_cast<float>(w);
   }
   for (std::int64_t i = 0; i < w; ++i) cols[i] /= static_cast<float>(h);
 }
