@@ -127,10 +127,18 @@ Tensor add_position_encoding(const Tensor& x, const Tensor& table) {
   return out;
 }
 
-std::vector<std::int64_t> relative_position_index(Pair2 window) {
-  const char* where = "relative_position_index";
+namespace {
+
+void check_window(Pair2 window, const char* where) {
   CVATTN_CHECK(window.h >= 1 && window.w >= 1 && window.h <= 4096 && window.w <= 4096, ValueError,
                where, ": window must be in [1, 4096] per side, got ", window.h, " x ", window.w);
+}
+
+}  // namespace
+
+std::vector<std::int64_t> relative_position_index(Pair2 window) {
+  const char* where = "relative_position_index";
+  check_window(window, where);
   const std::int64_t n = window.h * window.w;
   checked_numel({n, n}, where);
   std::vector<std::int64_t> index(static_cast<std::size_t>(n * n));
@@ -145,21 +153,40 @@ std::vector<std::int64_t> relative_position_index(Pair2 window) {
   return index;
 }
 
+// The bias of query (hi, wi) to the keys of row hj is the table read backwards from index
+// (hi - hj + wh - 1) * (2 ww - 1) + wi + ww - 1 (relative_position_index, wj = 0): with each
+// head's column stored reversed, every run of ww outputs is a forward copy, and no index is
+// built or divided out per element.
 Tensor relative_position_bias(const Tensor& table, Pair2 window) {
   const char* where = "relative_position_bias";
-  const std::vector<std::int64_t> index = relative_position_index(window);
-  const std::int64_t entries = (2 * window.h - 1) * (2 * window.w - 1);
+  check_window(window, where);
+  const std::int64_t wh = window.h, ww = window.w;
+  const std::int64_t entries = (2 * wh - 1) * (2 * ww - 1);
   check_rank(table, 2, "table", where);
   CVATTN_CHECK(table.dim(0) == entries, ShapeError, where, ": tensor 'table' expected [", entries,
-               ", heads] ((2*", window.h, "-1)*(2*", window.w, "-1) rows for a ", window.h, "x",
-               window.w, " window), got ", to_string(table.shape()));
-  const std::int64_t heads = table.dim(1), n = window.h * window.w;
+               ", heads] ((2*", wh, "-1)*(2*", ww, "-1) rows for a ", wh, "x", ww, " window), got ",
+               to_string(table.shape()));
+  const std::int64_t heads = table.dim(1), n = wh * ww;
+  checked_numel({heads, n, n}, where);
   Tensor out = Tensor::empty({heads, n, n});
   const float* t = table.data();
   float* o = out.data();
+  std::vector<float> reversed(static_cast<std::size_t>(entries));
   for (std::int64_t h = 0; h < heads; ++h) {
-    for (std::int64_t ij = 0; ij < n * n; ++ij) {
-      o[h * n * n + ij] = t[index[static_cast<std::size_t>(ij)] * heads + h];
+    for (std::int64_t e = 0; e < entries; ++e) {
+      reversed[static_cast<std::size_t>(entries - 1 - e)] = t[e * heads + h];
+    }
+    float* oh = o + h * n * n;
+    for (std::int64_t hi = 0; hi < wh; ++hi) {
+      for (std::int64_t wi = 0; wi < ww; ++wi) {
+        float* row = oh + (hi * ww + wi) * n;
+        for (std::int64_t hj = 0; hj < wh; ++hj) {
+          const std::int64_t first = (hi - hj + wh - 1) * (2 * ww - 1) + wi + ww - 1;
+          const float* src = reversed.data() + (entries - 1 - first);
+          float* dst = row + hj * ww;
+          for (std::int64_t wj = 0; wj < ww; ++wj) dst[wj] = src[wj];
+        }
+      }
     }
   }
   return out;
