@@ -677,7 +677,7 @@ TEST(SimdParity, Winograd43Transforms) {
 // NaN).
 TEST(SimdParity, RowColumnMeans) {
   // strip_pool's plane: widths below, at and between the 4-float steps, a NaN, h = 1; rows past
-  // one 64-row chunk, widths past one 32-column block with vectors and floats left over.
+  // one 64-row chunk, widths past one 16-column block with vectors and floats left over.
   const std::int64_t shapes[][2] = {{28, 28}, {1, 1},  {3, 3},   {5, 4},   {7, 9},   {1, 13},
                                     {17, 2},  {9, 33}, {64, 64}, {70, 45}, {130, 36}};
   for_each_simd_target([&] {

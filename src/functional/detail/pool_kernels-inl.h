@@ -127,44 +127,47 @@ void FoldRows(bool max, const float* HWY_RESTRICT src, std::int64_t n, std::int6
 }
 
 #if HWY_TARGET != HWY_SCALAR
-// K four-float column vectors from column i over `count` rows: the column sums stay in
+// One four-float vector of a row: into its column sums c and into the row's partial sums p.
+template <class D, class V>
+HWY_INLINE void AddColumns(D d, const float* HWY_RESTRICT src, V& c, V& p) {
+  const V v = hn::LoadU(d, src);
+  c = hn::Add(c, v);
+  p = hn::Add(p, v);
+}
+
+// K <= 4 four-float column vectors from column i over `count` rows: the column sums stay in
 // registers across the rows (stored once per call, not once per row, whose store-to-load
 // round trip bounded the loop), and each row's four partial sums (`part`, four floats per row)
-// take the K vectors in column order, as a row-by-row sweep adds them.
+// take the K vectors in column order, as a row-by-row sweep adds them. Named vectors, not an
+// array: SVE's are sizeless.
 template <int K>
 HWY_INLINE void ColumnBlock(const float* HWY_RESTRICT src, std::int64_t count, std::int64_t w,
                             std::int64_t i, float* HWY_RESTRICT part, float* HWY_RESTRICT cols) {
   const hn::FixedTag<float, 4> d4;
   using V = hn::Vec<decltype(d4)>;
-  V c[K];
-  for (int k = 0; k < K; ++k) c[k] = hn::LoadU(d4, cols + i + 4 * k);
+  V c0 = hn::LoadU(d4, cols + i), c1 = hn::Zero(d4), c2 = c1, c3 = c1;
+  if constexpr (K > 1) c1 = hn::LoadU(d4, cols + i + 4);
+  if constexpr (K > 2) c2 = hn::LoadU(d4, cols + i + 8);
+  if constexpr (K > 3) c3 = hn::LoadU(d4, cols + i + 12);
   for (std::int64_t r = 0; r < count; ++r) {
     const float* HWY_RESTRICT row = src + r * w + i;
     V p = hn::Load(d4, part + 4 * r);
-    for (int k = 0; k < K; ++k) {
-      const V v = hn::LoadU(d4, row + 4 * k);
-      c[k] = hn::Add(c[k], v);
-      p = hn::Add(p, v);
-    }
+    AddColumns(d4, row, c0, p);
+    if constexpr (K > 1) AddColumns(d4, row + 4, c1, p);
+    if constexpr (K > 2) AddColumns(d4, row + 8, c2, p);
+    if constexpr (K > 3) AddColumns(d4, row + 12, c3, p);
     hn::Store(p, d4, part + 4 * r);
   }
-  for (int k = 0; k < K; ++k) hn::StoreU(c[k], d4, cols + i + 4 * k);
-}
-
-// The last 1..7 vectors of a row's four-float body.
-void ColumnBlockTail(int vectors, const float* HWY_RESTRICT src, std::int64_t count, std::int64_t w,
-                     std::int64_t i, float* HWY_RESTRICT part, float* HWY_RESTRICT cols) {
-  using Block = void (*)(const float*, std::int64_t, std::int64_t, std::int64_t, float*, float*);
-  static constexpr Block kBlocks[] = {ColumnBlock<1>, ColumnBlock<2>, ColumnBlock<3>,
-                                      ColumnBlock<4>, ColumnBlock<5>, ColumnBlock<6>,
-                                      ColumnBlock<7>};
-  kBlocks[vectors - 1](src, count, w, i, part, cols);
+  hn::StoreU(c0, d4, cols + i);
+  if constexpr (K > 1) hn::StoreU(c1, d4, cols + i + 4);
+  if constexpr (K > 2) hn::StoreU(c2, d4, cols + i + 8);
+  if constexpr (K > 3) hn::StoreU(c3, d4, cols + i + 12);
 }
 #endif
 
 // Row means from four partial sums over i % 4 (then the tail in order) and column means in row
 // order, as reference::row_column_means adds them. Rows go in chunks of 64, each swept in
-// blocks of up to 32 columns (ColumnBlock).
+// blocks of up to 16 columns (ColumnBlock).
 void RowColumnMeans(const float* HWY_RESTRICT src, std::int64_t h, std::int64_t w,
                     float* HWY_RESTRICT rows, float* HWY_RESTRICT cols) {
   std::fill(cols, cols + w, 0.0f);
@@ -177,8 +180,10 @@ void RowColumnMeans(const float* HWY_RESTRICT src, std::int64_t h, std::int64_t 
     std::fill(part, part + count * 4, 0.0f);
 #if HWY_TARGET != HWY_SCALAR
     std::int64_t i = 0;
-    for (; i + 32 <= body; i += 32) ColumnBlock<8>(chunk, count, w, i, part, cols);
-    if (i < body) ColumnBlockTail(static_cast<int>((body - i) / 4), chunk, count, w, i, part, cols);
+    for (; i + 16 <= body; i += 16) ColumnBlock<4>(chunk, count, w, i, part, cols);
+    if (body - i == 12) ColumnBlock<3>(chunk, count, w, i, part, cols);
+    if (body - i == 8) ColumnBlock<2>(chunk, count, w, i, part, cols);
+    if (body - i == 4) ColumnBlock<1>(chunk, count, w, i, part, cols);
 #else
     for (std::int64_t r = 0; r < count; ++r) {
       for (std::int64_t i = 0; i < body; ++i) {
