@@ -28,16 +28,43 @@ HWY_INLINE V MaxNan(D /*d*/, V a, V b) {
 }
 
 // acc[i] = max_nan(acc[i], x[i]) or acc[i] + x[i] for i < n.
-template <bool kMax>
-HWY_INLINE void Fold(float* HWY_RESTRICT acc, const float* HWY_RESTRICT x, std::int64_t n) {
-  const hn::ScalableTag<float> d;
+// acc[i] = max_nan(acc[i], x[i]) or acc[i] + x[i] for i in [i, n) in whole vectors of tag d;
+// returns the first index left.
+template <bool kMax, class D>
+HWY_INLINE std::int64_t FoldVectors(D d, float* HWY_RESTRICT acc, const float* HWY_RESTRICT x,
+                                    std::int64_t i, std::int64_t n) {
   const auto L = static_cast<std::int64_t>(hn::Lanes(d));
-  std::int64_t i = 0;
   for (; i + L <= n; i += L) {
     const auto a = hn::LoadU(d, acc + i), b = hn::LoadU(d, x + i);
     hn::StoreU(kMax ? MaxNan(d, a, b) : hn::Add(a, b), d, acc + i);
   }
+  return i;
+}
+
+// The rest of a row after the full vectors goes in vectors of at most 8 and 4 lanes before the
+// scalar loop: a row of 56 floats is 3.5 vectors of 16 lanes, and 16-lane bodies that left 8
+// floats to the scalar loop made AVX-512 slower than AVX2 on Zen 4 (docs/performance.md).
+template <bool kMax>
+HWY_INLINE void Fold(float* HWY_RESTRICT acc, const float* HWY_RESTRICT x, std::int64_t n) {
+  std::int64_t i = FoldVectors<kMax>(hn::ScalableTag<float>(), acc, x, 0, n);
+  i = FoldVectors<kMax>(hn::CappedTag<float, 8>(), acc, x, i, n);
+  i = FoldVectors<kMax>(hn::CappedTag<float, 4>(), acc, x, i, n);
   for (; i < n; ++i) acc[i] = kMax ? MaxNanScalar(acc[i], x[i]) : acc[i] + x[i];
+}
+
+// out[ox] = max_nan(out[ox], r[2 ox]) or the sum, for ox in [ox, n) in whole vectors of tag d
+// (each reads r up to 2 (ox + lanes) - 1); returns the first ox left.
+template <bool kMax, class D>
+HWY_INLINE std::int64_t FoldEven(D d, float* HWY_RESTRICT out, const float* HWY_RESTRICT r,
+                                 std::int64_t ox, std::int64_t n) {
+  const auto L = static_cast<std::int64_t>(hn::Lanes(d));
+  for (; ox + L <= n; ox += L) {
+    hn::Vec<D> even, odd;
+    hn::LoadInterleaved2(d, r + 2 * ox, even, odd);
+    const auto a = hn::LoadU(d, out + ox);
+    hn::StoreU(kMax ? MaxNan(d, a, even) : hn::Add(a, even), d, out + ox);
+  }
+  return ox;
 }
 
 // out[ox] = max_nan(out[ox], r[ox * s]) (kMax) or out[ox] + r[ox * s] for ox < n, s >= 1.
@@ -45,19 +72,15 @@ template <bool kMax>
 HWY_INLINE void FoldStrided(float* HWY_RESTRICT out, const float* HWY_RESTRICT r, std::int64_t n,
                             std::int64_t s) {
   const hn::ScalableTag<float> d;
-  const auto L = static_cast<std::int64_t>(hn::Lanes(d));
   std::int64_t ox = 0;
   if (s == 1) {
     Fold<kMax>(out, r, n);
     return;
   }
   if (s == 2) {  // even columns of an interleaved pair load (reads r up to 2 (ox + L) - 1)
-    for (; ox + L <= n; ox += L) {
-      hn::Vec<decltype(d)> even, odd;
-      hn::LoadInterleaved2(d, r + 2 * ox, even, odd);
-      const auto a = hn::LoadU(d, out + ox);
-      hn::StoreU(kMax ? MaxNan(d, a, even) : hn::Add(a, even), d, out + ox);
-    }
+    ox = FoldEven<kMax>(d, out, r, ox, n);
+    ox = FoldEven<kMax>(hn::CappedTag<float, 8>(), out, r, ox, n);
+    ox = FoldEven<kMax>(hn::CappedTag<float, 4>(), out, r, ox, n);
   }
   for (; ox < n; ++ox) out[ox] = kMax ? MaxNanScalar(out[ox], r[ox * s]) : out[ox] + r[ox * s];
 }
