@@ -27,7 +27,6 @@ HWY_INLINE V MaxNan(D /*d*/, V a, V b) {
   return hn::IfThenElse(hn::Or(hn::Gt(b, a), hn::IsNaN(b)), b, a);
 }
 
-// acc[i] = max_nan(acc[i], x[i]) or acc[i] + x[i] for i < n.
 // acc[i] = max_nan(acc[i], x[i]) or acc[i] + x[i] for i in [i, n) in whole vectors of tag d;
 // returns the first index left.
 template <bool kMax, class D>
@@ -41,9 +40,10 @@ HWY_INLINE std::int64_t FoldVectors(D d, float* HWY_RESTRICT acc, const float* H
   return i;
 }
 
-// The rest of a row after the full vectors goes in vectors of at most 8 and 4 lanes before the
-// scalar loop: a row of 56 floats is 3.5 vectors of 16 lanes, and 16-lane bodies that left 8
-// floats to the scalar loop made AVX-512 slower than AVX2 on Zen 4 (docs/performance.md).
+// acc[i] = max_nan(acc[i], x[i]) or acc[i] + x[i] for i < n. The rest of a row after the full
+// vectors goes in vectors of at most 8 and 4 lanes before the scalar loop: a row of 56 floats is
+// 3.5 vectors of 16 lanes, and the 8 floats a 16-lane body left to the scalar loop were part of
+// why AVX-512 ran these kernels slower than AVX2 on Zen 4 (docs/performance.md).
 template <bool kMax>
 HWY_INLINE void Fold(float* HWY_RESTRICT acc, const float* HWY_RESTRICT x, std::int64_t n) {
   std::int64_t i = FoldVectors<kMax>(hn::ScalableTag<float>(), acc, x, 0, n);
@@ -77,7 +77,7 @@ HWY_INLINE void FoldStrided(float* HWY_RESTRICT out, const float* HWY_RESTRICT r
     Fold<kMax>(out, r, n);
     return;
   }
-  if (s == 2) {  // even columns of an interleaved pair load (reads r up to 2 (ox + L) - 1)
+  if (s == 2) {  // even columns of interleaved pair loads, widest vectors first (FoldEven)
     ox = FoldEven<kMax>(d, out, r, ox, n);
     ox = FoldEven<kMax>(hn::CappedTag<float, 8>(), out, r, ox, n);
     ox = FoldEven<kMax>(hn::CappedTag<float, 4>(), out, r, ox, n);
